@@ -1,0 +1,94 @@
+"""Backend names and the environment variables that steer dispatch.
+
+Every variable is read when an operation is called, not at import, so a test or a notebook can
+change it between calls. A library-specific variable (``TRNBLAS_USE_SIMULATOR``) overrides the
+suite-wide one (``TRNSCI_USE_SIMULATOR``). Invalid values raise ``ValueError`` naming the
+variable and the values it accepts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "BACKENDS",
+    "SUITE_PREFIX",
+    "Backend",
+    "EnvSettings",
+    "check_backend",
+    "env_settings",
+    "read_bool",
+    "read_choice",
+]
+
+Backend = Literal["auto", "pytorch", "nki"]
+BACKENDS: tuple[str, ...] = ("auto", "pytorch", "nki")
+SUITE_PREFIX = "TRNSCI"
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def check_backend(name: object, *, what: str = "backend") -> Backend:
+    """Validate a backend name; ``what`` names the argument or variable in the error."""
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a string, one of {', '.join(BACKENDS)}; got {name!r}")
+    value = name.strip().lower()
+    if value not in BACKENDS:
+        raise ValueError(f"{what}={name!r} is not a backend; allowed values: {', '.join(BACKENDS)}")
+    return value  # type: ignore[return-value]
+
+
+def _lookup(library: str, suffix: str) -> tuple[str, str] | None:
+    """The (variable name, value) in effect for ``suffix``: library-specific first, then suite."""
+    for prefix in (library.upper(), SUITE_PREFIX):
+        name = f"{prefix}_{suffix}"
+        value = os.environ.get(name)
+        if value is not None:
+            return name, value
+    return None
+
+
+def read_bool(library: str, suffix: str) -> bool:
+    """A boolean variable such as ``TRNBLAS_REQUIRE_NKI`` (unset means False)."""
+    found = _lookup(library, suffix)
+    if found is None:
+        return False
+    name, raw = found
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(
+        f"{name}={raw!r} is not a boolean; allowed values: {', '.join(_TRUE)} or {', '.join(_FALSE[:-1])}"
+    )
+
+
+def read_choice(library: str, suffix: str) -> Backend | None:
+    """A backend-valued variable such as ``TRNBLAS_FORCE_BACKEND`` (unset or empty means None)."""
+    found = _lookup(library, suffix)
+    if found is None or not found[1].strip():
+        return None
+    name, raw = found
+    return check_backend(raw, what=name)
+
+
+@dataclass(frozen=True)
+class EnvSettings:
+    """The environment as one library sees it at one call."""
+
+    force_backend: Backend | None
+    use_simulator: bool
+    require_nki: bool
+
+
+def env_settings(library: str) -> EnvSettings:
+    """Read ``<LIB>_FORCE_BACKEND``, ``<LIB>_USE_SIMULATOR``, ``<LIB>_REQUIRE_NKI`` (and TRNSCI_*)."""
+    return EnvSettings(
+        force_backend=read_choice(library, "FORCE_BACKEND"),
+        use_simulator=read_bool(library, "USE_SIMULATOR"),
+        require_nki=read_bool(library, "REQUIRE_NKI"),
+    )

@@ -1,0 +1,79 @@
+"""What this host has: the real NKI package, torch-xla, a Neuron device.
+
+Every probe is lazy and cached: importing a trnsci library never imports torch-xla or nki.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import sys
+
+__all__ = [
+    "neuron_device_present",
+    "nki_version",
+    "real_nki_available",
+    "torch_xla_available",
+]
+
+
+def _is_trncore_emulator(module: object) -> bool:
+    return bool(getattr(module, "__trncore_emulator__", False))
+
+
+@functools.lru_cache(maxsize=1)
+def _real_nki_probe() -> bool:
+    loaded = sys.modules.get("nki")
+    if loaded is not None:
+        return not _is_trncore_emulator(loaded)
+    if importlib.util.find_spec("nki") is None:
+        return False
+    try:
+        module = importlib.import_module("nki")
+    except ImportError:  # PyPI's 'nki' placeholder raises ImportError on import
+        return False
+    return hasattr(module, "jit") and not _is_trncore_emulator(module)
+
+
+def real_nki_available() -> bool:
+    """True where AWS's ``nki`` package imports (the emulator registered as ``nki`` does not count)."""
+    loaded = sys.modules.get("nki")
+    if loaded is not None and _is_trncore_emulator(loaded):
+        return False
+    return _real_nki_probe()
+
+
+def nki_version() -> str | None:
+    """The installed real ``nki`` version, or ``None``."""
+    if not real_nki_available():
+        return None
+    from importlib import metadata
+
+    try:
+        return metadata.version("nki")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=1)
+def torch_xla_available() -> bool:
+    """True where ``torch_xla`` can be imported (without importing it)."""
+    return importlib.util.find_spec("torch_xla") is not None
+
+
+@functools.lru_cache(maxsize=1)
+def neuron_device_present() -> bool:
+    """True only where torch-xla reports a Neuron device.
+
+    An importable ``nki`` or ``torch_xla`` is not enough: torch-xla on a CPU host (PJRT_DEVICE=CPU)
+    reports ``CPU`` and this returns False.
+    """
+    if not torch_xla_available():
+        return False
+    try:
+        import torch_xla.runtime as xr
+
+        return str(xr.device_type()).upper() == "NEURON"
+    except Exception:  # a broken torch-xla install means no usable device
+        return False

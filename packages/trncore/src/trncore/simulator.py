@@ -1,0 +1,143 @@
+"""Simulator engines: where the simulator route of dispatch runs a kernel.
+
+Two engines sit behind one switch (``TRNSCI_SIM_ENGINE``):
+
+``trncore``
+    :mod:`trncore.sim`, this project's NKI emulator. Runs everywhere.
+``nki``
+    The vendor's ``nki.simulate``, available only where the real ``nki`` package is installed.
+
+``auto`` (the default) picks ``nki`` where the real package imports and ``trncore`` otherwise.
+Tests may register further engines (for example a NumPy stand-in) with :func:`register_engine`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from trncore import platform
+
+__all__ = [
+    "ENGINE_ENV",
+    "TARGET_ENV",
+    "SimulatorEngine",
+    "VendorSimulator",
+    "current_target",
+    "engine_name",
+    "get_engine",
+    "register_engine",
+    "unregister_engine",
+]
+
+ENGINE_ENV = "TRNSCI_SIM_ENGINE"
+TARGET_ENV = "NEURON_PLATFORM_TARGET_OVERRIDE"
+
+#: Spellings of each target accepted in ``NEURON_PLATFORM_TARGET_OVERRIDE`` (NKI 0.3.0 §1.2).
+_TARGET_ALIASES = {"trn1": "trn1", "gen2": "trn1", "trn2": "trn2", "gen3": "trn2"}
+
+
+@runtime_checkable
+class SimulatorEngine(Protocol):
+    """Runs one NKI kernel on NumPy arrays and returns its output array(s)."""
+
+    name: str
+
+    def run(
+        self,
+        kernel: Callable[..., Any],
+        args: Sequence[np.ndarray],
+        params: Mapping[str, Any],
+        *,
+        target: str,
+    ) -> np.ndarray | tuple[np.ndarray, ...]: ...
+
+
+class VendorSimulator:
+    """The real ``nki.simulate``, for hosts where AWS's ``nki`` package is installed."""
+
+    name = "nki"
+
+    def run(
+        self,
+        kernel: Callable[..., Any],
+        args: Sequence[np.ndarray],
+        params: Mapping[str, Any],
+        *,
+        target: str,
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
+        import nki  # the real package; only reached where platform.real_nki_available()
+
+        previous = os.environ.get(TARGET_ENV)
+        os.environ[TARGET_ENV] = target  # nki 0.3.0 takes the target from the environment only
+        try:
+            return nki.simulate(kernel)(*args, **params)
+        finally:
+            if previous is None:
+                os.environ.pop(TARGET_ENV, None)
+            else:
+                os.environ[TARGET_ENV] = previous
+
+
+_registered: dict[str, SimulatorEngine] = {}
+
+
+def register_engine(engine: SimulatorEngine) -> None:
+    """Make ``engine`` selectable by its ``name`` through ``TRNSCI_SIM_ENGINE``."""
+    if not isinstance(engine, SimulatorEngine):
+        raise TypeError(f"engine must provide .name and .run(kernel, args, params, target=), got {engine!r}")
+    _registered[engine.name] = engine
+
+
+def unregister_engine(name: str) -> None:
+    """Remove an engine added with :func:`register_engine`."""
+    _registered.pop(name, None)
+
+
+def engine_name() -> str:
+    """The engine the simulator route would use now (reads ``TRNSCI_SIM_ENGINE`` at call time)."""
+    choice = os.environ.get(ENGINE_ENV, "auto").strip().lower() or "auto"
+    allowed = ("auto", "trncore", "nki", *sorted(_registered))
+    if choice not in allowed:
+        raise ValueError(f"{ENGINE_ENV}={choice!r} is not valid; allowed values: {', '.join(allowed)}")
+    if choice == "auto":
+        return "nki" if platform.real_nki_available() else "trncore"
+    return choice
+
+
+def get_engine(name: str | None = None) -> SimulatorEngine:
+    """The engine called ``name`` (default: :func:`engine_name`)."""
+    name = name or engine_name()
+    if name in _registered:
+        return _registered[name]
+    if name == "trncore":
+        sim = importlib.import_module("trncore.sim")
+        return sim.ENGINE
+    if name == "nki":
+        if not platform.real_nki_available():
+            raise RuntimeError(
+                f"{ENGINE_ENV}=nki needs AWS's nki package, which is not installed; use 'trncore'"
+            )
+        return VendorSimulator()
+    raise ValueError(f"unknown simulator engine {name!r}")
+
+
+def current_target() -> str:
+    """The hardware target kernels are checked against: ``trn1`` or ``trn2`` (default ``trn2``).
+
+    NKI 0.3.0 reads ``NEURON_PLATFORM_TARGET_OVERRIDE``; its simulator defaults to trn3 when unset,
+    which no library here targets, so this project defaults to trn2.
+    """
+    raw = os.environ.get(TARGET_ENV, "").strip().lower()
+    if not raw:
+        return "trn2"
+    if raw not in _TARGET_ALIASES:
+        raise ValueError(
+            f"{TARGET_ENV}={raw!r} is not a supported target; allowed values: "
+            + ", ".join(sorted(_TARGET_ALIASES))
+        )
+    return _TARGET_ALIASES[raw]
