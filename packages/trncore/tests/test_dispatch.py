@@ -242,12 +242,16 @@ def test_driver_pads_by_policy_and_launches(lib, numpy_engine, clean_env):
 
     def driver(ctx, a, b, scale=1.0):
         m, n = a.shape[0], b.shape[1]
-        out = ctx.launch(tile_kernel, ctx.policy.pad(a, ("M", None)), ctx.policy.pad(b, (None, "N")),
-                         **ctx.policy.params())
+        out = ctx.launch(
+            tile_kernel, ctx.policy.pad(a, ("M", None)), ctx.policy.pad(b, (None, "N")), **ctx.policy.params()
+        )
         return trncore.padding.crop(out, (m, n)) * scale
 
     op = lib.operation(
-        "mm", reference=torch_matmul, kernel=tile_kernel, driver=driver,
+        "mm",
+        reference=torch_matmul,
+        kernel=tile_kernel,
+        driver=driver,
         policy=TilePolicy({"M": 4, "N": 8}),
     )
     env(clean_env, lib, "USE_SIMULATOR", "1")

@@ -85,10 +85,40 @@ class EnvSettings:
     require_nki: bool
 
 
+# On POSIX CPython ``os.environ`` keeps its contents in a dict of bytes (``_data``) that every
+# ``os.environ`` update (including pytest's monkeypatch) goes through; reading it directly costs
+# a tenth of ``os.environ.get``, which matters because dispatch checks the variables on every call.
+_ENV_DATA = getattr(os.environ, "_data", None)
+_ENCODE = getattr(os.environ, "encodekey", None)
+_FAST_ENV = isinstance(_ENV_DATA, dict) and callable(_ENCODE)
+_SUFFIXES = ("FORCE_BACKEND", "USE_SIMULATOR", "REQUIRE_NKI")
+_keys: dict[str, tuple[object, ...]] = {}
+_settings_cache: dict[str, tuple[tuple[object, ...], EnvSettings]] = {}
+
+
+def _raw_values(library: str) -> tuple[object, ...]:
+    """The raw values of every steering variable of ``library`` (a cheap change check)."""
+    keys = _keys.get(library)
+    if keys is None:
+        names = [f"{p}_{s}" for s in _SUFFIXES for p in (library.upper(), SUITE_PREFIX)]
+        keys = _keys[library] = tuple(_ENCODE(n) for n in names) if _FAST_ENV else tuple(names)
+    get = _ENV_DATA.get if _FAST_ENV else os.environ.get
+    return tuple(map(get, keys))
+
+
 def env_settings(library: str) -> EnvSettings:
-    """Read ``<LIB>_FORCE_BACKEND``, ``<LIB>_USE_SIMULATOR``, ``<LIB>_REQUIRE_NKI`` (and TRNSCI_*)."""
-    return EnvSettings(
+    """Read ``<LIB>_FORCE_BACKEND``, ``<LIB>_USE_SIMULATOR``, ``<LIB>_REQUIRE_NKI`` (and TRNSCI_*).
+
+    Called on every dispatch, so the parsed result is reused while the raw values are unchanged.
+    """
+    raw = _raw_values(library)
+    cached = _settings_cache.get(library)
+    if cached is not None and cached[0] == raw:
+        return cached[1]
+    settings = EnvSettings(
         force_backend=read_choice(library, "FORCE_BACKEND"),
         use_simulator=read_bool(library, "USE_SIMULATOR"),
         require_nki=read_bool(library, "REQUIRE_NKI"),
     )
+    _settings_cache[library] = (raw, settings)
+    return settings

@@ -96,7 +96,8 @@ class NeuronDeviceEngine:
     name = "neuron"
 
     def available(self) -> bool:
-        return platform.neuron_device_present() and platform.real_nki_available()
+        # Cheapest first: the device probe imports torch-xla.
+        return platform.real_nki_available() and platform.neuron_device_present()
 
     @staticmethod
     @functools.cache

@@ -6,8 +6,10 @@ Every probe is lazy and cached: importing a trnsci library never imports torch-x
 from __future__ import annotations
 
 import functools
+import glob
 import importlib
 import importlib.util
+import os
 import sys
 
 __all__ = [
@@ -71,9 +73,16 @@ def neuron_device_present() -> bool:
     """
     if not torch_xla_available():
         return False
+    if not glob.glob("/dev/neuron*") and os.environ.get("PJRT_DEVICE", "").upper() != "NEURON":
+        return False  # no device node and no Neuron PJRT plugin requested: skip importing torch-xla
     try:
+        import torch_xla
+        import torch_xla.core.xla_model as xm
         import torch_xla.runtime as xr
 
-        return str(xr.device_type()).upper() == "NEURON"
-    except Exception:  # a broken torch-xla install means no usable device
+        if str(xr.device_type()).upper() != "NEURON":
+            return False
+        # device_type() only echoes PJRT_DEVICE; ask the initialised runtime what the device is.
+        return str(xm.xla_device_hw(torch_xla.device())).upper() == "NEURON"
+    except Exception:  # no Neuron PJRT plugin or a broken torch-xla: no usable device
         return False
