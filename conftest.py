@@ -11,6 +11,20 @@ if not os.path.exists("/dev/neuron0"):
     os.environ.setdefault("PJRT_DEVICE", "CPU")
 
 
+try:
+    from hypothesis import HealthCheck, settings
+
+    # Reproducible CI: the same generated cases every run (a failure reproduces), no wall-clock
+    # deadlines on a shared 2-core machine. `--hypothesis-profile=explore` draws fresh cases.
+    settings.register_profile(
+        "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+except ImportError:  # hypothesis is a test dependency; a bare install can still collect tests
+    pass
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from trncore.platform import neuron_device_present
 
