@@ -2,10 +2,14 @@
 # Sourced by scripts/test, scripts/python, scripts/demo and scripts/lock.
 # Finds the development environment for this checkout, building it when missing.
 #
-# The environment lives outside the checkout (it is several GB: torch 2.9 on x86-64 is a CUDA
-# build), under a key hashed from requirements/dev.lock and the Python version, so a second run,
-# another clone on the same machine, or CI reuse it. The four workspace packages are installed
-# editable into it, pointing at whichever checkout used it last.
+# Two layers:
+# - the base environment holds every third-party package. It lives outside the checkout (several
+#   GB: torch 2.9 on x86-64 is a CUDA build), under a key hashed from requirements/dev.lock and the
+#   Python version, so a second run, another clone on the same machine, and CI all reuse it. It is
+#   never modified after it is built.
+# - a thin overlay venv in the checkout (.venv, a few MB) sees the base through a .pth file and
+#   holds this checkout's four packages installed editable, so two checkouts never re-point each
+#   other's packages.
 
 TRNSCI_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TRNSCI_ENV_ROOT="${TRNSCI_ENV_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/trnsci/envs}"
@@ -50,17 +54,24 @@ trnsci_build_env() {
     touch "$env_dir/.ready"
 }
 
-trnsci_link_packages() {
-    local env_dir="$1" args=() p
-    [ "$(cat "$env_dir/.checkout" 2>/dev/null)" = "$TRNSCI_REPO" ] && return 0
+trnsci_build_overlay() {
+    local base="$1" overlay="$TRNSCI_REPO/.venv" args=() p site
+    [ "$(cat "$overlay/.base" 2>/dev/null)" = "$base" ] && return 0
+    rm -rf "$overlay"
+    "$(trnsci_bootstrap_python)" -m venv --without-pip "$overlay" ||
+        trnsci_die "could not create the overlay venv $overlay"
+    site="$("$overlay/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"
+    # addsitedir (not a bare path) so the base's own .pth files are processed too; the name sorts
+    # after the editable installs' _<pkg>.pth files, so this checkout's sources come first.
+    echo "import site; site.addsitedir('$base/lib/python3.11/site-packages')" > "$site/zz_trnsci_base.pth"
     for p in "${TRNSCI_PACKAGES[@]}"; do args+=(-e "$TRNSCI_REPO/packages/$p"); done
-    "$env_dir/bin/python" -m pip --disable-pip-version-check install -q --no-deps \
+    "$overlay/bin/python" -m pip --disable-pip-version-check install -q --no-deps \
         --no-build-isolation "${args[@]}" >&2 ||
         trnsci_die "editable install of the workspace packages failed (see pip's message above)"
-    echo "$TRNSCI_REPO" > "$env_dir/.checkout"
+    echo "$base" > "$overlay/.base"
 }
 
-# Sets TRNSCI_ENV to a ready environment with this checkout's packages installed.
+# Sets TRNSCI_ENV to a ready environment (the overlay) with this checkout's packages installed.
 trnsci_ensure_env() {
     local key env_dir
     key="$(trnsci_env_key)"
@@ -69,9 +80,12 @@ trnsci_ensure_env() {
     (
         flock 9
         [ -f "$env_dir/.ready" ] || trnsci_build_env "$env_dir"
-        trnsci_link_packages "$env_dir"
     ) 9>"$TRNSCI_ENV_ROOT/.lock-$key" || exit 1
-    TRNSCI_ENV="$env_dir"
+    (
+        flock 9
+        trnsci_build_overlay "$env_dir"
+    ) 9>"$TRNSCI_REPO/.venv.lock" || exit 1
+    TRNSCI_ENV="$TRNSCI_REPO/.venv"
     # XLA runs on the host CPU unless this is a Neuron host (PJRT_DEVICE=NEURON set by the SDK).
     if [ -z "${PJRT_DEVICE:-}" ] && ! ls /dev/neuron0 >/dev/null 2>&1; then
         export PJRT_DEVICE=CPU
