@@ -83,11 +83,15 @@ class DeviceEngine(Protocol):
 
     name: str
 
-    def available(self) -> bool: ...
+    def available(self) -> bool:
+        """Whether kernels can be launched now."""
+        ...
 
     def launch(
         self, kernel: Callable[..., Any], tensors: Sequence[torch.Tensor], params: Mapping[str, Any]
-    ) -> Any: ...
+    ) -> Any:
+        """Run ``kernel`` on device-resident ``tensors`` with compile-time ``params``."""
+        ...
 
 
 class NeuronDeviceEngine:
@@ -96,6 +100,7 @@ class NeuronDeviceEngine:
     name = "neuron"
 
     def available(self) -> bool:
+        """True where the real nki package and a Neuron device are both present."""
         # Cheapest first: the device probe imports torch-xla.
         return platform.real_nki_available() and platform.neuron_device_present()
 
@@ -109,6 +114,7 @@ class NeuronDeviceEngine:
     def launch(
         self, kernel: Callable[..., Any], tensors: Sequence[torch.Tensor], params: Mapping[str, Any]
     ) -> Any:
+        """Compile ``kernel`` with ``nki.jit`` (once per kernel) and call it on XLA tensors."""
         return self._jitted(kernel)(*tensors, **params)
 
 
@@ -164,6 +170,7 @@ class KernelContext:
 
     @property
     def policy(self) -> TilePolicy:
+        """The operation's tiling policy."""
         return self.operation.policy
 
     def launch(self, kernel: Callable[..., Any], *tensors: torch.Tensor, **params: Any) -> Any:
@@ -226,6 +233,7 @@ class Operation:
 
     @property
     def qualname(self) -> str:
+        """``library.operation``, as used in warnings and errors."""
         return f"{self.library.name}.{self.name}"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

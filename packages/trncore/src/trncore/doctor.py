@@ -100,6 +100,7 @@ def _print(report: dict[str, object]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m trncore`` (and the ``trncore`` console script)."""
     parser = argparse.ArgumentParser(prog="python -m trncore", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("doctor", help="print versions, device presence and each library's route")

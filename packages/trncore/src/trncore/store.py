@@ -48,6 +48,7 @@ class JsonStore:
         return data
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The value stored under ``key``, or ``default``."""
         return self.read().get(key, default)
 
     @contextmanager
