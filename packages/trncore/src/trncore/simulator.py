@@ -54,7 +54,9 @@ class SimulatorEngine(Protocol):
         params: Mapping[str, Any],
         *,
         target: str,
-    ) -> np.ndarray | tuple[np.ndarray, ...]: ...
+    ) -> np.ndarray | tuple[np.ndarray, ...]:
+        """Run ``kernel(*args, **params)`` checked against ``target`` and return its output(s)."""
+        ...
 
 
 class VendorSimulator:
@@ -70,6 +72,7 @@ class VendorSimulator:
         *,
         target: str,
     ) -> np.ndarray | tuple[np.ndarray, ...]:
+        """Run ``kernel`` through the vendor's ``nki.simulate`` with ``target`` set for the call."""
         import nki  # the real package; only reached where platform.real_nki_available()
 
         previous = os.environ.get(TARGET_ENV)
