@@ -1,0 +1,56 @@
+"""trncore.sim — a NumPy emulator of AWS's NKI 0.3.0 kernel language.
+
+Run a kernel::
+
+    from trncore.lang import nki, nl, nisa      # the emulator where the real nki is absent
+    out = nki.simulate(kernel)(a, b)            # or kernel(a, b) for an @nki.jit kernel
+
+Third-party files that ``import nki`` run after :func:`install`. Every ISA call is checked
+against the target's rules (trn1 / trn2, from ``NEURON_PLATFORM_TARGET_OVERRIDE``, default trn2);
+a violation raises an :class:`NkiValidationError` subclass naming the rule and the kernel line.
+The first call of a kernel key traces it into an instruction list; later calls replay the list.
+:func:`report` gives the program's modelled cost. See docs/emulator.md.
+"""
+
+from __future__ import annotations
+
+from trncore.sim import errors
+from trncore.sim.errors import NkiValidationError
+from trncore.sim.modules import install, nisa, nki, nl, uninstall
+from trncore.sim.program import Program
+from trncore.sim.report import Report, report
+from trncore.sim.runner import (
+    ENGINE,
+    Kernel,
+    cache_info,
+    clear_cache,
+    count_keys,
+    jit,
+    run_kernel,
+    simulate,
+    strict_mode,
+    trace,
+)
+
+__all__ = [
+    "ENGINE",
+    "Kernel",
+    "NkiValidationError",
+    "Program",
+    "Report",
+    "cache_info",
+    "clear_cache",
+    "count_keys",
+    "errors",
+    "install",
+    "jit",
+    "nisa",
+    "nki",
+    "nl",
+    "report",
+    "run_kernel",
+    "simulate",
+    "strict_mode",
+    "trace",
+    "uninstall",
+]

@@ -1,0 +1,247 @@
+"""Operator tokens and activation functions (§2.9), computed in float32 as the engines do.
+
+Each token is an :class:`Op`: a value passed as ``op=``/``op0=``/``reduce_op=`` to ISA calls and,
+when called, the experimental ``nl.*`` wrapper of the same name (``nl.add(x, y)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ACTIVATIONS",
+    "BINARY",
+    "DOCUMENTED_ACTIVATIONS",
+    "REDUCIBLE",
+    "UNARY_ALU",
+    "UNARY_BITVEC",
+    "Op",
+    "erf",
+]
+
+F32 = np.float32
+
+
+class Op:
+    """An NKI operator token / activation function."""
+
+    def __init__(self, name: str, kind: str, fn: Callable[..., np.ndarray] | None) -> None:
+        self.name = name
+        self.kind = kind  # "arith", "bitvec", "compare", "unary", "activation"
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from trncore.sim import wrappers
+
+        return wrappers.call_token(self, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """Error function in float32 (Abramowitz & Stegun 7.1.26 refined; |error| < 2e-7)."""
+    x = np.asarray(x, dtype=np.float64)
+    sign = np.sign(x)
+    a = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * a)
+    # Numerical Recipes erfc approximation (fractional error < 1.2e-7 everywhere).
+    poly = (
+        -a * a
+        - 1.26551223
+        + t
+        * (
+            1.00002368
+            + t
+            * (
+                0.37409196
+                + t
+                * (
+                    0.09678418
+                    + t
+                    * (
+                        -0.18628806
+                        + t
+                        * (
+                            0.27886807
+                            + t
+                            * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))
+                        )
+                    )
+                )
+            )
+        )
+    )
+    return (sign * (1.0 - t * np.exp(poly))).astype(F32)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return (0.5 * (1.0 + np.tanh(0.5 * x))).astype(F32)
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    return (0.5 * x * (1.0 + erf(x / np.sqrt(F32(2.0))))).astype(F32)
+
+
+def _gelu_dx(x: np.ndarray) -> np.ndarray:
+    pdf = np.exp(-0.5 * x * x) / np.sqrt(2.0 * np.pi)
+    return (0.5 * (1.0 + erf(x / np.sqrt(F32(2.0)))) + x * pdf).astype(F32)
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    c = np.sqrt(2.0 / np.pi)
+    return (0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x**3)))).astype(F32)
+
+
+def _gelu_sig(x: np.ndarray) -> np.ndarray:
+    return (x * _sigmoid(1.702 * x)).astype(F32)
+
+
+def _gelu_sig_dx(x: np.ndarray) -> np.ndarray:
+    s = _sigmoid(1.702 * x)
+    return (s + 1.702 * x * s * (1.0 - s)).astype(F32)
+
+
+def _silu_dx(x: np.ndarray) -> np.ndarray:
+    s = _sigmoid(x)
+    return (s * (1.0 + x * (1.0 - s))).astype(F32)
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    return np.logaddexp(F32(0.0), x).astype(F32)
+
+
+def _mish(x: np.ndarray) -> np.ndarray:
+    return (x * np.tanh(_softplus(x))).astype(F32)
+
+
+def _erf_dx(x: np.ndarray) -> np.ndarray:
+    return (2.0 / np.sqrt(np.pi) * np.exp(-x * x)).astype(F32)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (F32(1.0) / np.sqrt(x)).astype(F32)
+
+
+def _recip(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return (F32(1.0) / x).astype(F32)
+
+
+def _f(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
+    def wrapped(*a: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(*a), dtype=F32)
+
+    return wrapped
+
+
+def _cmp(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
+    return lambda a, b: fn(a, b).astype(F32)
+
+
+def _logical(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
+    return lambda a, b: fn(a != 0, b != 0).astype(F32)
+
+
+def _shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # §2.9: right_shift is a logical shift (on the unsigned bit pattern).
+    ua = a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.kind == "i" else a
+    return (ua >> np.asarray(b).astype(ua.dtype)).view(a.dtype)
+
+
+BINARY: dict[str, Op] = {}
+for _name, _kind, _fn in [
+    ("add", "arith", _f(np.add)),
+    ("subtract", "arith", _f(np.subtract)),
+    ("multiply", "arith", _f(np.multiply)),
+    ("maximum", "arith", _f(np.maximum)),
+    ("minimum", "arith", _f(np.minimum)),
+    ("divide", "arith", _f(np.divide)),
+    ("power", "arith", _f(np.power)),
+    ("equal", "compare", _cmp(np.equal)),
+    ("not_equal", "compare", _cmp(np.not_equal)),
+    ("greater", "compare", _cmp(np.greater)),
+    ("greater_equal", "compare", _cmp(np.greater_equal)),
+    ("less", "compare", _cmp(np.less)),
+    ("less_equal", "compare", _cmp(np.less_equal)),
+    ("logical_and", "compare", _logical(np.logical_and)),
+    ("logical_or", "compare", _logical(np.logical_or)),
+    ("logical_xor", "compare", _logical(np.logical_xor)),
+    ("bitwise_and", "bitvec", np.bitwise_and),
+    ("bitwise_or", "bitvec", np.bitwise_or),
+    ("bitwise_xor", "bitvec", np.bitwise_xor),
+    ("left_shift", "bitvec", lambda a, b: np.left_shift(a, np.asarray(b).astype(a.dtype))),
+    ("right_shift", "bitvec", _shift_right),
+]:
+    BINARY[_name] = Op(_name, _kind, _fn)
+
+#: Unary ALU ops usable in tensor_scalar/tensor_tensor with a dummy operand (§2.9).
+UNARY_ALU: dict[str, Op] = {}
+
+#: §2.9: ``nl.invert`` is the one unary bitvec op (bitwise NOT of the integer bit pattern).
+UNARY_BITVEC: dict[str, Op] = {"invert": Op("invert", "bitvec", lambda a: np.invert(a))}
+
+ACTIVATIONS: dict[str, Op] = {}
+for _name, _fn in [
+    ("copy", lambda x: x),
+    ("square", lambda x: x * x),
+    ("sigmoid", _sigmoid),
+    ("relu", lambda x: np.maximum(x, F32(0.0))),
+    ("gelu", _gelu),
+    ("gelu_dx", _gelu_dx),
+    ("gelu_apprx_tanh", _gelu_tanh),
+    ("gelu_apprx_sigmoid", _gelu_sig),
+    ("gelu_apprx_sigmoid_dx", _gelu_sig_dx),
+    ("silu", lambda x: x * _sigmoid(x)),
+    ("silu_dx", _silu_dx),
+    ("tanh", np.tanh),
+    ("softplus", _softplus),
+    ("mish", _mish),
+    ("erf", erf),
+    ("erf_dx", _erf_dx),
+    ("exp", np.exp),
+    ("sign", np.sign),
+    ("abs", np.abs),
+    ("log", np.log),
+    ("sin", np.sin),
+    ("cos", np.cos),
+    ("tan", np.tan),
+    ("arctan", np.arctan),
+    ("sqrt", np.sqrt),
+    ("rsqrt", _rsqrt),
+    ("reciprocal", _recip),
+    ("negative", np.negative),
+    ("ceil", np.ceil),
+    ("floor", np.floor),
+    ("trunc", np.trunc),
+]:
+    ACTIVATIONS[_name] = Op(_name, "activation", _f(_fn))
+
+#: §2.9: the functions ``nisa.activation`` accepts; the rest exist only as ``nl.*`` wrappers.
+DOCUMENTED_ACTIVATIONS = frozenset(
+    "copy square sigmoid relu gelu gelu_dx gelu_apprx_tanh gelu_apprx_sigmoid "
+    "gelu_apprx_sigmoid_dx silu silu_dx tanh softplus mish erf erf_dx exp sign abs log sin "
+    "arctan sqrt rsqrt reciprocal".split()
+)
+
+for _name in ("rsqrt", "reciprocal", "abs"):
+    UNARY_ALU[_name] = ACTIVATIONS[_name]
+
+#: §2.9 column R: tokens legal as reduction ops, with their NumPy reductions.
+REDUCIBLE: dict[str, Callable[..., np.ndarray]] = {
+    "add": np.add.reduce,
+    "multiply": np.multiply.reduce,
+    "maximum": np.maximum.reduce,
+    "minimum": np.minimum.reduce,
+    "bitwise_and": np.bitwise_and.reduce,
+    "bitwise_or": np.bitwise_or.reduce,
+    "bitwise_xor": np.bitwise_xor.reduce,
+    "logical_and": lambda a, axis: np.logical_and.reduce(a != 0, axis=axis).astype(F32),
+    "logical_or": lambda a, axis: np.logical_or.reduce(a != 0, axis=axis).astype(F32),
+    "logical_xor": lambda a, axis: np.logical_xor.reduce(a != 0, axis=axis).astype(F32),
+}

@@ -1,0 +1,150 @@
+"""``python -m trncore.sim``: run one kernel on random inputs, or report its modelled cost.
+
+    python -m trncore.sim run FILE::KERNEL --shapes 128x512:float32,128x512:float32
+    python -m trncore.sim report FILE::KERNEL --shapes 1024x1024:bfloat16,... --target trn1
+
+``FILE`` may ``import nki`` (the emulator is installed first when the real package is absent).
+Compile-time parameters: ``--param name=value`` (value parsed as a Python literal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import dtypes
+
+__all__ = ["main", "parse_shapes"]
+
+
+def parse_shapes(text: str) -> list[tuple[tuple[int, ...], str]]:
+    """``"128x512:float32,64:int32"`` -> ``[((128, 512), "float32"), ((64,), "int32")]``."""
+    specs = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        shape_text, _, dtype = item.partition(":")
+        shape = tuple(int(d) for d in shape_text.lower().split("x"))
+        specs.append((shape, dtypes.dtype_name(dtype or "float32")))
+    return specs
+
+
+def _load(target: str) -> Any:
+    from trncore.sim import install
+
+    path_text, sep, name = target.rpartition("::")
+    if not sep:
+        raise SystemExit(f"expected FILE::KERNEL, got {target!r}")
+    install()
+    path = Path(path_text).resolve()
+    spec = importlib.util.spec_from_file_location(f"_trncore_cli_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise SystemExit(f"{path} has no kernel {name!r}") from None
+
+
+def _random(spec: tuple[tuple[int, ...], str], rng: np.random.Generator) -> np.ndarray:
+    shape, name = spec
+    if dtypes.is_float(name):
+        return rng.standard_normal(shape).astype(np.float32).astype(dtypes.storage_dtype(name))
+    return rng.integers(0, 16, size=shape).astype(dtypes.storage_dtype(name))
+
+
+def _params(items: Sequence[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        try:
+            out[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            out[key] = value
+    return out
+
+
+def _summary(name: str, arr: np.ndarray) -> str:
+    f = np.asarray(arr, dtype=np.float64)
+    finite = f[np.isfinite(f)]
+    stats = (
+        f"min {finite.min():.6g} max {finite.max():.6g} mean {finite.mean():.6g}"
+        if finite.size
+        else "no finite values"
+    )
+    return (
+        f"{name}: shape {tuple(arr.shape)} {dtypes.dtype_name(arr.dtype)}; {stats}; "
+        f"NaN {int(np.isnan(f).sum())}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m trncore.sim`` (``run`` / ``report`` subcommands); returns the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m trncore.sim",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for cmd in ("run", "report"):
+        p = sub.add_parser(cmd)
+        p.add_argument("kernel", help="FILE::KERNEL")
+        p.add_argument(
+            "--shapes", required=True, help="comma-separated SHAPE:DTYPE, e.g. 128x512:float32"
+        )
+        p.add_argument("--target", default=None, help="trn1 or trn2 (default: env or trn2)")
+        p.add_argument("--lnc", type=int, default=None, help="launch grid (kernel[2])")
+        p.add_argument("--param", action="append", default=[], help="name=value compile-time")
+        if cmd == "run":
+            p.add_argument("--seed", type=int, default=0)
+        else:
+            p.add_argument("--json", action="store_true")
+            p.add_argument(
+                "--listing", type=int, default=0, metavar="N",
+                help="also print the first N instructions of the program",
+            )  # fmt: skip
+    args = parser.parse_args(argv)
+    kernel = _load(args.kernel)
+    specs = parse_shapes(args.shapes)
+    params = _params(args.param)
+    from trncore.sim.runner import run_kernel
+
+    if args.command == "report":
+        from trncore.sim.runner import trace
+
+        prog = trace(kernel, *specs, target=args.target, lnc=args.lnc, **params)
+        rep = prog.report()
+        print(json.dumps(rep.as_dict(), indent=2) if args.json else rep)
+        if args.listing:
+            print(prog.listing(limit=args.listing))
+        return 0
+    rng = np.random.default_rng(args.seed)
+    arrays = [_random(s, rng) for s in specs]
+    from trncore.sim.runner import cache_info
+
+    traces = cache_info()["traces"]
+    start = time.perf_counter()
+    result = run_kernel(
+        kernel,
+        arrays,
+        params,
+        target=args.target,
+        lnc=args.lnc if args.lnc is not None else getattr(kernel, "grid", None),
+    )
+    elapsed = time.perf_counter() - start
+    outs = result if isinstance(result, tuple) else (() if result is None else (result,))
+    for i, out in enumerate(outs):
+        print(_summary(f"output[{i}]", out))
+    how = "traced and ran" if cache_info()["traces"] > traces else "replayed a cached program"
+    print(f"{how} in {elapsed:.3f} s")
+    return 0

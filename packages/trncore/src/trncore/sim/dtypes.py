@@ -1,0 +1,144 @@
+"""NKI dtypes (§2.3) mapped to NumPy storage, and the casts the engines perform (§7.4).
+
+In NKI 0.3.0 the dtype constants are plain strings (``nl.bfloat16 == "bfloat16"``); the emulator
+keeps that and also accepts NumPy/ml_dtypes dtypes. bfloat16 and fp8 are stored exactly through
+ml_dtypes (the vendor simulator's ``NKI_PRECISE_FP=1`` mode). tfloat32 lives in a float32 container
+whose mantissa is rounded to 10 bits (nearest even) on every write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "FLOAT_NAMES",
+    "INT_NAMES",
+    "NKI_DTYPES",
+    "cast",
+    "dtype_name",
+    "is_float",
+    "is_int",
+    "itemsize",
+    "storage_dtype",
+]
+
+NKI_DTYPES: dict[str, np.dtype] = {
+    "bool_": np.dtype(np.uint8),
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "tfloat32": np.dtype(np.float32),
+    "float32": np.dtype(np.float32),
+    # §2.3: nl.float8_e4m3 is the IEEE-like e4m3 (with inf); ml_dtypes >= 0.5 has it.
+    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
+    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+}
+FLOAT_NAMES = frozenset(
+    {"float16", "bfloat16", "tfloat32", "float32", "float8_e4m3", "float8_e5m2", "float8_e4m3fn"}
+)
+INT_NAMES = frozenset({"bool_", "int8", "int16", "int32", "uint8", "uint16", "uint32"})
+_PACKED = ("float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4")
+
+_BY_NUMPY = {
+    np.dtype(np.bool_): "bool_",
+    np.dtype(np.int8): "int8",
+    np.dtype(np.int16): "int16",
+    np.dtype(np.int32): "int32",
+    np.dtype(np.uint8): "uint8",
+    np.dtype(np.uint16): "uint16",
+    np.dtype(np.uint32): "uint32",
+    np.dtype(np.float16): "float16",
+    np.dtype(ml_dtypes.bfloat16): "bfloat16",
+    np.dtype(np.float32): "float32",
+    np.dtype(ml_dtypes.float8_e4m3): "float8_e4m3",
+    np.dtype(ml_dtypes.float8_e5m2): "float8_e5m2",
+    np.dtype(ml_dtypes.float8_e4m3fn): "float8_e4m3fn",
+}
+
+
+def dtype_name(dtype: Any) -> str:
+    """The NKI name of ``dtype`` (a name string, NumPy dtype, ml_dtypes type or torch-like str)."""
+    if isinstance(dtype, str):
+        name = dtype.removeprefix("nl.").removeprefix("torch.")
+        if name == "bool":
+            name = "bool_"
+        if name in NKI_DTYPES:
+            return name
+        if name in _PACKED:
+            raise NotImplementedError(
+                f"dtype {name} (packed x4, NeuronCore-v4 nc_matmul_mx only) is not emulated"
+            )
+        raise TypeError(f"{dtype!r} is not an NKI dtype; NKI has {', '.join(sorted(NKI_DTYPES))}")
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{dtype!r} is not an NKI dtype") from None
+    if np_dtype in _BY_NUMPY:
+        return _BY_NUMPY[np_dtype]
+    raise TypeError(
+        f"{np_dtype} is not an NKI dtype (NKI has no 64-bit or complex types); "
+        f"cast to one of {', '.join(sorted(NKI_DTYPES))}"
+    )
+
+
+def storage_dtype(name: str) -> np.dtype:
+    """The NumPy dtype that stores NKI dtype ``name``."""
+    return NKI_DTYPES[name]
+
+
+def itemsize(name: str) -> int:
+    """Bytes per element of NKI dtype ``name``."""
+    return NKI_DTYPES[name].itemsize
+
+
+def is_float(name: str) -> bool:
+    """Whether NKI dtype ``name`` is a floating-point type (fp8 through float32, tfloat32 included)."""
+    return name in FLOAT_NAMES
+
+
+def is_int(name: str) -> bool:
+    """Whether NKI dtype ``name`` is an integer type (``bool_`` counts as one: stored as uint8)."""
+    return name in INT_NAMES
+
+
+def _round_tf32(values: np.ndarray) -> np.ndarray:
+    """Round float32 values to tfloat32 (10 mantissa bits), nearest even; inf/NaN kept."""
+    v = np.ascontiguousarray(values, dtype=np.float32)
+    bits = v.view(np.uint32)
+    lsb = (bits >> 13) & 1
+    rounded = ((bits + np.uint32(0x0FFF) + lsb) & np.uint32(0xFFFFE000)).astype(np.uint32)
+    finite = np.isfinite(v)
+    out = np.where(finite, rounded, bits).astype(np.uint32)
+    return out.view(np.float32)
+
+
+def cast(values: Any, name: str) -> np.ndarray:
+    """Cast computed values to NKI dtype ``name`` the way the engines do (§7.4).
+
+    Floats: round to nearest even (NumPy/ml_dtypes casts). Float to int: round to nearest even and
+    saturate at the integer range; NaN becomes 0 (hardware behaviour for NaN is not documented
+    [INF]). Ints to ints: values are taken as numbers and saturated too.
+    """
+    target = NKI_DTYPES[name]
+    arr = np.asarray(values)
+    if name == "tfloat32":
+        return _round_tf32(arr.astype(np.float32))
+    if name in FLOAT_NAMES:
+        return arr.astype(target)
+    if arr.dtype == target:
+        return arr
+    info = np.iinfo(target)
+    if arr.dtype.kind in "iub":
+        return np.clip(arr.astype(np.int64), info.min, info.max).astype(target)
+    f = np.rint(arr.astype(np.float64))
+    f = np.nan_to_num(f, nan=0.0, posinf=info.max, neginf=info.min)
+    return np.clip(f, info.min, info.max).astype(target)

@@ -1,0 +1,170 @@
+"""Dynamic offsets of ``.ap(scalar_offset=..., vector_offset=...)`` (§2.6).
+
+The offset values live in device tensors, so they are read when the instruction executes (on the
+traced run and on every replay), and the bounds of the resulting access are checked then.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import dtypes
+from trncore.sim.errors import BoundsError, BufferError, ShapeError
+
+__all__ = ["ScalarOffset", "VectorOffset"]
+
+
+def strided_view(*args: Any) -> np.ndarray:
+    from trncore.sim.tensor import strided_view as view
+
+    return view(*args)
+
+
+def _index_tensor(t: Any, site: Any, what: str) -> None:
+    if not dtypes.is_int(t.dtype):
+        raise ShapeError(
+            "ap-offset-dtype", f"{what} must be an integer tensor, got {t.dtype}", site
+        )
+    if t.buffer.name != "sbuf":
+        raise BufferError("ap-offset-buffer", f"{what} must be in SBUF, got {t.describe()}", site)
+
+
+class ScalarOffset:
+    """``scalar_offset``: one element read at run time, times the row length of ``indirect_dim``."""
+
+    def __init__(self, tensor: Any, row: int, site: Any) -> None:
+        _index_tensor(tensor, site, "scalar_offset")
+        if tensor.size != 1:
+            raise ShapeError(
+                "ap-scalar-offset",
+                f"scalar_offset must hold one element, got {tensor.describe()}",
+                site,
+            )
+        self.tensor = tensor
+        self.row = row
+
+    def check_static(self, view: Any) -> None:
+        """Trace-time check: the access with a zero offset must already lie inside the tensor."""
+        from trncore.sim.tensor import NkiTensor
+
+        NkiTensor(view.alloc, view.dtype, view.offset, view.dims)._check_bounds()
+
+    def operand(self, view: Any, site: Any, oob_skip: bool) -> Any:
+        """An operand that reads the offset at run time and bounds-checks the shifted access."""
+        return _ScalarOperand(view, self, site)
+
+
+class _ScalarOperand:
+    def __init__(self, view: Any, spec: ScalarOffset, site: Any) -> None:
+        self.flat = view.alloc.flat_as(view.dtype)
+        self.idx = spec.tensor.array()
+        self.row = spec.row
+        self.offset = view.offset
+        self.shape = view.shape
+        self.steps = [s for s, _ in view.dims]
+        self.view = view
+        self.site = site
+        span = sum(max(0, (n - 1) * s) for s, n in view.dims)
+        self.span = span
+
+    def _resolve(self) -> np.ndarray:
+        value = int(self.idx.reshape(-1)[0])
+        start = self.offset + value * self.row
+        problem = self.view.partition_row_problem(start) if start >= 0 else ""
+        if problem:
+            raise BoundsError(
+                "dynamic-offset-in-bounds", f"scalar_offset value {value}: {problem}", self.site
+            )
+        if start < 0 or start + self.span >= self.flat.size:
+            raise BoundsError(
+                "dynamic-offset-in-bounds",
+                f"scalar_offset value {value} puts the access at flat elements "
+                f"[{start}, {start + self.span}] of {self.view.alloc.label()} "
+                f"({self.flat.size} elements)",
+                self.site,
+            )
+        return strided_view(self.flat, start, self.shape, self.steps)
+
+    def read(self) -> np.ndarray:
+        return self._resolve()
+
+    def write(self, values: np.ndarray) -> None:
+        arr = self._resolve()
+        arr[...] = values.reshape(arr.shape)
+
+
+class VectorOffset:
+    """``vector_offset``: one row index per partition, read at run time (gather/scatter)."""
+
+    def __init__(self, tensor: Any, row: int, site: Any) -> None:
+        _index_tensor(tensor, site, "vector_offset")
+        self.tensor = tensor
+        self.row = row
+
+    def check_static(self, view: Any) -> None:
+        """Trace-time check: the index tensor holds at least one row index per partition."""
+        if self.tensor.size < view.shape[0]:
+            raise ShapeError(
+                "ap-vector-offset",
+                f"vector_offset {self.tensor.describe()} has fewer than {view.shape[0]} indices",
+                None,
+            )
+
+    def operand(self, view: Any, site: Any, oob_skip: bool) -> Any:
+        """An operand gathering/scattering the indexed rows at run time (``oob_skip``: skip, not raise)."""
+        return _VectorOperand(view, self, site, oob_skip)
+
+
+class _VectorOperand:
+    def __init__(self, view: Any, spec: VectorOffset, site: Any, oob_skip: bool) -> None:
+        self.flat = view.alloc.flat_as(view.dtype)
+        self.idx = spec.tensor.array()
+        self.row = spec.row
+        rest = view.dims[1:]
+        inner = np.zeros([n for _, n in rest] or [1], dtype=np.int64)
+        for axis, (step, num) in enumerate(rest):
+            shape = [1] * len(rest)
+            shape[axis] = num
+            inner = inner + (np.arange(num, dtype=np.int64) * step).reshape(shape)
+        self.inner = view.offset + inner.reshape(-1)
+        self.p = view.shape[0]
+        self.shape = view.shape
+        self.view = view
+        self.site = site
+        self.skip = oob_skip
+        self.free = math.prod(self.shape[1:])
+
+    def _indices(self) -> tuple[np.ndarray, np.ndarray | None]:
+        rows = self.idx.reshape(-1)[: self.p].astype(np.int64)
+        flat_idx = rows[:, None] * self.row + self.inner[None, :]
+        bad = (flat_idx < 0) | (flat_idx >= self.flat.size)
+        if bad.any():
+            if not self.skip:
+                w = int(np.argwhere(bad)[0][0])
+                raise BoundsError(
+                    "dynamic-offset-in-bounds",
+                    f"vector_offset row index {int(rows[w])} (partition {w}) reaches outside "
+                    f"{self.view.alloc.label()}",
+                    self.site,
+                )
+            return flat_idx, ~bad
+        return flat_idx, None
+
+    def read(self) -> np.ndarray:
+        flat_idx, ok = self._indices()
+        if ok is None:
+            return self.flat[flat_idx].reshape(self.shape)
+        out = np.zeros(flat_idx.shape, dtype=self.flat.dtype)
+        out[ok] = self.flat[flat_idx[ok]]
+        return out.reshape(self.shape)
+
+    def write(self, values: np.ndarray) -> None:
+        flat_idx, ok = self._indices()
+        vals = np.asarray(values).reshape(flat_idx.shape)
+        if ok is None:
+            self.flat[flat_idx] = vals
+        else:
+            self.flat[flat_idx[ok]] = vals[ok]

@@ -1,0 +1,109 @@
+"""Errors raised by the NKI emulator when a kernel breaks a hardware or language rule.
+
+``NkiValidationError`` subclasses plain :class:`Exception` (not ``AssertionError``, which the vendor
+simulator raises, and not ``ValueError``): a broken kernel is neither a failed assertion of the
+caller nor a bad argument value, and ``python -O`` must not change behaviour. One subclass exists
+per rule family so tests and callers can catch exactly the family they expect. Every message starts
+with the rule name in brackets and ends with the kernel's ``file:line``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AccumulationError",
+    "BoundsError",
+    "BufferError",
+    "CapacityError",
+    "DtypeError",
+    "HostReadError",
+    "LanguageError",
+    "NkiValidationError",
+    "PartitionError",
+    "ShapeError",
+    "TargetError",
+    "UninitializedReadError",
+]
+
+
+class NkiValidationError(Exception):
+    """A kernel broke a documented NKI 0.3.0 hardware or language rule.
+
+    Attributes: ``rule`` (short rule name), ``filename`` and ``lineno`` of the kernel source line
+    that issued the offending call (``None`` when not known).
+    """
+
+    family = "nki"
+
+    def __init__(self, rule: str, detail: str, site: tuple[str, int] | None = None) -> None:
+        self.rule = rule
+        self.detail = detail
+        self.filename = site[0] if site else None
+        self.lineno = site[1] if site else None
+        where = f" (at {site[0]}:{site[1]})" if site else ""
+        super().__init__(f"[{self.family}: {rule}] {detail}{where}")
+
+
+class PartitionError(NkiValidationError):
+    """Partition dimension above 128, a strided partition access or an illegal start partition."""
+
+    family = "partition"
+
+
+class ShapeError(NkiValidationError):
+    """Instruction shape limits (``nc_matmul`` K/M/N, element counts, reduction axes)."""
+
+    family = "shape"
+
+
+class BufferError(NkiValidationError):
+    """An operand in a buffer the instruction cannot use (HBM on a compute engine, PSUM DMA)."""
+
+    family = "buffer"
+
+
+class DtypeError(NkiValidationError):
+    """A dtype an instruction does not accept (matmul dst not fp32, memset value type, ...)."""
+
+    family = "dtype"
+
+
+class CapacityError(NkiValidationError):
+    """SBUF or PSUM capacity exceeded (bytes per partition, PSUM bank size, live banks)."""
+
+    family = "capacity"
+
+
+class BoundsError(NkiValidationError):
+    """An index, slice, access pattern or dynamic offset outside its tensor."""
+
+    family = "bounds"
+
+
+class UninitializedReadError(NkiValidationError):
+    """Strict mode: an instruction read memory no instruction had written."""
+
+    family = "uninitialized"
+
+
+class HostReadError(NkiValidationError):
+    """The kernel's Python code read tensor data on the host (data-dependent control flow)."""
+
+    family = "host-read"
+
+
+class AccumulationError(NkiValidationError):
+    """PSUM accumulation misuse (reusing a finished accumulation group with ``accumulate=None``)."""
+
+    family = "accumulate"
+
+
+class TargetError(NkiValidationError):
+    """A feature the chosen target (trn1 = NeuronCore-v2, trn2 = v3) does not have."""
+
+    family = "target"
+
+
+class LanguageError(NkiValidationError):
+    """NKI language rules: outputs not in shared_hbm, ``.ap`` on an indexed view, launch grid."""
+
+    family = "language"

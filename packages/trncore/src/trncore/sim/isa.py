@@ -1,0 +1,143 @@
+"""``nki.isa`` (§3): the instructions the emulator executes, each checked against §3 and §7.3.
+
+Every instruction follows one pattern: look up the trace context and the caller's source line,
+check the operands (raising an :class:`~trncore.sim.errors.NkiValidationError` subclass that names
+the rule and the line), build a closure over pre-resolved NumPy views, and hand it to
+``TraceContext.emit``, which records it (for replay) and runs it. Compute engines work in float32
+and cast to ``dst.dtype`` (§3.0, §7.4); ``dst`` comes first and nothing is returned (§3.0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trncore.sim.context import maybe_current
+from trncore.sim.errors import NkiValidationError
+from trncore.sim.isa_common import (
+    dge_mode,
+    dma_engine,
+    engine,
+    gpsimd_engine,
+    matmul_perf_mode,
+    nc_version,
+    oob_mode,
+    reduce_cmd,
+    scalar_engine,
+    tensor_engine,
+    unknown_engine,
+    vector_engine,
+)
+from trncore.sim.isa_movement import dma_copy, dma_transpose, iota, memset, tensor_copy
+from trncore.sim.isa_scalar import activation, activation_reduce, exponential
+from trncore.sim.isa_statistics import (
+    bn_aggr,
+    bn_stats,
+    max8,
+    tensor_copy_predicated,
+    tensor_partition_reduce,
+    tensor_scalar_reduce,
+)
+from trncore.sim.isa_tensor_engine import nc_matmul, nc_transpose
+from trncore.sim.isa_vector import (
+    affine_select,
+    reciprocal,
+    scalar_tensor_tensor,
+    select,
+    select_reduce,
+    tensor_reduce,
+    tensor_scalar,
+    tensor_tensor,
+    tensor_tensor_scan,
+)
+
+__all__ = [
+    "NkiValidationError",
+    "activation",
+    "activation_reduce",
+    "affine_select",
+    "bn_aggr",
+    "bn_stats",
+    "dge_mode",
+    "dma_copy",
+    "dma_engine",
+    "dma_transpose",
+    "engine",
+    "exponential",
+    "get_nc_version",
+    "gpsimd_engine",
+    "iota",
+    "matmul_perf_mode",
+    "max8",
+    "memset",
+    "nc_matmul",
+    "nc_transpose",
+    "nc_version",
+    "oob_mode",
+    "reciprocal",
+    "reduce_cmd",
+    "scalar_engine",
+    "scalar_tensor_tensor",
+    "select",
+    "select_reduce",
+    "tensor_copy",
+    "tensor_copy_predicated",
+    "tensor_engine",
+    "tensor_partition_reduce",
+    "tensor_reduce",
+    "tensor_scalar",
+    "tensor_scalar_reduce",
+    "tensor_tensor",
+    "tensor_tensor_scan",
+    "unknown_engine",
+    "vector_engine",
+]
+
+
+def get_nc_version() -> nc_version:
+    """§3.0: the target's NeuronCore generation (gen2 = trn1, gen3 = trn2)."""
+    ctx = maybe_current()
+    if ctx is None:
+        from trncore.sim.rules import rules_for
+        from trncore.simulator import current_target
+
+        return nc_version(rules_for(current_target()).nc_version)
+    return nc_version(ctx.rules.nc_version)
+
+
+def _unsupported(api: str) -> Any:
+    def fn(*args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(f"nisa.{api} is not implemented by the trncore.sim emulator")
+
+    fn.__name__ = api
+    fn.__doc__ = f"``nisa.{api}``: not emulated; raises NotImplementedError."
+    return fn
+
+
+_NOT_EMULATED = (
+    "dma_compute",
+    "tensor_scalar_cumulative",
+    "nc_find_index8",
+    "nc_match_replace8",
+    "range_select",
+    "dropout",
+    "nc_n_gather",
+    "local_gather",
+    "nc_stream_shuffle",
+    "sequence_bounds",
+    "nonzero_with_count",
+    "rng",
+    "set_rng_seed",
+    "rand_set_state",
+    "rand_get_state",
+    "rand2",
+    "register_alloc",
+    "register_move",
+    "register_load",
+    "register_store",
+    "core_barrier",
+    "sendrecv",
+    "nc_matmul_mx",
+    "quantize_mx",
+)
+for _api in _NOT_EMULATED:
+    globals()[_api] = _unsupported(_api)

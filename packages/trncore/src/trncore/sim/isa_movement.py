@@ -1,0 +1,261 @@
+"""Data movement and fills: ``dma_copy``, ``dma_transpose``, ``tensor_copy``, ``memset``, ``iota``
+(§3.3-§3.5)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import dtypes
+from trncore.sim.checks import (
+    F32,
+    as_tensor,
+    check_compute_operand,
+    check_partitions,
+    check_same_layout,
+)
+from trncore.sim.errors import (
+    BufferError,
+    DtypeError,
+    ShapeError,
+    TargetError,
+)
+from trncore.sim.isa_common import (
+    _begin,
+    _check_gpsimd_psum,
+    _elementwise_meta,
+    _pick_engine,
+    _writer,
+    dge_mode,
+    engine,
+    oob_mode,
+)
+from trncore.sim.tensor import NkiTensor
+
+
+def dma_copy(
+    dst: Any,
+    src: Any,
+    oob_mode: Any = oob_mode.error,
+    dge_mode: Any = dge_mode.unknown,
+    engine: Any = engine.unknown,
+    name: str | None = None,
+) -> None:
+    """§3.3: ``dst = src`` through a DMA queue; HBM or SBUF on each side, never PSUM (0.3.0)."""
+    ctx, site = _begin()
+    dst = as_tensor(dst, "dma_copy", "dst", site)
+    src = as_tensor(src, "dma_copy", "src", site)
+    for t, what in ((src, "src"), (dst, "dst")):
+        if t.buffer.name == "psum":
+            raise BufferError(
+                "dma-no-psum",
+                f"dma_copy {what} is in PSUM ({t.describe()}); NKI 0.3.0 DMA cannot access PSUM, "
+                "evict with nisa.tensor_copy to SBUF first",
+                site,
+            )
+        if t.on_chip:
+            check_partitions(t, "dma_copy", what, site, start_rules=False)
+    from trncore.sim.dynamic import VectorOffset
+
+    for t, what in ((src, "src"), (dst, "dst")):
+        if isinstance(t.dynamic, VectorOffset) and not t.buffer.is_hbm:
+            raise BufferError(
+                "dma-indirect-hbm",
+                f"dma_copy {what} with vector_offset must be an HBM tensor "
+                f"(§2.6), got {t.describe()}",
+                site,
+            )
+    if src.size != dst.size:
+        raise ShapeError(
+            "element-count",
+            f"dma_copy element counts differ: src {src.describe()} has {src.size}, "
+            f"dst {dst.describe()} has {dst.size}",
+            site,
+        )
+    mode = int(dge_mode)
+    if mode == 2:  # hwdge
+        if ctx.rules.nc_version < 3:
+            raise TargetError("hwdge", "dge_mode=hwdge needs NeuronCore-v3 (trn2)", site)
+        if src.dtype != dst.dtype:
+            raise DtypeError(
+                "hwdge-dtype",
+                f"dma_copy with hwdge needs equal dtypes: {src.dtype} vs {dst.dtype}",
+                site,
+            )
+    skip = int(oob_mode) == 1
+    s_op = src.operand(site, skip)
+    d_op = dst.operand(site, skip)
+    same = src.dtype == dst.dtype
+    dname, dshape = dst.dtype, dst.shape
+
+    if same:
+
+        def run() -> None:
+            d_op.write(np.asarray(s_op.read()).reshape(dshape))
+    else:
+
+        def run() -> None:
+            vals = np.asarray(s_op.read(), dtype=F32).reshape(dshape)
+            d_op.write(dtypes.cast(vals, dname))
+
+    nbytes = src.size * dtypes.itemsize(src.dtype)
+    meta = {"bytes": nbytes, "src": src.buffer.name, "dst": dst.buffer.name, "dge": mode}
+    ctx.emit("dma_copy", "dma", site, [src], [dst], run, meta)
+
+
+def dma_transpose(
+    dst: Any,
+    src: Any,
+    axes: Any = None,
+    dge_mode: Any = dge_mode.unknown,
+    oob_mode: Any = oob_mode.error,
+    name: str | None = None,
+) -> None:
+    """§3.4: DMA transpose into SBUF (Trainium2+; treated as unavailable on trn1)."""
+    ctx, site = _begin()
+    dst = as_tensor(dst, "dma_transpose", "dst", site)
+    src = as_tensor(src, "dma_transpose", "src", site)
+    if not ctx.rules.has_dma_transpose:
+        raise TargetError(
+            "dma-transpose-target",
+            f"dma_transpose is a Trainium2+ feature; target is {ctx.target}",
+            site,
+        )
+    if dst.buffer.name != "sbuf" or src.buffer.name == "psum":
+        raise BufferError(
+            "dma-transpose-buffer",
+            f"dma_transpose needs dst in SBUF and src in HBM/SBUF: "
+            f"{dst.describe()} <- {src.describe()}",
+            site,
+        )
+    if dst.dtype != src.dtype:
+        raise DtypeError("dma-transpose-dtype", f"{src.dtype} -> {dst.dtype}", site)
+    defaults = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+    if src.ndim not in defaults:
+        raise ShapeError("dma-transpose-rank", f"src must be 2-4 d: {src.describe()}", site)
+    perm = tuple(axes) if axes is not None else defaults[src.ndim]
+    if perm != defaults[src.ndim]:
+        raise ShapeError("dma-transpose-axes", f"axes {perm} not supported (§3.4)", site)
+    want = tuple(src.shape[a] for a in perm)
+    if dst.shape != want:
+        raise ShapeError(
+            "dma-transpose-shape", f"dst {dst.describe()} must have shape {list(want)}", site
+        )
+    check_partitions(dst, "dma_transpose", "dst", site, start_rules=False)
+    s_op, d_op = src.operand(site), dst.operand(site)
+
+    def run() -> None:
+        d_op.write(np.transpose(s_op.read(), perm))
+
+    meta = {
+        "bytes": src.size * dtypes.itemsize(src.dtype),
+        "src": src.buffer.name,
+        "dst": dst.buffer.name,
+    }
+    ctx.emit("dma_transpose", "dma", site, [src], [dst], run, meta)
+
+
+def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | None = None) -> None:
+    """§3.5: on-chip copy (the PSUM to SBUF eviction), bit-exact or cast via float32."""
+    ctx, site = _begin()
+    dst = check_compute_operand(dst, "tensor_copy", "dst", site)
+    src = check_compute_operand(src, "tensor_copy", "src", site)
+    check_same_layout(src, dst, "tensor_copy", "src and dst", site)
+    eng = _pick_engine(engine, globals()["engine"].vector)
+    if eng == globals()["engine"].scalar and ctx.rules.nc_version < 3:
+        raise TargetError(
+            "tensor-copy-scalar",
+            "tensor_copy is not supported on ScalarE on NeuronCore-v2; "
+            "use nisa.activation(op=nl.copy)",
+            site,
+        )
+    _check_gpsimd_psum(eng, "tensor_copy", site, src, dst)
+    s_op = src.operand(site)
+    write = _writer(dst, site)
+    d_op = dst.operand(site)
+    same = src.dtype == dst.dtype
+    dshape = dst.shape
+
+    if same:
+
+        def run() -> None:
+            d_op.write(np.asarray(s_op.read()).reshape(dshape))
+    else:
+
+        def run() -> None:
+            write(np.asarray(s_op.read(), dtype=F32))
+
+    ctx.emit("tensor_copy", eng.name, site, [src], [dst], run, _elementwise_meta(dst))
+
+
+def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None = None) -> None:
+    """§3.5: fill with a compile-time constant whose Python type matches ``dst.dtype`` (0.3.0)."""
+    ctx, site = _begin()
+    dst = check_compute_operand(dst, "memset", "dst", site)
+    if isinstance(value, NkiTensor):
+        raise TypeError(f"memset value must be a compile-time constant (at {site})")
+    is_int_value = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if dtypes.is_int(dst.dtype) and not is_int_value:
+        raise DtypeError(
+            "memset-value-type",
+            f"memset of integer {dst.describe()} needs an int value, got {value!r}",
+            site,
+        )
+    if dtypes.is_float(dst.dtype) and not isinstance(value, (float, np.floating)):
+        # §3.5 "0.3.0 enforces value type matching dst dtype": the strict reading also rejects
+        # an int literal for a float tile (write 0.0, not 0).
+        raise DtypeError(
+            "memset-value-type",
+            f"memset of float {dst.describe()} needs a float value, got {value!r}",
+            site,
+        )
+    eng = _pick_engine(engine, globals()["engine"].vector)
+    _check_gpsimd_psum(eng, "memset", site, dst)
+    filled = dtypes.cast(np.full(dst.shape, value, dtype=np.float64), dst.dtype)
+    d_op = dst.operand(site)
+
+    def run() -> None:
+        d_op.write(filled)
+
+    ctx.emit("memset", eng.name, site, [], [dst], run, _elementwise_meta(dst))
+
+
+def _affine_values(
+    pattern: Any, offset: int, cm: int, p: int, free: int, op: str, site: Any, start: int
+) -> np.ndarray:
+    dims = [(int(s), int(n)) for s, n in pattern]
+    if math.prod(n for _, n in dims) != free:
+        raise ShapeError(
+            "pattern-size",
+            f"{op} pattern {pattern} covers {math.prod(n for _, n in dims)} "
+            f"elements but dst has {free} per partition",
+            site,
+        )
+    vals = np.zeros([n for _, n in dims] or [1], dtype=np.int64)
+    for axis, (step, num) in enumerate(dims):
+        shape = [1] * len(dims)
+        shape[axis] = num
+        vals = vals + (np.arange(num, dtype=np.int64) * step).reshape(shape)
+    chan = (np.arange(p, dtype=np.int64) + start) * int(cm)
+    return (int(offset) + chan[:, None] + vals.reshape(1, -1)).astype(np.int32)
+
+
+def iota(
+    dst: Any, pattern: Any, offset: int = 0, channel_multiplier: int = 0, name: str | None = None
+) -> None:
+    """§3.5: ``offset + c*channel_multiplier + Σ index*step`` in int32, cast to ``dst.dtype``."""
+    ctx, site = _begin()
+    dst = check_compute_operand(dst, "iota", "dst", site, buffers=("sbuf",))
+    # [INF] the channel index c counts partitions of the access (0 for its first partition).
+    vals = _affine_values(
+        pattern, offset, channel_multiplier, dst.partitions, dst.free_size, "iota", site, 0
+    )
+    filled = dtypes.cast(vals.reshape(dst.shape), dst.dtype)
+    d_op = dst.operand(site)
+
+    def run() -> None:
+        d_op.write(filled)
+
+    ctx.emit("iota", "gpsimd", site, [], [dst], run, _elementwise_meta(dst))

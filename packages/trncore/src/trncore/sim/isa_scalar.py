@@ -1,0 +1,183 @@
+"""Scalar Engine instructions: ``activation``, ``activation_reduce`` (§3.7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trncore.sim.alu import (
+    ACTIVATIONS,
+    BINARY,
+    DOCUMENTED_ACTIVATIONS,
+)
+from trncore.sim.checks import (
+    F32,
+    check_compute_operand,
+    check_same_layout,
+    check_vector_operand,
+    read_f32,
+    scalar_reader,
+)
+from trncore.sim.errors import (
+    DtypeError,
+    LanguageError,
+    ShapeError,
+    TargetError,
+)
+from trncore.sim.isa_common import (
+    _begin,
+    _elementwise_meta,
+    _op_token,
+    _writer,
+    reduce_cmd,
+)
+from trncore.sim.tensor import NkiTensor
+
+
+def _scalar_regs(ctx: Any) -> np.ndarray:
+    regs = ctx.engine_state.get("scalar_regs")
+    if regs is None:
+        regs = ctx.engine_state["scalar_regs"] = np.zeros((128, 1), dtype=F32)
+    return regs
+
+
+def activation(
+    dst: Any,
+    op: Any,
+    data: Any,
+    bias: Any = None,
+    scale: Any = 1.0,
+    reduce_op: Any = None,
+    reduce_res: Any = None,
+    reduce_cmd: Any = reduce_cmd.idle,
+    name: str | None = None,
+) -> None:
+    """§3.7: ``dst = op(data * scale + bias)`` on ScalarE with the optional row-sum registers."""
+    ctx, site = _begin()
+    _activation(
+        ctx, site, "activation", dst, op, data, bias, scale, reduce_op, reduce_res, int(reduce_cmd)
+    )
+
+
+def activation_reduce(
+    dst: Any,
+    op: Any,
+    data: Any,
+    reduce_op: Any,
+    reduce_res: Any,
+    bias: Any = None,
+    scale: Any = 1.0,
+    name: str | None = None,
+) -> None:
+    """§3.7: ``activation`` with ``reduce_cmd=reset_reduce`` over all free axes."""
+    ctx, site = _begin()
+    if reduce_res is None:
+        raise LanguageError("activation-reduce-res", "activation_reduce needs reduce_res", site)
+    _activation(
+        ctx, site, "activation_reduce", dst, op, data, bias, scale, reduce_op, reduce_res, 3
+    )
+
+
+def _activation(
+    ctx: Any,
+    site: Any,
+    name: str,
+    dst: Any,
+    op: Any,
+    data: Any,
+    bias: Any,
+    scale: Any,
+    reduce_op: Any,
+    reduce_res: Any,
+    cmd: int,
+) -> None:
+    data = check_compute_operand(data, name, "data", site)
+    dst = check_compute_operand(dst, name, "dst", site)
+    check_same_layout(data, dst, name, "data and dst", site)
+    token = _op_token(op, "op", site, {k: ACTIVATIONS[k] for k in DOCUMENTED_ACTIVATIONS})
+    p = data.partitions
+    reads = [data]
+    if bias is not None:
+        if isinstance(bias, NkiTensor):
+            check_compute_operand(bias, name, "bias", site)
+            if bias.partitions != p or bias.free_size != 1:
+                raise ShapeError(
+                    "activation-bias-shape",
+                    f"{name} bias shape ({bias.partitions}x"
+                    f"{bias.free_size}) must be {p}x1: {bias.describe()}",
+                    site,
+                )
+            if bias.dtype == "tfloat32":
+                raise DtypeError("activation-bias-dtype", "bias cannot be tfloat32", site)
+            reads.append(bias)
+        elif not ctx.rules.scalar_bias:
+            raise TargetError(
+                "activation-scalar-bias",
+                f"{name} bias must be a (P,1) tensor on "
+                f"{ctx.target} (scalar bias needs NeuronCore-v3)",
+                site,
+            )
+        else:
+            check_vector_operand(bias, data, name, "bias", site)
+        if token.name == "reciprocal" and ctx.rules.nc_version == 2:
+            raise TargetError(
+                "activation-reciprocal-bias",
+                "activation(op=nl.reciprocal) does not support bias on NeuronCore-v2",
+                site,
+            )
+    scale = check_vector_operand(scale, data, name, "scale", site)
+    if isinstance(scale, NkiTensor):
+        reads.append(scale)
+    writes = [dst]
+    if reduce_op is not None:
+        _op_token(reduce_op, "reduce_op", site, {"add": BINARY["add"]})  # §3.7: nl.add only
+    if reduce_res is not None:
+        reduce_res = check_compute_operand(reduce_res, name, "reduce_res", site)
+        if reduce_res.partitions != p or reduce_res.free_size != 1:
+            raise ShapeError(
+                "activation-reduce-shape",
+                f"{name} reduce_res must be ({p}, 1), got {reduce_res.describe()}",
+                site,
+            )
+        writes.append(reduce_res)
+    if cmd == 4:
+        raise NotImplementedError("nisa.activation reduce_cmd=load_reduce")
+    if cmd in (2, 3) and reduce_op is None:
+        raise LanguageError(
+            "activation-reduce-op", f"{name} with reduce_cmd needs reduce_op=nl.add", site
+        )
+    regs = _scalar_regs(ctx)
+    fn = token.fn
+    bias_r = scalar_reader(bias, site) if bias is not None else None
+    scale_r = scalar_reader(scale, site)
+    x_op = data.operand(site)
+    write = _writer(dst, site)
+    res_write = _writer(reduce_res, site) if reduce_res is not None else None
+
+    def run() -> None:
+        x = read_f32(x_op.read(), p) * scale_r()
+        if bias_r is not None:
+            x = x + bias_r()
+        y = fn(x)
+        write(y)
+        if cmd == 1:
+            regs[:p] = 0.0
+        elif cmd == 2:
+            regs[:p] += y.sum(axis=1, dtype=F32, keepdims=True)
+        elif cmd == 3:
+            regs[:p] = y.sum(axis=1, dtype=F32, keepdims=True)
+        if res_write is not None:
+            res_write(regs[:p].copy())
+
+    ctx.emit(name, "scalar", site, reads, writes, run, _elementwise_meta(dst))
+
+
+def exponential(*args: Any, **kwargs: Any) -> None:
+    """§3.7: NeuronCore-v4 (trn3) only; the emulated targets do not have it."""
+    ctx, site = _begin()
+    raise TargetError(
+        "exponential-target",
+        f"nisa.exponential is NeuronCore-v4 (trn3) only; target is {ctx.target}",
+        site,
+    )

@@ -1,0 +1,215 @@
+"""Further reductions and selections: ``tensor_partition_reduce``, ``tensor_scalar_reduce``,
+``tensor_copy_predicated``, ``bn_stats``, ``bn_aggr``, ``max8`` (§3.5, §3.8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import dtypes
+from trncore.sim.alu import BINARY
+from trncore.sim.checks import (
+    F32,
+    check_compute_operand,
+    check_same_layout,
+    check_vector_operand,
+    read_f32,
+    scalar_reader,
+)
+from trncore.sim.errors import BufferError, DtypeError, ShapeError
+from trncore.sim.isa_common import _begin, _elementwise_meta, _op_token, _writer
+from trncore.sim.tensor import NkiTensor
+
+__all__ = [
+    "bn_aggr",
+    "bn_stats",
+    "max8",
+    "tensor_copy_predicated",
+    "tensor_partition_reduce",
+    "tensor_scalar_reduce",
+]
+
+_PARTITION_REDUCE = {"add": np.add, "maximum": np.maximum, "bitwise_or": np.bitwise_or,
+                     "bitwise_and": np.bitwise_and}  # fmt: skip
+
+
+def tensor_partition_reduce(dst: Any, op: Any, data: Any, name: str | None = None) -> None:
+    """§3.8: reduce across partitions on GpSimd: ``dst[0, f] = op over p of data[p, f]``."""
+    ctx, site = _begin()
+    data = check_compute_operand(data, "tensor_partition_reduce", "data", site, buffers=("sbuf",))
+    dst = check_compute_operand(dst, "tensor_partition_reduce", "dst", site, buffers=("sbuf",))
+    token = _op_token(op, "op", site, {k: BINARY[k] for k in _PARTITION_REDUCE})
+    if dst.partitions != 1 or dst.free_size != data.free_size:
+        raise ShapeError(
+            "partition-reduce-dst",
+            f"tensor_partition_reduce dst must be (1, {data.free_size}), got {dst.describe()}",
+            site,
+        )
+    bitvec = token.kind == "bitvec"
+    if bitvec and not dtypes.is_int(data.dtype):
+        raise DtypeError("bitvec-int", f"bitwise reduction needs integers: {data.describe()}", site)
+    ufunc, p = _PARTITION_REDUCE[token.name], data.partitions
+    x_op, write = data.operand(site), _writer(dst, site)
+
+    def run() -> None:
+        x = np.asarray(x_op.read()).reshape(p, -1)
+        write(ufunc.reduce(x if bitvec else x.astype(F32), axis=0))
+
+    ctx.emit("tensor_partition_reduce", "gpsimd", site, [data], [dst], run,
+             _elementwise_meta(data))  # fmt: skip
+
+
+def tensor_scalar_reduce(
+    dst: Any,
+    data: Any,
+    op0: Any,
+    operand0: Any,
+    reduce_op: Any,
+    reduce_res: Any,
+    reverse0: bool = False,
+    name: str | None = None,
+) -> None:
+    """§3.8: ``dst = data op0 operand0`` and ``reduce_res = reduce_op`` over all free dims."""
+    ctx, site = _begin()
+    if reverse0:
+        raise NotImplementedError("nisa.tensor_scalar_reduce(reverse0=True) (not supported yet)")
+    data = check_compute_operand(data, "tensor_scalar_reduce", "data", site)
+    dst = check_compute_operand(dst, "tensor_scalar_reduce", "dst", site)
+    res = check_compute_operand(reduce_res, "tensor_scalar_reduce", "reduce_res", site)
+    check_same_layout(data, dst, "tensor_scalar_reduce", "data and dst", site)
+    if res.partitions != data.partitions or res.free_size != 1:
+        raise ShapeError("reduce-res-shape", f"reduce_res must be ({data.partitions}, 1), got "
+                         f"{res.describe()}", site)  # fmt: skip
+    arith = {k: v for k, v in BINARY.items() if v.kind == "arith"}
+    t0 = _op_token(op0, "op0", site, arith)
+    reducers = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
+                "minimum": np.minimum}  # fmt: skip
+    tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in reducers})
+    operand0 = check_vector_operand(operand0, data, "tensor_scalar_reduce", "operand0", site)
+    o_read, fn, red = scalar_reader(operand0, site), t0.fn, reducers[tr.name]
+    x_op, write, res_write, p = data.operand(site), _writer(dst, site), _writer(res, site), \
+        data.partitions  # fmt: skip
+
+    def run() -> None:
+        y = fn(read_f32(x_op.read(), p), o_read())
+        write(y)
+        res_write(red.reduce(y, axis=1, keepdims=True))
+
+    extra = [operand0] if isinstance(operand0, NkiTensor) else []
+    ctx.emit("tensor_scalar_reduce", "vector", site, [data, *extra], [dst, res], run,
+             _elementwise_meta(dst))  # fmt: skip
+
+
+def tensor_copy_predicated(
+    dst: Any, src: Any, predicate: Any, reverse_pred: bool = False, name: str | None = None
+) -> None:
+    """§3.5: copy ``src`` into ``dst`` where ``predicate`` is nonzero (zero if ``reverse_pred``)."""
+    ctx, site = _begin()
+    dst = check_compute_operand(dst, "tensor_copy_predicated", "dst", site)
+    pred = check_compute_operand(predicate, "tensor_copy_predicated", "predicate", site)
+    check_same_layout(pred, dst, "tensor_copy_predicated", "predicate and dst", site)
+    if pred.dtype not in ("uint8", "uint16", "uint32", "bool_"):
+        raise DtypeError("predicate-dtype", f"predicate must be uint8/16/32, got {pred.dtype}",
+                         site)  # fmt: skip
+    reads = [pred, dst]  # dst elements outside the predicate keep their old values
+    if isinstance(src, NkiTensor):
+        src = check_compute_operand(src, "tensor_copy_predicated", "src", site)
+        check_same_layout(src, dst, "tensor_copy_predicated", "src and dst", site)
+        if src.dtype != dst.dtype:
+            raise DtypeError("predicated-copy-dtype", f"src {src.dtype} and dst {dst.dtype} "
+                             "must have the same dtype", site)  # fmt: skip
+        if src.buffer.name == "psum" and pred.buffer.name == "psum":
+            raise BufferError("predicated-two-psum", "src and predicate cannot both be in PSUM",
+                              site)  # fmt: skip
+        s_op = src.operand(site)
+        reads.append(src)
+
+        def source() -> np.ndarray:
+            return np.asarray(s_op.read())
+    else:
+        value = dtypes.cast(np.float32(src), dst.dtype)
+
+        def source() -> np.ndarray:
+            return value
+
+    p_op, d_arr = pred.operand(site), dst.array()
+
+    def run() -> None:
+        mask = np.asarray(p_op.read()).reshape(d_arr.shape) != 0
+        if reverse_pred:
+            mask = ~mask
+        d_arr[...] = np.where(mask, np.broadcast_to(source(), d_arr.shape), d_arr)
+
+    ctx.emit("tensor_copy_predicated", "vector", site, reads, [dst], run, _elementwise_meta(dst))
+
+
+def bn_stats(dst: Any, data: Any, name: str | None = None) -> None:
+    """§3.8: per partition ``(count, mean, variance*count)`` of the even and of the odd elements.
+
+    [INF] Layout: the even-element triple first, then the odd-element triple; ``bn_aggr``
+    combines any number of such 6-value groups. Input free size at most 512.
+    """
+    ctx, site = _begin()
+    data = check_compute_operand(data, "bn_stats", "data", site)
+    dst = check_compute_operand(dst, "bn_stats", "dst", site)
+    f = data.free_size
+    if f > 512:
+        raise ShapeError("bn-stats-fmax", f"bn_stats input has {f} > 512 elements per partition",
+                         site)  # fmt: skip
+    if dst.partitions != data.partitions or dst.free_size != 6:
+        raise ShapeError("bn-stats-dst", f"bn_stats dst must be ({data.partitions}, 6), got "
+                         f"{dst.describe()}", site)  # fmt: skip
+    x_op, write, p = data.operand(site), _writer(dst, site), data.partitions
+
+    def run() -> None:
+        x = read_f32(x_op.read(), p)
+        parts = []
+        for half in (x[:, 0::2], x[:, 1::2]):
+            n = half.shape[1]
+            mean = half.mean(axis=1, dtype=F32) if n else np.zeros(p, F32)
+            m2 = ((half - mean[:, None]) ** 2).sum(axis=1, dtype=F32) if n else np.zeros(p, F32)
+            parts += [np.full(p, n, F32), mean, m2]
+        write(np.stack(parts, axis=1))
+
+    ctx.emit("bn_stats", "vector", site, [data], [dst], run, _elementwise_meta(data))
+
+
+def bn_aggr(dst: Any, data: Any, name: str | None = None) -> None:
+    """§3.8: combine ``bn_stats`` groups into ``(mean, variance)`` per partition."""
+    ctx, site = _begin()
+    data = check_compute_operand(data, "bn_aggr", "data", site)
+    dst = check_compute_operand(dst, "bn_aggr", "dst", site)
+    if data.free_size % 3 or dst.partitions != data.partitions or dst.free_size != 2:
+        raise ShapeError("bn-aggr-shape", f"bn_aggr needs (P, 6k) stats and a (P, 2) dst: "
+                         f"{data.describe()} -> {dst.describe()}", site)  # fmt: skip
+    x_op, write, p = data.operand(site), _writer(dst, site), data.partitions
+
+    def run() -> None:
+        s = read_f32(x_op.read(), p).astype(np.float64).reshape(p, -1, 3)
+        count, mean, m2 = s[..., 0], s[..., 1], s[..., 2]
+        total = count.sum(axis=1)
+        safe = np.where(total > 0, total, 1.0)
+        grand = (count * mean).sum(axis=1) / safe
+        var = (m2 + count * (mean - grand[:, None]) ** 2).sum(axis=1) / safe
+        write(np.stack([grand, var], axis=1).astype(F32))
+
+    ctx.emit("bn_aggr", "vector", site, [data], [dst], run, _elementwise_meta(data))
+
+
+def max8(dst: Any, src: Any, name: str | None = None) -> None:
+    """§3.8: the 8 largest values of each partition, in descending order."""
+    ctx, site = _begin()
+    src = check_compute_operand(src, "max8", "src", site)
+    dst = check_compute_operand(dst, "max8", "dst", site)
+    f = src.free_size
+    if not 8 <= f <= 16384 or dst.partitions != src.partitions or dst.free_size != 8:
+        raise ShapeError("max8-shape", f"max8 needs 8..16384 elements per partition and a (P, 8) "
+                         f"dst: {src.describe()} -> {dst.describe()}", site)  # fmt: skip
+    x_op, write, p = src.operand(site), _writer(dst, site), src.partitions
+
+    def run() -> None:
+        x = read_f32(x_op.read(), p)
+        write(-np.sort(-x, axis=1)[:, :8])
+
+    ctx.emit("max8", "vector", site, [src], [dst], run, _elementwise_meta(src))

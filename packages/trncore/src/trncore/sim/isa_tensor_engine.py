@@ -1,0 +1,220 @@
+"""Tensor Engine instructions: ``nc_matmul`` and ``nc_transpose`` (§3.1, §3.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trncore.sim.checks import (
+    F32,
+    check_compute_operand,
+)
+from trncore.sim.errors import (
+    AccumulationError,
+    BufferError,
+    DtypeError,
+    ShapeError,
+)
+from trncore.sim.isa_common import (
+    _begin,
+    _pick_engine,
+    engine,
+    matmul_perf_mode,
+)
+
+_MM_DTYPES = {
+    "float8_e4m3",
+    "float8_e5m2",
+    "float8_e4m3fn",
+    "bfloat16",
+    "float16",
+    "tfloat32",
+    "float32",
+}
+
+
+def nc_matmul(
+    dst: Any,
+    stationary: Any,
+    moving: Any,
+    is_stationary_onezero: bool = False,
+    is_moving_onezero: bool = False,
+    is_transpose: bool = False,
+    accumulate: bool | None = None,
+    tile_position: Any = (),
+    tile_size: Any = (),
+    perf_mode: Any = matmul_perf_mode.none,
+    name: str | None = None,
+) -> None:
+    """§3.1: ``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]`` on TensorE, fp32 in PSUM.
+
+    ``accumulate``: False overwrites, True adds, None (default) overwrites elements no matmul has
+    written since their last other write and adds elsewhere (§7.5).
+    """
+    ctx, site = _begin()
+    rules = ctx.rules
+    if tile_position or tile_size:
+        raise NotImplementedError("nisa.nc_matmul tile_position/tile_size (PE tiling mode)")
+    if int(perf_mode) != 0:
+        raise NotImplementedError("nisa.nc_matmul perf_mode=double_row")
+    stat = check_compute_operand(stationary, "nc_matmul", "stationary", site, buffers=("sbuf",))
+    mov = check_compute_operand(moving, "nc_matmul", "moving", site, buffers=("sbuf",))
+    dst = check_compute_operand(dst, "nc_matmul", "dst", site, buffers=("psum",))
+    if dst.dynamic is not None:
+        raise NotImplementedError("nisa.nc_matmul with a dynamic-offset dst")
+    k, m, n = stat.partitions, stat.free_size, mov.free_size
+    if mov.partitions != k:
+        raise ShapeError(
+            "matmul-contraction",
+            f"nc_matmul contracts over partitions: stationary has {k}, "
+            f"moving has {mov.partitions} ({stat.describe()} vs {mov.describe()})",
+            site,
+        )
+    if m > rules.matmul_m or n > rules.matmul_n or k > rules.matmul_k:
+        raise ShapeError(
+            "matmul-limits",
+            f"nc_matmul K={k}, M={m}, N={n} exceed K<={rules.matmul_k}, M<={rules.matmul_m}, "
+            f"N<={rules.matmul_n} on {ctx.target} (stationary {stat.describe()}, moving "
+            f"{mov.describe()})",
+            site,
+        )
+    if dst.partitions != m or dst.free_size != n:
+        raise ShapeError(
+            "matmul-dst-shape",
+            f"nc_matmul dst must hold ({m}, {n}) for stationary "
+            f"{stat.describe()} and moving {mov.describe()}, got {dst.describe()}",
+            site,
+        )
+    for t, what in ((stat, "stationary"), (mov, "moving")):
+        if t.dtype not in _MM_DTYPES:
+            raise DtypeError(
+                "matmul-input-dtype",
+                f"nc_matmul {what} dtype {t.dtype} is not one of {sorted(_MM_DTYPES)}",
+                site,
+            )
+    wide = {"float32", "tfloat32"}
+    if (stat.dtype in wide) != (mov.dtype in wide):
+        raise DtypeError(
+            "matmul-fp32-pairing",
+            f"nc_matmul fp32/tf32 operands pair only with fp32/tf32: "
+            f"stationary {stat.dtype}, moving {mov.dtype}",
+            site,
+        )
+    if dst.dtype != "float32" and not is_transpose:
+        raise DtypeError(
+            "matmul-dst-fp32",
+            f"nc_matmul dst must be float32 PSUM on {ctx.target} "
+            f"(NeuronCore-v{rules.nc_version}), got {dst.describe()}",
+            site,
+        )
+    # §7.5 accumulate bookkeeping: data independent, so decided at trace time.
+    flags = dst.flags_array()
+    if accumulate is None:
+        if not flags.any():
+            mode = "overwrite"
+        elif flags.all():
+            if dst.alloc.read_since_matmul:
+                raise AccumulationError(
+                    "accumulate-group-reuse",
+                    f"nc_matmul(accumulate=None) into {dst.describe()}, whose previous "
+                    "accumulation group was already read: it would add to the old result. Pass "
+                    "accumulate=False for the first matmul of a group or allocate a fresh PSUM "
+                    "tile",
+                    site,
+                )
+            mode = "accumulate"
+        else:
+            mode = "mixed"
+    elif accumulate:
+        mode = "accumulate"
+        if not flags.all() and dst.alloc.init == "sentinel":
+            from trncore.sim.program import warn_accumulate_uninitialized
+
+            warn_accumulate_uninitialized(site, dst.describe())
+    else:
+        mode = "overwrite"
+    first = (~flags).copy() if mode == "mixed" else None
+    flags[...] = True
+    dst.alloc.read_since_matmul = False
+
+    s_arr, m_arr, d_arr = stat.array(), mov.array(), dst.array()
+    dshape = dst.shape
+
+    def run() -> None:
+        s = np.asarray(s_arr, dtype=F32).reshape(k, m)
+        v = np.asarray(m_arr, dtype=F32).reshape(k, n)
+        res = (s.T @ v).reshape(dshape)
+        if mode == "overwrite":
+            d_arr[...] = res
+        elif mode == "accumulate":
+            d_arr[...] += res
+        else:
+            d_arr[...] = np.where(first, res, d_arr + res)
+
+    reads = [stat, mov] + ([dst] if mode != "overwrite" else [])
+    factor = 4.0 if stat.dtype in wide else 1.0
+    fp8 = stat.dtype.startswith("float8") and mov.dtype.startswith("float8")
+    if is_stationary_onezero or is_moving_onezero:
+        factor = max(1.0, factor / 2)  # §3.1: 0/1 hint up to 2x for fp32 operands
+    meta = {"K": k, "M": m, "N": n, "flops": 2 * k * m * n, "factor": factor, "fp8": fp8}
+    ctx.emit("nc_matmul", "tensor", site, reads, [dst], run, meta, matmul_write=True)
+
+
+def nc_transpose(
+    dst: Any, data: Any, engine: Any = engine.unknown, name: str | None = None
+) -> None:
+    """§3.2: ``dst[f, p] = data[p, f]``; TensorE (SBUF -> PSUM, <=128x128) or VectorE (<=32x32)."""
+    ctx, site = _begin()
+    data = check_compute_operand(data, "nc_transpose", "data", site)
+    dst = check_compute_operand(dst, "nc_transpose", "dst", site)
+    p, f = data.partitions, data.free_size
+    eng_enum = globals()["engine"]
+    eng = _pick_engine(engine, eng_enum.tensor if dst.buffer.name == "psum" else eng_enum.vector)
+    if eng == eng_enum.tensor:
+        if data.buffer.name != "sbuf" or dst.buffer.name != "psum":
+            raise BufferError(
+                "transpose-buffer",
+                f"TensorE nc_transpose reads SBUF and writes PSUM: "
+                f"{data.describe()} -> {dst.describe()}",
+                site,
+            )
+        limit = 128
+    else:
+        limit = 32
+    if p > limit or f > limit:
+        raise ShapeError(
+            "transpose-size",
+            f"nc_transpose on {eng.name} handles up to {limit}x{limit}, got "
+            f"{p}x{f} ({data.describe()})",
+            site,
+        )
+    if dst.partitions != f or dst.free_size != p:
+        raise ShapeError(
+            "transpose-shape",
+            f"nc_transpose dst must be ({f}, {p}) for {data.describe()}, got {dst.describe()}",
+            site,
+        )
+    if dst.dtype != data.dtype:
+        raise DtypeError(
+            "transpose-dtype",
+            f"nc_transpose dst dtype {dst.dtype} must equal data dtype {data.dtype}",
+            site,
+        )
+    s_op, d_op = data.operand(site), dst.operand(site)
+
+    def run() -> None:
+        d_op.write(np.asarray(s_op.read()).reshape(p, f).T)
+
+    meta = {
+        "K": p,
+        "M": p,
+        "N": p,
+        "flops": 0,
+        "factor": 1.0,
+        "fp8": False,
+        "partitions": f,
+        "free": p,
+    }
+    # [INF] a transpose is not an accumulation step: a later accumulate=None matmul overwrites.
+    ctx.emit("nc_transpose", eng.name, site, [data], [dst], run, meta)

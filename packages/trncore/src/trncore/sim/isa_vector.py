@@ -1,0 +1,503 @@
+"""Vector / GpSimd instructions: elementwise, reductions, scans and selection (§3.6, §3.8, §3.9)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import dtypes
+from trncore.sim.alu import (
+    ACTIVATIONS,
+    BINARY,
+    REDUCIBLE,
+    UNARY_ALU,
+    UNARY_BITVEC,
+    Op,
+)
+from trncore.sim.checks import (
+    F32,
+    check_compute_operand,
+    check_same_layout,
+    check_vector_operand,
+    read_f32,
+    scalar_reader,
+)
+from trncore.sim.errors import (
+    BufferError,
+    DtypeError,
+    LanguageError,
+    ShapeError,
+)
+from trncore.sim.isa_common import (
+    _begin,
+    _check_gpsimd_psum,
+    _elementwise_meta,
+    _op_token,
+    _pick_engine,
+    _writer,
+    engine,
+    reduce_cmd,
+)
+from trncore.sim.isa_movement import _affine_values
+from trncore.sim.tensor import NkiTensor
+
+
+def tensor_tensor(
+    dst: Any, data1: Any, data2: Any, op: Any, engine: Any = engine.unknown, name: str | None = None
+) -> None:
+    """§3.6: ``dst = op(data1, data2)`` elementwise; no broadcasting; not both inputs in PSUM."""
+    ctx, site = _begin()
+    d1 = check_compute_operand(data1, "tensor_tensor", "data1", site)
+    d2 = check_compute_operand(data2, "tensor_tensor", "data2", site)
+    dst = check_compute_operand(dst, "tensor_tensor", "dst", site)
+    token = _op_token(op, "op", site, BINARY)
+    check_same_layout(d1, d2, "tensor_tensor", "data1 and data2", site)
+    check_same_layout(d1, dst, "tensor_tensor", "data1 and dst", site)
+    if d1.buffer.name == "psum" and d2.buffer.name == "psum":
+        raise BufferError(
+            "tensor-tensor-two-psum",
+            f"tensor_tensor inputs cannot both be in PSUM: {d1.describe()}, {d2.describe()}",
+            site,
+        )
+    eng_enum = globals()["engine"]
+    ints = all(t.dtype in ("int32", "uint32") for t in (d1, d2, dst))
+    any_psum = any(t.buffer.name == "psum" for t in (d1, d2, dst))
+    default = (
+        eng_enum.gpsimd if (token.name == "power" or (ints and not any_psum)) else eng_enum.vector
+    )
+    eng = _pick_engine(engine, default)
+    _check_gpsimd_psum(eng, "tensor_tensor", site, d1, d2, dst)
+    if token.kind == "bitvec" and not all(dtypes.is_int(t.dtype) for t in (d1, d2, dst)):
+        raise DtypeError(
+            "bitvec-int",
+            f"bitwise op {token!r} needs integer tensors: {d1.dtype}, {d2.dtype} -> {dst.dtype}",
+            site,
+        )
+    a_op, b_op = d1.operand(site), d2.operand(site)
+    write = _writer(dst, site)
+    p, fn = d1.partitions, token.fn
+    int_fn = _INT_EXACT.get(token.name)
+    exact_int = ints and eng == eng_enum.gpsimd and int_fn is not None
+    if token.kind == "bitvec":
+
+        def run() -> None:
+            a = np.asarray(a_op.read()).reshape(p, -1)
+            b = np.asarray(b_op.read()).reshape(p, -1).astype(a.dtype)
+            write(fn(a, b))
+    elif exact_int:
+
+        def run() -> None:
+            a = np.asarray(a_op.read()).reshape(p, -1).astype(np.int64)
+            b = np.asarray(b_op.read()).reshape(p, -1).astype(np.int64)
+            write(int_fn(a, b))
+    else:
+
+        def run() -> None:
+            write(fn(read_f32(a_op.read(), p), read_f32(b_op.read(), p)))
+
+    ctx.emit(
+        "tensor_tensor", eng.name, site, [d1, d2], [dst], run, _elementwise_meta(dst, per_elem=2.0)
+    )
+
+
+#: §3.6: int32/uint32 tensor_tensor on GpSimd is exact integer arithmetic.
+_INT_EXACT = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+}
+
+
+def _tensor_scalar_op(token: Op, rev: bool, operand: Any) -> Any:
+    fn = token.fn
+    if token.name in UNARY_BITVEC or (token.name in UNARY_ALU and token.name not in BINARY):
+        # §2.9: unary ALU ops take a dummy operand; the emulator ignores it [INF, §8].
+        return lambda x: fn(x)
+    if rev:
+        return lambda x: fn(operand(), x)
+    return lambda x: fn(x, operand())
+
+
+def tensor_scalar(
+    dst: Any,
+    data: Any,
+    op0: Any,
+    operand0: Any,
+    reverse0: bool = False,
+    op1: Any = None,
+    operand1: Any = None,
+    reverse1: bool = False,
+    engine: Any = engine.unknown,
+    name: str | None = None,
+) -> None:
+    """§3.6: ``dst = (data op0 operand0) op1 operand1``; operands are scalars or (P,1) tensors."""
+    ctx, site = _begin()
+    data = check_compute_operand(data, "tensor_scalar", "data", site)
+    dst = check_compute_operand(dst, "tensor_scalar", "dst", site)
+    check_same_layout(data, dst, "tensor_scalar", "data and dst", site)
+    allowed = {**BINARY, **UNARY_ALU, **UNARY_BITVEC}
+    t0 = _op_token(op0, "op0", site, allowed)
+    operand0 = check_vector_operand(operand0, data, "tensor_scalar", "operand0", site)
+    if (op1 is None) != (operand1 is None):
+        raise LanguageError(
+            "tensor-scalar-op1",
+            "tensor_scalar op1 and operand1 must both be given or both None",
+            site,
+        )
+    t1 = None
+    if op1 is not None:
+        t1 = _op_token(op1, "op1", site, allowed)
+        operand1 = check_vector_operand(operand1, data, "tensor_scalar", "operand1", site)
+        if (t0.kind == "bitvec") != (t1.kind == "bitvec"):
+            raise LanguageError(
+                "tensor-scalar-op-kinds",
+                f"tensor_scalar ops must be both bitvec or both arithmetic: {t0!r}, {t1!r}",
+                site,
+            )
+    eng_enum = globals()["engine"]
+    eng = _pick_engine(engine, eng_enum.vector)
+    if eng == eng_enum.gpsimd and t0.name != "rsqrt":
+        raise LanguageError(
+            "tensor-scalar-gpsimd", "tensor_scalar engine=gpsimd is only allowed for rsqrt", site
+        )
+    if eng == eng_enum.scalar and ctx.rules.nc_version == 3:
+        pair = (t0.name, t1.name if t1 else None)
+        if pair not in {("multiply", "add"), ("multiply", None), ("add", None)}:
+            raise LanguageError(
+                "tensor-scalar-scalar-engine",
+                f"ScalarE tensor_scalar on trn2 supports only "
+                f"(multiply, add), (multiply, None), (add, None); got {pair}",
+                site,
+            )
+    operands = [x for x in (operand0, operand1) if isinstance(x, NkiTensor)]
+    _check_gpsimd_psum(eng, "tensor_scalar", site, data, dst, *operands)
+    bitvec = t0.kind == "bitvec"
+    if bitvec:
+        if not (dtypes.is_int(data.dtype) and dtypes.is_int(dst.dtype)):
+            raise DtypeError(
+                "bitvec-int",
+                f"bitwise tensor_scalar needs integer tensors: {data.describe()}",
+                site,
+            )
+        if any(isinstance(x, NkiTensor) for x in (operand0, operand1)):
+            raise NotImplementedError("bitwise nisa.tensor_scalar with tensor operands")
+        raw = data.array().dtype
+        c0 = np.asarray(operand0).astype(raw)
+        c1 = np.asarray(operand1).astype(raw) if t1 else None
+        f0 = _tensor_scalar_op(t0, reverse0, lambda: c0)
+        f1 = _tensor_scalar_op(t1, reverse1, lambda: c1) if t1 else None
+    else:
+        for x, what in ((operand0, "operand0"), (operand1, "operand1")):
+            if isinstance(x, NkiTensor) and x.dtype != "float32":
+                raise DtypeError(
+                    "tensor-scalar-operand-fp32",
+                    f"tensor_scalar {what} must be float32, got {x.describe()}",
+                    site,
+                )
+        f0 = _tensor_scalar_op(t0, reverse0, scalar_reader(operand0, site))
+        f1 = _tensor_scalar_op(t1, reverse1, scalar_reader(operand1, site)) if t1 else None
+    x_op = data.operand(site)
+    write = _writer(dst, site)
+    p = data.partitions
+
+    def run() -> None:
+        x = np.asarray(x_op.read()).reshape(p, -1) if bitvec else read_f32(x_op.read(), p)
+        y = f0(x)
+        if f1 is not None:
+            y = f1(y)
+        write(y)
+
+    ctx.emit("tensor_scalar", eng.name, site, [data, *operands], [dst], run, _elementwise_meta(dst))
+
+
+def scalar_tensor_tensor(
+    dst: Any,
+    data: Any,
+    op0: Any,
+    operand0: Any,
+    op1: Any,
+    operand1: Any,
+    reverse0: bool = False,
+    reverse1: bool = False,
+    name: str | None = None,
+) -> None:
+    """§3.6: ``dst = (data op0 operand0) op1 operand1``, operand1 a full tile; VectorE."""
+    ctx, site = _begin()
+    data = check_compute_operand(data, "scalar_tensor_tensor", "data", site)
+    dst = check_compute_operand(dst, "scalar_tensor_tensor", "dst", site)
+    other = check_compute_operand(operand1, "scalar_tensor_tensor", "operand1", site)
+    check_same_layout(data, dst, "scalar_tensor_tensor", "data and dst", site)
+    check_same_layout(data, other, "scalar_tensor_tensor", "data and operand1", site)
+    if data.buffer.name == "psum" and other.buffer.name == "psum":
+        raise BufferError(
+            "stt-two-psum", "scalar_tensor_tensor data and operand1 cannot both be in PSUM", site
+        )
+    arith = {k: v for k, v in BINARY.items() if v.kind != "bitvec"}
+    t0 = _op_token(op0, "op0", site, arith)
+    t1 = _op_token(op1, "op1", site, arith)
+    operand0 = check_vector_operand(operand0, data, "scalar_tensor_tensor", "operand0", site)
+    f0 = _tensor_scalar_op(t0, reverse0, scalar_reader(operand0, site))
+    x_op, o_op = data.operand(site), other.operand(site)
+    write = _writer(dst, site)
+    p, fn1 = data.partitions, t1.fn
+
+    def run() -> None:
+        y = f0(read_f32(x_op.read(), p))
+        o = read_f32(o_op.read(), p)
+        write(fn1(o, y) if reverse1 else fn1(y, o))
+
+    extra = [operand0] if isinstance(operand0, NkiTensor) else []
+    ctx.emit(
+        "scalar_tensor_tensor",
+        "vector",
+        site,
+        [data, other, *extra],
+        [dst],
+        run,
+        _elementwise_meta(dst),
+    )
+
+
+def reciprocal(dst: Any, data: Any, name: str | None = None) -> None:
+    """§3.6: ``1/x`` on VectorE in float32."""
+    ctx, site = _begin()
+    data = check_compute_operand(data, "reciprocal", "data", site)
+    dst = check_compute_operand(dst, "reciprocal", "dst", site)
+    check_same_layout(data, dst, "reciprocal", "data and dst", site)
+    x_op, write, p = data.operand(site), _writer(dst, site), data.partitions
+    fn = ACTIVATIONS["reciprocal"].fn
+
+    def run() -> None:
+        write(fn(read_f32(x_op.read(), p)))
+
+    ctx.emit("reciprocal", "vector", site, [data], [dst], run, _elementwise_meta(dst))
+
+
+def tensor_reduce(
+    dst: Any,
+    op: Any,
+    data: Any,
+    axis: Any,
+    negate: bool = False,
+    keepdims: bool = False,
+    name: str | None = None,
+) -> None:
+    """§3.8: reduce trailing contiguous free axes (never the partition axis) on VectorE."""
+    ctx, site = _begin()
+    data = check_compute_operand(data, "tensor_reduce", "data", site)
+    dst = check_compute_operand(dst, "tensor_reduce", "dst", site)
+    if isinstance(op, Op) and op.name == "subtract":
+        raise NotImplementedError("nisa.tensor_reduce(op=nl.subtract): semantics undocumented")
+    token = _op_token(op, "op", site, {k: BINARY[k] for k in REDUCIBLE})
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(sorted(int(a) for a in axes))
+    nd = data.ndim
+    if not axes or 0 in axes or axes != tuple(range(nd - len(axes), nd)):
+        raise ShapeError(
+            "reduce-axes",
+            f"tensor_reduce axis {axis} must be the trailing contiguous free "
+            f"dims ending at dim {nd - 1} (never 0) of {data.describe()}",
+            site,
+        )
+    kept = math.prod(data.shape[1 : nd - len(axes)])
+    if dst.partitions != data.partitions or dst.free_size != kept:
+        raise ShapeError(
+            "reduce-dst",
+            f"tensor_reduce dst must hold {data.partitions} x {kept} elements, "
+            f"got {dst.describe()}",
+            site,
+        )
+    bitvec = token.kind == "bitvec"
+    if bitvec and not dtypes.is_int(data.dtype):
+        raise DtypeError("bitvec-int", f"bitwise reduction needs integers: {data.describe()}", site)
+    red = REDUCIBLE[token.name]
+    x_op, write, p, sign = data.operand(site), _writer(dst, site), data.partitions, F32(-1.0)
+
+    def run() -> None:
+        x = np.asarray(x_op.read()).reshape(p, kept, -1)
+        if not bitvec:
+            x = x.astype(F32)
+        y = red(x, axis=2)
+        if negate and not bitvec:
+            y = y * sign
+        write(y)
+
+    ctx.emit("tensor_reduce", "vector", site, [data], [dst], run, _elementwise_meta(data))
+
+
+def tensor_tensor_scan(
+    dst: Any,
+    data0: Any,
+    data1: Any,
+    initial: Any,
+    op0: Any,
+    op1: Any,
+    reverse0: bool = False,
+    reverse1: bool = False,
+    name: str | None = None,
+) -> None:
+    """§3.8: ``res[:,i] = op1(op0(data0[:,i], res[:,i-1]), data1[:,i])`` along the free dim."""
+    ctx, site = _begin()
+    d0 = check_compute_operand(data0, "tensor_tensor_scan", "data0", site)
+    d1 = check_compute_operand(data1, "tensor_tensor_scan", "data1", site)
+    dst = check_compute_operand(dst, "tensor_tensor_scan", "dst", site)
+    check_same_layout(d0, d1, "tensor_tensor_scan", "data0 and data1", site)
+    check_same_layout(d0, dst, "tensor_tensor_scan", "data0 and dst", site)
+    if d0.buffer.name == "psum" and d1.buffer.name == "psum":
+        raise BufferError("scan-two-psum", "tensor_tensor_scan inputs cannot both be in PSUM", site)
+    arith = {k: v for k, v in BINARY.items() if v.kind != "bitvec"}
+    f0 = _op_token(op0, "op0", site, arith).fn
+    f1 = _op_token(op1, "op1", site, arith).fn
+    initial = check_vector_operand(initial, d0, "tensor_tensor_scan", "initial", site)
+    init_r = scalar_reader(initial, site)
+    a_op, b_op, write, p = d0.operand(site), d1.operand(site), _writer(dst, site), d0.partitions
+
+    def run() -> None:
+        a, b = read_f32(a_op.read(), p), read_f32(b_op.read(), p)
+        out = np.empty_like(a)
+        prev = np.broadcast_to(np.asarray(init_r(), dtype=F32).reshape(-1), (p,)).copy()
+        for i in range(a.shape[1]):
+            t = f0(prev, a[:, i]) if reverse0 else f0(a[:, i], prev)
+            prev = f1(b[:, i], t) if reverse1 else f1(t, b[:, i])
+            out[:, i] = prev
+        write(out)
+
+    extra = [initial] if isinstance(initial, NkiTensor) else []
+    ctx.emit(
+        "tensor_tensor_scan",
+        "vector",
+        site,
+        [d0, d1, *extra],
+        [dst],
+        run,
+        _elementwise_meta(dst, per_elem=2.0),
+    )
+
+
+# ---------------------------------------------------------------------------- selection
+def affine_select(
+    dst: Any,
+    pattern: Any,
+    channel_multiplier: int,
+    on_true_tile: Any,
+    on_false_value: Any,
+    cmp_op: Any = None,
+    offset: int = 0,
+    name: str | None = None,
+) -> None:
+    """§3.9: ``dst = on_true_tile where cmp_op(affine value, 0) else on_false_value`` (GpSimd)."""
+    ctx, site = _begin()
+    dst = check_compute_operand(dst, "affine_select", "dst", site, buffers=("sbuf",))
+    src = check_compute_operand(
+        on_true_tile, "affine_select", "on_true_tile", site, buffers=("sbuf",)
+    )
+    check_same_layout(src, dst, "affine_select", "on_true_tile and dst", site)
+    token = _op_token(
+        cmp_op if cmp_op is not None else BINARY["equal"],
+        "cmp_op",
+        site,
+        {k: v for k, v in BINARY.items() if v.kind == "compare"},
+    )
+    vals = _affine_values(
+        pattern, offset, channel_multiplier, dst.partitions, dst.free_size, "affine_select", site, 0
+    ).astype(F32)
+    keep = token.fn(vals, F32(0.0)) != 0
+    false_v = F32(on_false_value)
+    s_op, write, p = src.operand(site), _writer(dst, site), src.partitions
+
+    def run() -> None:
+        write(np.where(keep, read_f32(s_op.read(), p), false_v))
+
+    ctx.emit("affine_select", "gpsimd", site, [src], [dst], run, _elementwise_meta(dst))
+
+
+def select_reduce(
+    dst: Any,
+    predicate: Any,
+    on_true: Any,
+    on_false: Any,
+    reduce_res: Any = None,
+    reduce_cmd: Any = reduce_cmd.idle,
+    reduce_op: Any = None,
+    reverse_pred: bool = False,
+    name: str | None = None,
+) -> None:
+    """§3.9: ``np.where(predicate, on_true, on_false)`` on VectorE, optional per-row max."""
+    ctx, site = _begin()
+    _select(
+        ctx,
+        site,
+        "select_reduce",
+        dst,
+        predicate,
+        on_true,
+        on_false,
+        reverse_pred,
+        reduce_res,
+        int(reduce_cmd),
+        reduce_op,
+    )
+
+
+def select(dst: Any, predicate: Any, on_true: Any, on_false: Any, name: str | None = None) -> None:
+    """``dst = on_true where predicate else on_false`` (``select_reduce`` without the reduction)."""
+    ctx, site = _begin()
+    _select(ctx, site, "select", dst, predicate, on_true, on_false, False, None, 0, None)
+
+
+def _select(
+    ctx: Any,
+    site: Any,
+    name: str,
+    dst: Any,
+    predicate: Any,
+    on_true: Any,
+    on_false: Any,
+    reverse: bool,
+    reduce_res: Any,
+    cmd: int,
+    reduce_op: Any,
+) -> None:
+    dst = check_compute_operand(dst, name, "dst", site)
+    pred = check_compute_operand(predicate, name, "predicate", site)
+    check_same_layout(pred, dst, name, "predicate and dst", site)
+    reads, readers = [pred], []
+    for x, what in ((on_true, "on_true"), (on_false, "on_false")):
+        if isinstance(x, NkiTensor):
+            check_compute_operand(x, name, what, site)
+            if x.free_size == 1 and dst.free_size != 1:
+                check_vector_operand(x, dst, name, what, site)
+                readers.append(scalar_reader(x, site))
+            else:
+                check_same_layout(x, dst, name, f"{what} and dst", site)
+                op_, p_ = x.operand(site), x.partitions
+                readers.append(lambda op_=op_, p_=p_: read_f32(op_.read(), p_))
+            reads.append(x)
+        else:
+            readers.append(scalar_reader(x, site))
+    if reduce_op is not None:
+        _op_token(reduce_op, "reduce_op", site, {"maximum": BINARY["maximum"]})
+    writes = [dst]
+    if reduce_res is not None:
+        reduce_res = check_compute_operand(reduce_res, name, "reduce_res", site)
+        writes.append(reduce_res)
+    if cmd not in (0, 3) or (cmd == 3 and reduce_res is None):
+        raise NotImplementedError(f"nisa.{name} reduce_cmd={cmd} (accumulator registers)")
+    p_op, write, p = pred.operand(site), _writer(dst, site), dst.partitions
+    res_write = _writer(reduce_res, site) if reduce_res is not None else None
+    t_r, f_r = readers
+
+    def run() -> None:
+        mask = np.asarray(p_op.read()).reshape(p, -1) != 0
+        if reverse:
+            mask = ~mask
+        y = np.where(mask, t_r(), f_r()).astype(F32)
+        write(y)
+        if res_write is not None:
+            res_write(y.max(axis=1, keepdims=True))
+
+    ctx.emit(name, "vector", site, reads, writes, run, _elementwise_meta(dst))

@@ -1,0 +1,358 @@
+"""``nki.language`` (§2): tensor creation, buffers, dtypes, ranges, indexing helpers, tokens.
+
+The experimental compute wrappers of §2.10 (``nl.load``, ``nl.add``, ``nl.sum``, ...) live in
+:mod:`trncore.sim.wrappers` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import dtypes as _dt
+from trncore.sim.alu import ACTIVATIONS as _ACT
+from trncore.sim.alu import BINARY as _BIN
+from trncore.sim.alu import UNARY_BITVEC as _UBV
+from trncore.sim.context import current as _current
+from trncore.sim.context import maybe_current as _maybe_current
+from trncore.sim.context import user_site as _site
+from trncore.sim.errors import CapacityError, LanguageError, PartitionError
+from trncore.sim.tensor import PRIVATE_HBM, PSUM, SBUF, SHARED_HBM, Buffer, NkiTensor
+from trncore.sim.wrappers import *  # noqa: F403 - the experimental nl.* wrappers
+from trncore.sim.wrappers import __all__ as _wrapper_names
+
+ndarray_type = NkiTensor
+
+# ---------------------------------------------------------------- buffers (§2.2)
+sbuf = SBUF
+psum = PSUM
+private_hbm = PRIVATE_HBM
+shared_hbm = SHARED_HBM
+hbm = PRIVATE_HBM  # §2.2: nl.hbm is an alias of nl.private_hbm
+
+
+def is_hbm(buffer: Buffer) -> bool:
+    """``nl.is_hbm``: whether ``buffer`` is device memory (private ``nl.hbm`` or ``nl.shared_hbm``)."""
+    return buffer.is_hbm
+
+
+def is_sbuf(buffer: Buffer) -> bool:
+    """``nl.is_sbuf``: whether ``buffer`` is the on-chip state buffer ``nl.sbuf``."""
+    return buffer is SBUF
+
+
+def is_psum(buffer: Buffer) -> bool:
+    """``nl.is_psum``: whether ``buffer`` is the matmul accumulation buffer ``nl.psum``."""
+    return buffer is PSUM
+
+
+def is_on_chip(buffer: Buffer) -> bool:
+    """``nl.is_on_chip``: whether ``buffer`` is on chip (SBUF or PSUM), i.e. usable by compute engines."""
+    return buffer.on_chip
+
+
+# ---------------------------------------------------------------- dtypes (§2.3): plain strings
+bool_ = "bool_"
+int8, int16, int32 = "int8", "int16", "int32"
+uint8, uint16, uint32 = "uint8", "uint16", "uint32"
+float16, bfloat16, tfloat32, float32 = "float16", "bfloat16", "tfloat32", "float32"
+float8_e4m3, float8_e5m2, float8_e4m3fn = "float8_e4m3", "float8_e5m2", "float8_e4m3fn"
+
+
+# ---------------------------------------------------------------- tile sizes (§2.8)
+class _TileSize:
+    """``nl.tile_size`` constants; the SBUF size depends on the target (§2.8 [KLR])."""
+
+    pmax = 128
+    psum_fmax = 512
+    gemm_stationary_fmax = 128
+    gemm_moving_fmax = 512
+    bn_stats_fmax = 512
+    psum_min_align = 4
+    sbuf_min_align = 1
+
+    @property
+    def total_available_sbuf_size(self) -> int:
+        from trncore.sim.rules import rules_for
+
+        ctx = _maybe_current()
+        if ctx is not None:
+            return ctx.rules.sbuf_bytes
+        from trncore.simulator import current_target
+
+        return rules_for(current_target()).sbuf_bytes
+
+
+tile_size = _TileSize()
+
+
+# ---------------------------------------------------------------- tensor creation (§2.1)
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def _allocate(
+    shape: Any, dtype: Any, buffer: Any, name: str, init: Any, address: Any = None
+) -> NkiTensor:
+    ctx = _current()
+    site = _site()
+    if isinstance(buffer, str):
+        raise LanguageError(
+            "buffer-string",
+            f"buffer={buffer!r}: NKI 0.3.0 rejects string buffer names; use "
+            "nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm",
+            site,
+        )
+    if not isinstance(buffer, Buffer):
+        raise TypeError(f"buffer must be nl.sbuf/nl.psum/nl.hbm/nl.shared_hbm, got {buffer!r}")
+    shape = _shape(shape)
+    name_dt = _dt.dtype_name(dtype)
+    if buffer.on_chip:
+        if not shape:
+            raise PartitionError("partition-dim", "on-chip tensors need a partition dim", site)
+        if shape[0] > ctx.rules.pmax:
+            raise PartitionError(
+                "partition-dim-max",
+                f"Size of partition dimension {shape[0]} exceeds architecture limitation of "
+                f"{ctx.rules.pmax}: nl.ndarray({list(shape)}, {name_dt}, buffer={buffer!r})",
+                site,
+            )
+    if buffer is PSUM:
+        per_partition = math.prod(shape[1:]) * _dt.itemsize(name_dt)
+        if per_partition > ctx.rules.psum_bank_bytes:
+            raise CapacityError(
+                "psum-tile-bank",
+                f"PSUM tile {list(shape)} {name_dt} needs {per_partition} bytes per partition; a "
+                f"PSUM tile must fit one {ctx.rules.psum_bank_bytes}-byte bank",
+                site,
+            )
+        if address is not None and int(address[1]) % ctx.rules.psum_bank_bytes:
+            raise CapacityError(
+                "psum-address-bank",
+                f"PSUM address {address} does not start at a 2 KiB bank",
+                site,
+            )
+    tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site)
+    return tensor
+
+
+def ndarray(
+    shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "", address: Any = None
+) -> NkiTensor:
+    """An uninitialized tensor: NaN (floats) / 4 (integers), like the vendor simulator (§1.3).
+
+    ``address`` is checked (PSUM bank alignment) but the emulator allocates every tensor
+    independently; overlapping explicit addresses are not modelled.
+    """
+    return _allocate(shape, dtype, buffer, name, "sentinel", address)
+
+
+def _filled(shape: Any, value: float, dtype: Any, buffer: Any, name: str) -> NkiTensor:
+    t = _allocate(shape, dtype, buffer, name, "sentinel")
+    from trncore.sim.wrappers import _fill
+
+    _fill(t, value)
+    t.alloc.init = value  # replay resets to the same value; marks "initialized" for PSUM
+    return t
+
+
+def zeros(shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
+    """``nl.zeros``: a new zero-filled tensor (default SBUF), lowered to a memset instruction (§2.1)."""
+    return _filled(shape, 0.0, dtype, buffer, name)
+
+
+def ones(shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
+    """``nl.ones``: a new tensor filled with 1 (default SBUF), lowered to a memset instruction (§2.1)."""
+    return _filled(shape, 1.0, dtype, buffer, name)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
+    """``nl.full``: a new tensor filled with ``fill_value`` cast to ``dtype``, via a memset (§2.1)."""
+    return _filled(shape, float(fill_value), dtype, buffer, name)
+
+
+def zeros_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "") -> NkiTensor:
+    """``nl.zeros_like``: zeros shaped like ``x``; dtype defaults to ``x``'s, buffer to SBUF (§2.1)."""
+    return zeros(x.shape, dtype or x.dtype, buffer or SBUF, name)
+
+
+def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "") -> NkiTensor:
+    """``nl.empty_like``: an uninitialized tensor like ``x``, in ``x``'s dtype and buffer by default."""
+    return ndarray(x.shape, dtype or x.dtype, buffer or x.buffer, name)
+
+
+def shared_identity_matrix(n: int, dtype: Any = "uint8", dst: Any = None) -> NkiTensor:
+    """An ``n x n`` identity matrix in SBUF (§2.1)."""
+    t = dst if dst is not None else _allocate((n, n), dtype, SBUF, "identity", "sentinel")
+    from trncore.sim.wrappers import _fill_array
+
+    _fill_array(t, np.eye(n, dtype=np.float32))
+    return t
+
+
+def rand(*args: Any, **kwargs: Any) -> NkiTensor:
+    raise NotImplementedError("nl.rand is not emulated (random state is not modelled)")
+
+
+def random_seed(*args: Any, **kwargs: Any) -> None:
+    raise NotImplementedError("nl.random_seed is not emulated")
+
+
+def shared_constant(*args: Any, **kwargs: Any) -> NkiTensor:
+    raise NotImplementedError("nl.shared_constant is not emulated")
+
+
+def par_dim(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("nl.par_dim (Beta-1 block dimensions) does not exist in NKI 0.3.0")
+
+
+# ---------------------------------------------------------------- loops (§2.7)
+def static_range(start: int, stop: int | None = None, step: int = 1) -> range:
+    """Fully unrolled at trace time (a Python range)."""
+    if stop is None:
+        return builtins.range(start)
+    return builtins.range(start, stop, step)
+
+
+affine_range = sequential_range = static_range
+range = static_range
+
+
+def dynamic_range(*args: Any, **kwargs: Any) -> Any:
+    """``nl.dynamic_range``: a hardware (register-driven, not unrolled) loop in NKI; not emulated, raises."""
+    raise NotImplementedError("nl.dynamic_range (hardware loops with registers) is not emulated")
+
+
+# ---------------------------------------------------------------- indexing helpers (§2.5)
+def ds(start: int, size: int) -> slice:
+    """``nl.ds(start, size)`` = ``start:start+size``."""
+    if isinstance(start, NkiTensor) or isinstance(size, NkiTensor):
+        raise NotImplementedError("nl.ds with a tensor (dynamic) start is not emulated")
+    return slice(int(start), int(start) + int(size))
+
+
+def spmd_dim(*args: Any, **kwargs: Any) -> Any:
+    """``nl.spmd_dim``: Beta-1 multi-dimensional SPMD grids, absent from NKI 0.3.0 (§1.5); raises."""
+    raise NotImplementedError(
+        "nl.spmd_dim (Beta-1 multi-dimensional SPMD grids) is not in NKI 0.3.0"
+    )
+
+
+def arange(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("nl.arange was removed in Beta 2 (§2.5); use slices or nl.ds")
+
+
+def mgrid(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("nl.mgrid was removed in Beta 2 (§2.5); use slices or nl.ds")
+
+
+# ---------------------------------------------------------------- SPMD (§1.5)
+def program_id(axis: int = 0) -> int:
+    """``nl.program_id``: this instance's index on ``axis`` of the launch grid (0/1 under LNC=2, else 0)."""
+    ctx = _current()
+    return ctx.program_id if axis == 0 else 0
+
+
+def num_programs(axes: int = 0) -> int:
+    """``nl.num_programs``: instances on ``axes`` of the launch grid (LNC core count; 1 without a grid)."""
+    ctx = _current()
+    return ctx.lnc if axes == 0 else 1
+
+
+def program_ndim() -> int:
+    """``nl.program_ndim``: dimensions of the launch grid: 1 for ``kernel[n](...)``, 0 without a grid."""
+    ctx = _current()
+    return 1 if ctx.grid else 0
+
+
+# ---------------------------------------------------------------- misc (§2.11)
+@contextlib.contextmanager
+def no_reorder() -> Iterator[None]:
+    """Program order is the emulator's only order; nothing to pin."""
+    yield
+
+
+class NKIObject:
+    """Base class for user classes passed into kernels (§1.1)."""
+
+
+def device_print(print_prefix: str, tensor: NkiTensor) -> None:
+    """Print a tensor when the instruction runs (on the traced run and on every replay)."""
+    ctx = _current()
+    site = _site()
+    if not isinstance(print_prefix, str):
+        raise LanguageError("device-print-prefix", "device_print prefix must be a str", site)
+    if tensor.buffer is PSUM:
+        raise LanguageError("device-print-buffer", "device_print needs an SBUF or HBM tensor", site)
+    operand = tensor.operand(site)
+
+    def run() -> None:
+        print(print_prefix, np.asarray(operand.read()), flush=True)
+
+    ctx.emit("device_print", "debug", site, [tensor], [], run, {})
+
+
+# ---------------------------------------------------------------- operator tokens (§2.9)
+globals().update(_BIN)
+globals().update(_ACT)
+globals().update(_UBV)
+
+__all__ = sorted(
+    {
+        "ndarray",
+        "zeros",
+        "ones",
+        "full",
+        "zeros_like",
+        "empty_like",
+        "shared_identity_matrix",
+        "sbuf",
+        "psum",
+        "hbm",
+        "private_hbm",
+        "shared_hbm",
+        "is_hbm",
+        "is_sbuf",
+        "is_psum",
+        "is_on_chip",
+        "tile_size",
+        "static_range",
+        "affine_range",
+        "sequential_range",
+        "range",
+        "dynamic_range",
+        "ds",
+        "program_id",
+        "num_programs",
+        "program_ndim",
+        "no_reorder",
+        "NKIObject",
+        "device_print",
+        "bool_",
+        "int8",
+        "int16",
+        "int32",
+        "uint8",
+        "uint16",
+        "uint32",
+        "float16",
+        "bfloat16",
+        "tfloat32",
+        "float32",
+        "float8_e4m3",
+        "float8_e5m2",
+        "float8_e4m3fn",
+        *_BIN,
+        *_ACT,
+        *_UBV,
+        *_wrapper_names,
+        "spmd_dim",
+    }
+)

@@ -1,0 +1,75 @@
+"""The ``nki`` module objects of the emulator and :func:`install`.
+
+``trncore.sim.modules.nki`` is a module object carrying ``jit``, ``simulate``, ``language``,
+``isa`` and ``typing`` and the marker ``__trncore_emulator__ = True`` (see
+:func:`trncore.platform.real_nki_available`). :func:`install` registers it, with its submodules,
+in ``sys.modules`` so that ``import nki.language as nl`` in a third-party file finds the emulator.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import sys
+import types
+
+from trncore.sim import isa as nisa
+from trncore.sim import language as nl
+from trncore.sim import nki_typing
+from trncore.sim.runner import jit, simulate
+
+__all__ = ["EMULATED", "install", "nisa", "nki", "nl", "uninstall"]
+
+nki = types.ModuleType("nki", "NKI 0.3.0 emulated by trncore.sim (NumPy).")
+nki.jit = jit  # type: ignore[attr-defined]
+nki.simulate = simulate  # type: ignore[attr-defined]
+nki.language = nl  # type: ignore[attr-defined]
+nki.isa = nisa  # type: ignore[attr-defined]
+nki.typing = nki_typing  # type: ignore[attr-defined]
+nki.__version__ = "0.3.0+trncore.sim"  # type: ignore[attr-defined]
+nki.__trncore_emulator__ = True  # type: ignore[attr-defined]
+nki.__path__ = []  # type: ignore[attr-defined] - a package, so "import nki.language" resolves
+# a spec, so importlib.util.find_spec("nki...") works while the emulator is registered
+nki.__spec__ = importlib.machinery.ModuleSpec("nki", None, is_package=True)
+
+for _name in ("baremetal", "benchmark", "profile", "simulate_kernel", "collectives"):
+
+    def _removed(*args: object, _api: str = _name, **kwargs: object) -> None:
+        raise NotImplementedError(f"nki.{_api} is not available in NKI 0.3.0 / trncore.sim")
+
+    setattr(nki, _name, _removed)
+
+#: Real module name -> emulator module, used by install() and by kernel rebinding.
+EMULATED: dict[str, types.ModuleType] = {
+    "nki": nki,
+    "nki.language": nl,
+    "nki.isa": nisa,
+    "nki.typing": nki_typing,
+}
+
+_saved: dict[str, object] = {}
+
+
+def install(force: bool = False) -> bool:
+    """Register the emulator as ``nki``, ``nki.language``, ``nki.isa``, ``nki.typing``.
+
+    Does nothing (returns False) where the real package is importable, unless ``force``.
+    """
+    from trncore import platform
+
+    if not force and platform.real_nki_available():
+        return False
+    for name, module in EMULATED.items():
+        if name not in _saved:
+            _saved[name] = sys.modules.get(name)
+        sys.modules[name] = module
+    return True
+
+
+def uninstall() -> None:
+    """Undo :func:`install` (restores whatever was registered before)."""
+    for name, previous in list(_saved.items()):
+        if previous is None:
+            sys.modules.pop(name, None)
+        else:
+            sys.modules[name] = previous  # type: ignore[assignment]
+        del _saved[name]

@@ -1,0 +1,362 @@
+"""Trace a kernel once into a flat instruction list, then replay that list on new data.
+
+NKI 0.3.0 specializes every loop and ``if`` at compile time (§1.1) and has no registers in the
+emulated subset, so a kernel's instruction sequence depends only on its key (source, argument
+shapes/dtypes, compile-time parameters, target). The first call runs the Python body: every ISA
+call is checked, turned into a closure over pre-resolved NumPy views of the program's memory,
+executed at once and recorded. Later calls with the same key copy the inputs in and run the
+recorded closures (allocation markers refill each new tensor with its NaN/4 sentinel at its
+allocation point): no Python kernel code runs, and the result is bit-identical to the traced run
+because the same closures execute on the same storage. On-chip storage is recycled once the kernel
+drops every reference to a tensor, so a program's memory is its working set, not the sum of every
+tile an unrolled loop allocated.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import context, dtypes
+from trncore.sim.blas import blas_threads
+from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
+from trncore.sim.rules import TargetRules
+from trncore.sim.tensor import (
+    PSUM,
+    SBUF,
+    SENTINEL_INT,
+    SHARED_HBM,
+    Allocation,
+    Buffer,
+    NkiTensor,
+)
+
+__all__ = ["Instr", "Program", "TraceContext"]
+
+
+@dataclass
+class Instr:
+    """One recorded instruction."""
+
+    op: str
+    engine: str
+    site: tuple[str, int] | None
+    run: Callable[[], None]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    """A traced kernel: its instructions, its memory and how arguments map onto it."""
+
+    key: Any
+    target: str
+    lnc: int
+    instrs: list[Instr]
+    allocs: list[Allocation]
+    inputs: list[Allocation]
+    outputs: list[NkiTensor]
+    single_output: bool
+    written_inputs: list[int]
+    sbuf_peak: int = 0
+    psum_peak: int = 0
+    psum_banks_peak: int = 0
+    #: per-engine accumulator registers (§7.6), zeroed at the start of every run
+    registers: list[np.ndarray] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def run(self, arrays: Sequence[np.ndarray]) -> Any:
+        """Replay on ``arrays`` (one per tensor argument); returns the output array(s)."""
+        with self.lock, blas_threads():
+            for reg in self.registers:
+                reg[...] = 0
+            for alloc, arr in zip(self.inputs, arrays):
+                alloc.flat[...] = np.asarray(arr).reshape(-1)
+            for ins in self.instrs:
+                ins.run()
+            return self.collect(arrays)
+
+    def collect(self, arrays: Sequence[np.ndarray] | None) -> Any:
+        """Write modified inputs back to the caller's arrays; copies of the outputs."""
+        if arrays is not None:
+            for i in self.written_inputs:
+                target = arrays[i]
+                if isinstance(target, np.ndarray) and target.flags.writeable:
+                    target[...] = self.inputs[i].flat.reshape(target.shape)
+        outs = tuple(np.array(t.array(), copy=True) for t in self.outputs)
+        if self.single_output:
+            return outs[0]
+        return outs if outs else None
+
+    def engine_counts(self) -> dict[str, int]:
+        """Instructions per engine (allocation markers excluded)."""
+        counts: dict[str, int] = {}
+        for ins in self.instrs:
+            if ins.engine != "alloc":
+                counts[ins.engine] = counts.get(ins.engine, 0) + 1
+        return counts
+
+    def listing(self, limit: int | None = None) -> str:
+        """The instruction list, one line per instruction with its engine and kernel line."""
+        lines = []
+        for ins in self.instrs:
+            if ins.engine == "alloc":
+                continue
+            where = f"{ins.site[0].rsplit('/', 1)[-1]}:{ins.site[1]}" if ins.site else "?"
+            shape = {k: v for k, v in ins.meta.items() if k in ("K", "M", "N", "free", "bytes")}
+            lines.append(f"{len(lines):6d}  {ins.engine:<7} {ins.op:<22} {where:<28} {shape}")
+            if limit is not None and len(lines) >= limit:
+                lines.append("   ...")
+                break
+        return "\n".join(lines)
+
+    def report(self) -> Any:
+        """The cost report of this program (:func:`trncore.sim.report.program_report`)."""
+        from trncore.sim.report import program_report
+
+        return program_report(self)
+
+    def __len__(self) -> int:
+        """The trace size: instructions, not counting allocation markers."""
+        return sum(1 for ins in self.instrs if ins.engine != "alloc")
+
+
+class TraceContext:
+    """State of one kernel trace: memory, recorded instructions, the checks' bookkeeping."""
+
+    def __init__(self, rules: TargetRules, *, strict: bool, execute: bool, lnc: int = 1) -> None:
+        self.rules = rules
+        self.target = rules.name
+        self.strict = strict
+        self.execute = execute
+        self.lnc = lnc
+        self.program_id = 0
+        self.grid = False
+        self.instrs: list[Instr] = []
+        self.allocs: list[Allocation] = []
+        self.shared_allocs: list[Allocation] = []
+        self.shared_counter = 0
+        self.inputs: list[Allocation] = []
+        self.written: set[int] = set()
+        self.engine_state: dict[str, Any] = {}
+        self.free_storage: dict[int, list[np.ndarray]] = {}
+
+    # ------------------------------------------------------------------ memory
+    def allocate(
+        self,
+        shape: tuple[int, ...],
+        dtype: str,
+        buffer: Buffer,
+        name: str,
+        init: Any,
+        site: tuple[str, int] | None,
+    ) -> NkiTensor:
+        """A new tensor (``nl.ndarray`` and friends): records an allocation marker instruction.
+
+        On-chip storage of dead tensors is reused; under LNC=2 instance 1 gets instance 0's
+        k-th ``shared_hbm`` allocation, as the instances share that memory (§1.5).
+        """
+        if buffer is SHARED_HBM and self.lnc > 1:
+            # §1.5/§7.8: under LNC=2 the instances share shared_hbm; the k-th shared_hbm
+            # allocation of instance 1 is the same tensor as instance 0's k-th.
+            k = self.shared_counter
+            self.shared_counter += 1
+            if self.program_id > 0 and k < len(self.shared_allocs):
+                alloc = self.shared_allocs[k]
+                if alloc.shape != shape or alloc.dtype != dtype:
+                    raise LanguageError(
+                        "lnc-identical-control-flow",
+                        f"instance {self.program_id} allocated shared_hbm {list(shape)} {dtype} "
+                        f"where instance 0 allocated {alloc.label()}",
+                        site,
+                    )
+                return NkiTensor.whole(alloc)
+        nbytes = math.prod(shape) * dtypes.itemsize(dtype)
+        storage = None
+        if buffer.on_chip:
+            free = self.free_storage.get(nbytes)
+            if free:
+                storage = free.pop()
+        alloc = Allocation(
+            len(self.allocs),
+            buffer,
+            dtype,
+            shape,
+            name,
+            site,
+            init,
+            len(self.instrs),
+            self.strict,
+            storage,
+        )
+        self.allocs.append(alloc)
+        if buffer.on_chip:
+            # Recycle the storage once no Python object can name this tensor any more: every
+            # later instruction comes after every use, so replays stay correct (§2.1 lifetime).
+            alloc.on_death = self._recycle
+        if buffer is SHARED_HBM and self.lnc > 1:
+            self.shared_allocs.append(alloc)
+        self._emit_alloc(alloc, site)
+        return NkiTensor.whole(alloc)
+
+    def _emit_alloc(self, alloc: Allocation, site: tuple[str, int] | None) -> None:
+        """An allocation marker: fills the tensor with its sentinel at this point of the program."""
+        flat = alloc.flat
+        fill = np.nan if dtypes.is_float(alloc.dtype) else SENTINEL_INT
+
+        def run() -> None:
+            flat[...] = fill
+
+        self.instrs.append(Instr("alloc", "alloc", site, run, {"alloc": alloc.id}))
+        if self.execute:
+            run()
+
+    def _recycle(self, alloc: Allocation) -> None:
+        alloc.mask = None
+        alloc.mm_flags = None
+        self.free_storage.setdefault(alloc.storage.nbytes, []).append(alloc.storage)
+
+    def add_input(self, array: np.ndarray, buffer: Buffer, name: str = "") -> NkiTensor:
+        """Copy a kernel argument into a new ``buffer`` allocation (always initialized) and return it."""
+        dtype = dtypes.dtype_name(array.dtype)
+        alloc = Allocation(
+            len(self.allocs),
+            buffer,
+            dtype,
+            tuple(int(d) for d in array.shape),
+            name,
+            None,
+            "input",
+            0,
+            self.strict,
+        )
+        alloc.flat[...] = np.asarray(array).reshape(-1).astype(alloc.flat.dtype, copy=False)
+        alloc.is_input = True
+        if alloc.mask is not None:
+            alloc.mask[:] = True
+        self.allocs.append(alloc)
+        self.inputs.append(alloc)
+        return NkiTensor.whole(alloc)
+
+    # ------------------------------------------------------------------ instructions
+    def emit(
+        self,
+        op: str,
+        engine: str,
+        site: tuple[str, int] | None,
+        reads: Sequence[NkiTensor],
+        writes: Sequence[NkiTensor],
+        run: Callable[[], None],
+        meta: dict[str, Any] | None = None,
+        *,
+        matmul_write: bool = False,
+    ) -> None:
+        """Record (and, on an executing trace, run) one instruction after its checks passed."""
+        position = len(self.instrs)
+        for t in reads:
+            self._touch(t, position)
+            if self.strict:
+                mask = t.mask_array()
+                if mask is not None and not mask.all():
+                    raise UninitializedReadError(
+                        "read-before-write",
+                        f"{op} reads elements of {t.describe()} that no instruction wrote "
+                        f"({int((~mask).sum())} of {mask.size} elements unwritten)",
+                        site,
+                    )
+            if t.alloc.buffer is PSUM and not matmul_write:
+                t.alloc.read_since_matmul = True
+        for t in writes:
+            self._touch(t, position)
+            mask = t.mask_array()
+            if mask is not None:
+                mask[...] = True
+            elif t.alloc.mask is not None:
+                # dynamic or reinterpreting writes: the written elements are not known statically,
+                # so strict mode conservatively treats the whole tensor as written
+                t.alloc.mask[...] = True
+            if t.alloc.is_input:
+                self.written.add(t.alloc.id)
+            if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None:
+                t.flags_array()[...] = False
+        self.instrs.append(Instr(op, engine, site, run, meta or {}))
+        if self.execute:
+            run()
+
+    def _touch(self, t: NkiTensor, position: int) -> None:
+        t.alloc.last_use = position
+        if t.dynamic is not None:
+            t.dynamic.tensor.alloc.last_use = position
+
+    # ------------------------------------------------------------------ end of trace
+    def check_capacity(self) -> tuple[int, int, int]:
+        """Sweep allocation lifetimes (allocation to last use, §2.1) for SBUF and PSUM limits."""
+        rules = self.rules
+        peaks = []
+        for buffer, limit, unit in (
+            (SBUF, rules.sbuf_bytes, "bytes"),
+            (PSUM, rules.psum_banks, "banks"),
+        ):
+            events = []
+            for a in self.allocs:
+                if a.buffer is not buffer:
+                    continue
+                amount = a.partition_bytes if unit == "bytes" else 1
+                events.append((a.position, 1, amount, a))
+                events.append((max(a.last_use, a.position) + 1, 0, amount, a))
+            events.sort(key=lambda e: (e[0], e[1]))
+            live, peak, live_set = 0, 0, {}
+            for _, is_start, amount, a in events:
+                if is_start:
+                    live += amount
+                    live_set[a.id] = a
+                    if live > limit:
+                        biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
+                        names = "; ".join(x.label() for x in biggest)
+                        what = "SBUF bytes per partition" if unit == "bytes" else "PSUM banks"
+                        raise CapacityError(
+                            "sbuf-capacity" if unit == "bytes" else "psum-banks",
+                            f"{live} live {what} exceed the {self.target} limit of {limit} when "
+                            f"{a.label()} is allocated (largest live: {names})",
+                            a.site,
+                        )
+                    peak = max(peak, live)
+                else:
+                    live -= amount
+                    live_set.pop(a.id, None)
+            peaks.append(peak)
+        psum_bytes = self._psum_bytes_peak()
+        return peaks[0], psum_bytes, peaks[1]
+
+    def _psum_bytes_peak(self) -> int:
+        events = []
+        for a in self.allocs:
+            if a.buffer is PSUM:
+                events.append((a.position, 1, a.partition_bytes))
+                events.append((max(a.last_use, a.position) + 1, 0, a.partition_bytes))
+        events.sort(key=lambda e: (e[0], e[1]))
+        live = peak = 0
+        for _, start, amount in events:
+            live += amount if start else -amount
+            peak = max(peak, live)
+        return peak
+
+
+def warn_accumulate_uninitialized(site: Any, label: str) -> None:
+    warnings.warn(
+        f"nc_matmul(accumulate=True) into PSUM {label} that no matmul wrote: undefined on "
+        f"hardware unless it was zeroed (§3.1) (at {site[0]}:{site[1]})"
+        if site
+        else label,
+        stacklevel=3,
+    )
+
+
+def current() -> TraceContext:
+    return context.current()

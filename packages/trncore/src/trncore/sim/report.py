@@ -1,0 +1,197 @@
+"""A cost model of a traced program on trn1/trn2 — a model, not a measurement.
+
+What it does: sums a per-instruction cost for each engine, from the documented engine clocks and
+rates (nki-0.3.md §4.1) and a fixed per-instruction overhead, and reports the per-engine busy time,
+its max (lower bound: perfect overlap of engines) and its sum (upper bound: no overlap).
+
+Per-instruction costs (cycles of the engine's clock):
+
+* TensorE ``nc_matmul``: ``max(N, 64) * f`` where N is the moving free size (columns streamed),
+  f = 1 for bf16/fp16/tf32, 4 for fp32 (§4.1 "≈¼ of bf16"), 1/2 for fp8 pairs on trn2. A matmul
+  costs its columns however few of the 128 PE rows (K) or columns (M) it uses; the 64-cycle floor
+  is the documented minimum matmul initiation interval. A full 128x128x512 bf16 pass therefore runs
+  at the documented peak (2*128*128 flops per cycle).
+* VectorE / ScalarE / GpSimd: ``60 + max(64, e * F)`` with F elements per partition, e = 2 for
+  ``tensor_tensor``/scans (§3.6 "≈ 2N cycles"), else 1; 60 cycles of SRAM access overhead and a
+  64-cycle minimum initiation interval (§4.1).
+* DMA: ``0.6 µs + bytes / B`` with B the bandwidth of one core's 16 DMA engines; 0.6 µs is the
+  documented hardware-DGE per-instruction cost (§3.3), used for every DMA.
+
+Not modelled (what only hardware can tell): dependencies and the schedule, engine concurrency
+limits on shared SBUF/PSUM ports, DMA queue assignment and descriptor costs, HBM contention, cache
+effects, instruction fetch, semaphores between engines, LNC=2 (instances are summed as if on one
+core), and the compiler's own transformations. Use it to compare variants of a kernel, not to
+predict wall time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from trncore.sim.program import Program
+from trncore.sim.rules import TargetRules, rules_for
+
+__all__ = ["Report", "program_report", "report"]
+
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
+_FIXED_CYCLES = 60
+_MIN_II = 64
+_DMA_FIXED_S = 0.6e-6
+
+
+@dataclass
+class Report:
+    """Resource and modelled-cost summary of one traced program."""
+
+    kernel: str
+    target: str
+    instructions: dict[str, int]
+    total_instructions: int
+    dma_bytes_in: int
+    dma_bytes_out: int
+    dma_bytes_other: int
+    min_traffic_bytes: int
+    traffic_over_min: float
+    sbuf_peak_bytes: int
+    psum_peak_bytes: int
+    psum_peak_banks: int
+    busy_seconds: dict[str, float]
+    lower_bound_s: float
+    upper_bound_s: float
+    useful_flops: int
+    tensor_utilisation: float
+    tensor_utilisation_dtype: float
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as plain dicts/lists/numbers (JSON-serializable), e.g. for ``--json`` output."""
+        return asdict(self)
+
+    def __str__(self) -> str:
+        us = 1e6
+        lines = [
+            f"kernel {self.kernel} on {self.target} (cost MODEL, not a measurement)",
+            "instructions: "
+            + ", ".join(f"{k}={v}" for k, v in self.instructions.items())
+            + f"; total={self.total_instructions}",
+            f"DMA bytes: HBM->chip {self.dma_bytes_in}, chip->HBM {self.dma_bytes_out}, "
+            f"other {self.dma_bytes_other}; minimum {self.min_traffic_bytes} "
+            f"(traffic / minimum = {self.traffic_over_min:.2f})",
+            f"SBUF peak {self.sbuf_peak_bytes} B/partition; PSUM peak {self.psum_peak_bytes} "
+            f"B/partition ({self.psum_peak_banks} banks)",
+            "busy (us): " + ", ".join(f"{k}={v * us:.2f}" for k, v in self.busy_seconds.items()),
+            f"bounds (us): lower {self.lower_bound_s * us:.2f} (max over engines), upper "
+            f"{self.upper_bound_s * us:.2f} (sum)",
+            f"TensorE utilisation {self.tensor_utilisation:.1%} of the bf16 peak, "
+            f"{self.tensor_utilisation_dtype:.1%} of the peak for the operand dtypes "
+            f"({self.useful_flops} useful flops)",
+        ]
+        return "\n".join(lines + [f"note: {n}" for n in self.notes])
+
+
+def _instr_seconds(ins: Any, rules: TargetRules) -> float:
+    meta = ins.meta
+    if ins.engine == "tensor":
+        factor = meta.get("factor", 1.0)
+        if meta.get("fp8"):
+            factor /= rules.fp8_speedup
+        return max(meta.get("N", 1), _MIN_II) * factor / rules.tensor_hz
+    if ins.engine == "dma":
+        return _DMA_FIXED_S + meta.get("bytes", 0) / rules.dma_bytes_per_s
+    hz = {"vector": rules.vector_hz, "scalar": rules.scalar_hz, "gpsimd": rules.gpsimd_hz}.get(
+        ins.engine
+    )
+    if hz is None:
+        return 0.0
+    cycles = _FIXED_CYCLES + max(_MIN_II, meta.get("per_elem", 1.0) * meta.get("free", 1))
+    return cycles / hz
+
+
+def program_report(prog: Program) -> Report:
+    """The cost model applied to ``prog`` (see the module docstring for the model)."""
+    rules = rules_for(prog.target)
+    counts = {e: 0 for e in ENGINES}
+    busy = {e: 0.0 for e in ENGINES}
+    dma_in = dma_out = dma_other = 0
+    flops = 0
+    for ins in prog.instrs:
+        if ins.engine not in counts:
+            continue
+        counts[ins.engine] += 1
+        seconds = _instr_seconds(ins, rules)
+        busy[ins.engine] += seconds
+        if ins.engine == "tensor":
+            flops += ins.meta.get("flops", 0)
+        if ins.engine == "dma":
+            nbytes = ins.meta.get("bytes", 0)
+            src_hbm = ins.meta.get("src", "").endswith("hbm")
+            dst_hbm = ins.meta.get("dst", "").endswith("hbm")
+            if src_hbm and not dst_hbm:
+                dma_in += nbytes
+            elif dst_hbm and not src_hbm:
+                dma_out += nbytes
+            else:
+                dma_other += nbytes
+    # TensorE peak for the operand dtypes actually used: each matmul's own peak rate.
+    dtype_capacity = 0.0
+    for ins in prog.instrs:
+        if ins.engine == "tensor":
+            factor = ins.meta.get("factor", 1.0)
+            rate = (
+                rules.tensor_peak_bf16
+                / factor
+                * (rules.fp8_speedup if ins.meta.get("fp8") else 1.0)
+            )
+            dtype_capacity += rate * _instr_seconds(ins, rules)
+    input_bytes = sum(a.flat.nbytes for a in prog.inputs)
+    output_bytes = sum(t.size * t.array().itemsize for t in prog.outputs)
+    minimum = input_bytes + output_bytes
+    hbm_traffic = (
+        dma_in
+        + dma_out
+        + 2
+        * sum(
+            ins.meta.get("bytes", 0)
+            for ins in prog.instrs
+            if ins.engine == "dma"
+            and ins.meta.get("src", "").endswith("hbm")
+            and ins.meta.get("dst", "").endswith("hbm")
+        )
+    )
+    tensor_busy = busy["tensor"]
+    util = flops / (rules.tensor_peak_bf16 * tensor_busy) if tensor_busy else 0.0
+    util_dtype = flops / dtype_capacity if dtype_capacity else 0.0
+    notes = []
+    if prog.lnc > 1:
+        notes.append(f"LNC={prog.lnc}: both instances' instructions are summed as if on one core")
+    return Report(
+        kernel=str(prog.key.kernel),
+        target=prog.target,
+        instructions=counts,
+        total_instructions=sum(counts.values()),
+        dma_bytes_in=dma_in,
+        dma_bytes_out=dma_out,
+        dma_bytes_other=dma_other,
+        min_traffic_bytes=minimum,
+        traffic_over_min=hbm_traffic / minimum if minimum else 0.0,
+        sbuf_peak_bytes=prog.sbuf_peak,
+        psum_peak_bytes=prog.psum_peak,
+        psum_peak_banks=prog.psum_banks_peak,
+        busy_seconds=busy,
+        lower_bound_s=max(busy.values()),
+        upper_bound_s=sum(busy.values()),
+        useful_flops=flops,
+        tensor_utilisation=util,
+        tensor_utilisation_dtype=util_dtype,
+        notes=notes,
+    )
+
+
+def report(
+    kernel: Any, *arg_specs: Any, target: str | None = None, lnc: int | None = None, **params: Any
+) -> Report:
+    """Trace ``kernel`` for ``arg_specs`` (``((shape), "dtype")`` or arrays) and report its cost."""
+    from trncore.sim.runner import trace
+
+    return program_report(trace(kernel, *arg_specs, target=target, lnc=lnc, **params))

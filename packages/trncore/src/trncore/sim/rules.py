@@ -1,0 +1,92 @@
+"""Hardware limits per target, with the source of each number (sections of nki-0.3.md).
+
+trn1 = NeuronCore-v2, trn2 = NeuronCore-v3. Only what the emulator enforces or the cost model uses
+is listed here; everything else is in ``shared/reference/nki-0.3.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["TARGETS", "TargetRules", "rules_for"]
+
+
+@dataclass(frozen=True)
+class TargetRules:
+    """The limits and rates of one NeuronCore generation."""
+
+    name: str
+    nc_version: int
+    #: §2.5/§4.1: 128 partitions on every on-chip tensor.
+    pmax: int = 128
+    #: §2.8 [KLR] usable SBUF bytes per partition (total minus reserved).
+    sbuf_bytes: int = 0
+    #: §4.1 [DOC arch v2]: PSUM = 8 banks of 2 KiB per partition (same on v3).
+    psum_bank_bytes: int = 2048
+    psum_banks: int = 8
+    #: §3.1: stationary K, M <= 128, moving N <= 512 on v2/v3.
+    matmul_k: int = 128
+    matmul_m: int = 128
+    matmul_n: int = 512
+    #: §1.5: LNC=2 only on trn2/trn3.
+    max_lnc: int = 1
+    #: §3.4: dma_transpose is a Trainium2+ feature [INF: unavailable on trn1].
+    has_dma_transpose: bool = False
+    #: §3.7: activation with a scalar (non-tensor) bias only from v3.
+    scalar_bias: bool = False
+    #: §4.1 clocks in Hz (TensorE, VectorE, ScalarE, GpSimd) [DOC arch v2/v3].
+    tensor_hz: float = 0.0
+    vector_hz: float = 0.0
+    scalar_hz: float = 0.0
+    gpsimd_hz: float = 0.0
+    #: §4.1 TensorE dense peak, bf16 (fp32 is a quarter) [DOC arch v2/v3].
+    tensor_peak_bf16: float = 0.0
+    #: fp8 matmul speed-up over bf16 (§4.1: v3 streams 4x128 fp8 inputs per cycle, v2 2x128).
+    fp8_speedup: float = 1.0
+    #: DMA bandwidth of one NeuronCore's 16 DMA engines, bytes/s [INF from §4.1/§4.2].
+    dma_bytes_per_s: float = 0.0
+
+
+TARGETS: dict[str, TargetRules] = {
+    "trn1": TargetRules(
+        name="trn1",
+        nc_version=2,
+        sbuf_bytes=180224,
+        max_lnc=1,
+        has_dma_transpose=False,
+        scalar_bias=False,
+        tensor_hz=2.8e9,
+        vector_hz=1.12e9,
+        scalar_hz=1.4e9,
+        gpsimd_hz=1.4e9,
+        tensor_peak_bf16=92e12,
+        fp8_speedup=1.0,
+        # §4.1: 16 DMA engines x ~27 GiB/s each.
+        dma_bytes_per_s=16 * 27 * 2**30,
+    ),
+    "trn2": TargetRules(
+        name="trn2",
+        nc_version=3,
+        sbuf_bytes=212984,
+        max_lnc=2,
+        has_dma_transpose=True,
+        scalar_bias=True,
+        tensor_hz=2.4e9,
+        vector_hz=0.96e9,
+        scalar_hz=1.2e9,
+        gpsimd_hz=1.2e9,
+        tensor_peak_bf16=79e12,
+        fp8_speedup=2.0,
+        # §4.2: 128 DMA engines per chip at 3.5 TB/s -> 16 engines per core [INF].
+        dma_bytes_per_s=3.5e12 / 8,
+    ),
+}
+
+
+def rules_for(target: str) -> TargetRules:
+    """The rules of ``target`` (``trn1``/``gen2`` or ``trn2``/``gen3``)."""
+    aliases = {"gen2": "trn1", "gen3": "trn2"}
+    name = aliases.get(target, target)
+    if name not in TARGETS:
+        raise ValueError(f"unsupported target {target!r}; the emulator knows trn1 and trn2")
+    return TARGETS[name]

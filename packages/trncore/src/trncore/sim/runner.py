@@ -1,0 +1,457 @@
+"""Running kernels: ``nki.jit``, ``nki.simulate``, the program cache and the engine object.
+
+One program is traced per :class:`trncore.keys.KernelKey` (kernel identity, source hash, argument
+shapes/dtypes, compile-time parameters, target, plus the emulator flags ``lnc=N`` and ``strict``).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import inspect
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from trncore.keys import KernelKey
+from trncore.sim import context, dtypes
+from trncore.sim.binding import rebind
+from trncore.sim.blas import blas_threads
+from trncore.sim.context import user_site
+from trncore.sim.errors import LanguageError, TargetError
+from trncore.sim.program import Program, TraceContext
+from trncore.sim.rules import rules_for
+from trncore.sim.tensor import PRIVATE_HBM, SHARED_HBM, NkiTensor
+
+__all__ = [
+    "ENGINE",
+    "Kernel",
+    "cache_info",
+    "clear_cache",
+    "count_keys",
+    "get_program",
+    "jit",
+    "run_kernel",
+    "simulate",
+    "strict_mode",
+    "trace",
+]
+
+STRICT_ENV = "TRNSCI_SIM_STRICT"
+
+CACHE_ENV = "TRNSCI_SIM_CACHE_SIZE"
+
+#: Programs by key digest, least recently used first; bounded so long test sessions that touch
+#: many shapes do not keep every program's memory alive (TRNSCI_SIM_CACHE_SIZE, default 128).
+_cache: collections.OrderedDict[str, Program] = collections.OrderedDict()
+_cache_lock = threading.Lock()
+#: Marks "the kernel was not executed by this call" (None is a legal kernel result).
+NOT_RUN = object()
+_stats = {"traces": 0, "replays": 0}
+_counters: list[set[str]] = []
+_strict_override: list[bool] = []
+
+
+def _strict() -> bool:
+    if _strict_override:
+        return _strict_override[-1]
+    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@contextlib.contextmanager
+def strict_mode(enabled: bool = True) -> Iterator[None]:
+    """Inside the block, reading memory no instruction wrote raises UninitializedReadError."""
+    _strict_override.append(enabled)
+    try:
+        yield
+    finally:
+        _strict_override.pop()
+
+
+@contextlib.contextmanager
+def count_keys() -> Iterator[set[str]]:
+    """Record the distinct kernel-key digests used (traced or replayed) inside the block."""
+    seen: set[str] = set()
+    _counters.append(seen)
+    try:
+        yield seen
+    finally:
+        _counters.remove(seen)
+
+
+def cache_info() -> dict[str, int]:
+    """Programs cached, traces run and replays served since the last :func:`clear_cache`."""
+    return {"programs": len(_cache), "capacity": _capacity(), **_stats}
+
+
+def _capacity() -> int:
+    try:
+        return max(1, int(os.environ.get(CACHE_ENV, "128")))
+    except ValueError:
+        raise ValueError(f"{CACHE_ENV} must be a positive integer") from None
+
+
+def clear_cache() -> None:
+    """Drop every cached traced program and reset the trace/replay counters of :func:`cache_info`."""
+    with _cache_lock:
+        _cache.clear()
+        _stats.update(traces=0, replays=0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _signature(fn: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+def _bind_arguments(
+    fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> tuple[list[str], list[np.ndarray], dict[str, Any]]:
+    """Split a call into tensor arguments (arrays, in order) and compile-time parameters."""
+    signature = _signature(fn)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{getattr(fn, '__name__', fn)}: {exc}") from None
+    names, arrays, params = [], [], {}
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TypeError(f"kernel {fn.__name__}: *args/**kwargs parameters are not supported")
+        if isinstance(value, np.ndarray):
+            names.append(name)
+            arrays.append(value)
+        elif isinstance(value, list):
+            raise LanguageError(
+                "list-argument",
+                f"kernel argument {name} is a list; NKI 0.3.0 rejects list arguments, pass a tuple",
+                user_site(),
+            )
+        elif (
+            hasattr(value, "shape")
+            and hasattr(value, "dtype")
+            and not isinstance(value, np.generic)
+        ):
+            raise TypeError(
+                f"kernel argument {name} is a {type(value).__module__}.{type(value).__name__}; "
+                "the emulator takes NumPy arrays (convert torch tensors with trncore.marshal)"
+            )
+        elif isinstance(value, np.generic):
+            params[name] = value.item()  # a NumPy scalar is a compile-time value, keyed by value
+        else:
+            params[name] = value
+    return names, arrays, params
+
+
+def _closure_flag(fn: Callable[..., Any]) -> str:
+    """A key component for values a kernel captures from enclosing scopes.
+
+    ``KernelKey`` hashes the source text, which is the same for every closure made from one
+    ``def``; captured values change the program, so they are part of the emulator's key. Plain
+    values are keyed by ``repr``, functions by identity and source, anything else by object id
+    (conservative: a different object is a different program).
+    """
+    cells = getattr(fn, "__closure__", None)
+    if not cells:
+        return ""
+    from trncore.keys import kernel_identity, source_hash
+
+    parts = []
+    for cell in cells:
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell (recursive definition)
+            parts.append("<empty>")
+            continue
+        if value is None or isinstance(value, (bool, int, float, str, bytes, tuple)):
+            parts.append(repr(value))
+        elif callable(value) and hasattr(value, "__code__"):
+            parts.append(f"{kernel_identity(value)}#{source_hash(value)}")
+        elif hasattr(value, "name") and isinstance(value.name, str):
+            parts.append(f"{type(value).__name__}.{value.name}")
+        else:
+            parts.append(f"{type(value).__name__}@{id(value)}")
+    import hashlib
+
+    return "closure=" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def _trace(
+    fn: Callable[..., Any],
+    names: list[str],
+    arrays: Sequence[np.ndarray],
+    params: Mapping[str, Any],
+    key: KernelKey,
+    lnc: int,
+    grid: bool,
+    strict: bool,
+    execute: bool,
+) -> Program:
+    rules = rules_for(key.target)
+    ctx = TraceContext(rules, strict=strict, execute=execute, lnc=lnc)
+    ctx.grid = grid
+    buffer = SHARED_HBM if lnc > 1 else PRIVATE_HBM  # §1.3 step 1
+    tensors = [ctx.add_input(np.asarray(a), buffer, n) for n, a in zip(names, arrays)]
+    body = rebind(fn)
+    context.push(ctx)
+    try:
+        with blas_threads():
+            results = []
+            for pid in range(lnc):
+                ctx.program_id = pid
+                ctx.shared_counter = 0
+                call = dict(params)
+                call.update(zip(names, tensors))
+                results.append(body(**call))
+    finally:
+        context.pop()
+    outputs = _outputs(results[0], fn)
+    sbuf_peak, psum_bytes, psum_banks = ctx.check_capacity()
+    regs = ctx.engine_state.get("scalar_regs")
+    prog = Program(
+        key=key,
+        target=key.target,
+        lnc=lnc,
+        instrs=ctx.instrs,
+        allocs=ctx.allocs,
+        inputs=ctx.inputs,
+        outputs=outputs,
+        single_output=isinstance(results[0], NkiTensor),
+        written_inputs=[i for i, a in enumerate(ctx.inputs) if a.id in ctx.written],
+        sbuf_peak=sbuf_peak,
+        psum_peak=psum_bytes,
+        psum_banks_peak=psum_banks,
+    )
+    if regs is not None:
+        prog.registers.append(regs)
+    return prog
+
+
+def _outputs(result: Any, fn: Callable[..., Any]) -> list[NkiTensor]:
+    if result is None:
+        return []
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    outs = []
+    for item in items:
+        if not isinstance(item, NkiTensor):
+            raise LanguageError(
+                "kernel-return",
+                f"kernel {fn.__name__} returned {type(item).__name__}; return "
+                "shared_hbm tensors (or a tuple of them)",
+                _def_site(fn),
+            )
+        if item.alloc.buffer is not SHARED_HBM:
+            raise LanguageError(
+                "output-shared-hbm",
+                f"kernel output {item.describe()} must be in shared_hbm address space "
+                "(allocate it with buffer=nl.shared_hbm)",
+                item.alloc.site or _def_site(fn),
+            )
+        outs.append(item)
+    return outs
+
+
+def _def_site(fn: Callable[..., Any]) -> tuple[str, int] | None:
+    code = getattr(fn, "__code__", None)
+    return (code.co_filename, code.co_firstlineno) if code else None
+
+
+def _target(target: str | None) -> str:
+    if target is None:
+        from trncore.simulator import current_target
+
+        target = current_target()
+    return rules_for(target).name
+
+
+def get_program(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    target: str | None = None,
+    lnc: int | None = None,
+    execute: bool = True,
+) -> tuple[Program, list[np.ndarray], Any]:
+    """The cached program for this call, tracing it if new.
+
+    Returns ``(program, arrays, result)``: ``result`` holds the outputs of the traced run when
+    this call traced and executed the kernel, else :data:`NOT_RUN`.
+    """
+    fn = getattr(fn, "func", fn)
+    target = _target(target)
+    grid = lnc is not None
+    lnc = lnc or 1
+    rules = rules_for(target)
+    if lnc not in (1, 2):
+        raise LanguageError(
+            "lnc-grid", f"kernel[{lnc}]: the launch grid must be 1 or 2", user_site()
+        )
+    if lnc > rules.max_lnc:
+        raise TargetError(
+            "lnc-target", f"kernel[{lnc}] (LNC={lnc}) needs trn2; target is {target}", user_site()
+        )
+    names, arrays, params = _bind_arguments(fn, args, kwargs or {})
+    for a in arrays:
+        dtypes.dtype_name(a.dtype)  # rejects float64 and friends before keying
+    strict = _strict()
+    flags = [f"lnc={lnc}"] + (["grid"] if grid else []) + (["strict"] if strict else [])
+    closure = _closure_flag(fn)
+    if closure:
+        flags.append(closure)
+    key = KernelKey.build(fn, arrays, params, target=target, flags=flags)
+    digest = key.digest
+    for seen in _counters:
+        seen.add(digest)
+    prog = _cache.get(digest)
+    if prog is not None:
+        _stats["replays"] += 1
+        _cache.move_to_end(digest)
+        return prog, arrays, NOT_RUN
+    with _cache_lock:
+        prog = _cache.get(digest)
+        if prog is not None:
+            return prog, arrays, NOT_RUN
+        prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute)
+        # collect the traced run's results before other threads can replay the program
+        result = prog.collect(arrays) if execute else NOT_RUN
+        _stats["traces"] += 1
+        _cache[digest] = prog
+        while len(_cache) > _capacity():
+            _cache.popitem(last=False)
+    return prog, arrays, result
+
+
+def run_kernel(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    target: str | None = None,
+    lnc: int | None = None,
+) -> Any:
+    """Run ``fn`` on NumPy arguments: trace on the first call of a key, replay afterwards.
+
+    Inputs the kernel wrote are updated in place (as ``nki.simulate`` does, §1.3).
+    """
+    if context.maybe_current() is not None:
+        raise LanguageError(
+            "nested-kernel-call",
+            "a kernel cannot launch another kernel; call the other function directly (it is "
+            "inlined, §1.1)",
+            user_site(),
+        )
+    prog, arrays, result = get_program(fn, args, kwargs, target=target, lnc=lnc)
+    if result is not NOT_RUN:
+        return result
+    return prog.run(arrays)
+
+
+def trace(
+    kernel: Callable[..., Any],
+    *arg_specs: Any,
+    target: str | None = None,
+    lnc: int | None = None,
+    **params: Any,
+) -> Program:
+    """The program of ``kernel`` for argument specs ``((shape), "dtype")``, without running data.
+
+    A spec may also be an array (only its shape and dtype are used). Keyword arguments are the
+    kernel's compile-time parameters.
+    """
+    arrays = [_spec_array(s) for s in arg_specs]
+    prog, _, _ = get_program(kernel, arrays, params, target=target, lnc=lnc, execute=False)
+    return prog
+
+
+def _spec_array(spec: Any) -> np.ndarray:
+    if isinstance(spec, np.ndarray):
+        return spec
+    shape, dtype = spec
+    return np.zeros(tuple(shape), dtype=dtypes.storage_dtype(dtypes.dtype_name(dtype)))
+
+
+class Kernel:
+    """What ``nki.jit`` returns: call it with NumPy arrays; ``kernel[2]`` launches LNC=2."""
+
+    def __init__(self, func: Callable[..., Any], grid: int | None = None) -> None:
+        self.func = func
+        self.grid = grid
+        functools.update_wrapper(self, func)
+
+    def __getitem__(self, grid: Any) -> Kernel:
+        if isinstance(grid, tuple):
+            raise LanguageError(
+                "lnc-grid",
+                f"kernel[{grid}]: NKI 0.3.0 takes one number (the core count) in brackets",
+                user_site(),
+            )
+        return Kernel(self.func, int(grid))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if context.maybe_current() is not None:
+            raise LanguageError(
+                "subkernel-jit",
+                f"{self.func.__name__} is an @nki.jit kernel called from inside "
+                "a kernel; sub-kernels must be plain functions (classes must inherit "
+                "nl.NKIObject) (§1.1)",
+                user_site(),
+            )
+        return run_kernel(self.func, args, kwargs, lnc=self.grid)
+
+    def __repr__(self) -> str:
+        grid = f"[{self.grid}]" if self.grid else ""
+        return f"<nki.jit kernel {self.func.__qualname__}{grid} (trncore.sim)>"
+
+
+def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: Any) -> Any:
+    """``nki.jit``: ``mode`` is ignored (deprecated in 0.3.0); ``platform_target`` is an error."""
+    if "platform_target" in kwargs:
+        raise LanguageError(
+            "jit-platform-target",
+            "nki.jit(platform_target=...) was removed in "
+            "0.3.0; set NEURON_PLATFORM_TARGET_OVERRIDE",
+            user_site(),
+        )
+    if func is None:
+        return lambda f: Kernel(getattr(f, "func", f))
+    return Kernel(getattr(func, "func", func))
+
+
+def simulate(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """``nki.simulate(kernel)(*numpy_args)``: run on the emulator, write inputs back in place."""
+    func = getattr(kernel, "func", kernel)
+    grid = getattr(kernel, "grid", None)
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return run_kernel(func, args, kwargs, lnc=grid)
+
+    return run
+
+
+class _Engine:
+    """``trncore.simulator.SimulatorEngine`` implementation for dispatch."""
+
+    name = "trncore"
+
+    def run(
+        self,
+        kernel: Callable[..., Any],
+        args: Sequence[np.ndarray],
+        params: Mapping[str, Any],
+        *,
+        target: str,
+    ) -> Any:
+        return run_kernel(
+            getattr(kernel, "func", kernel),
+            list(args),
+            dict(params),
+            target=target,
+            lnc=getattr(kernel, "grid", None),
+        )
+
+
+ENGINE = _Engine()

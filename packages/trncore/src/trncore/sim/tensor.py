@@ -1,0 +1,585 @@
+"""Buffers, allocations and tensor views (§2.1, §2.2, §2.4-§2.6, §7.1).
+
+Every tensor is stored as one flat NumPy array (its *allocation*). A view is an access pattern
+over that flat array: an element offset plus ``(step, num)`` pairs, exactly the ``.ap()`` model of
+§2.6. Slicing, integer indexing, ``nl.ds``, ``...``, ``reshape``, ``view`` and ``ap`` all produce
+such patterns, checked against the allocation's bounds when created (NumPy would clip a slice
+silently; the emulator raises :class:`BoundsError`). A view resolves to a NumPy strided view of the
+storage once, at trace time; replay reuses it.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import dtypes
+from trncore.sim.context import user_site
+from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError
+
+__all__ = ["SENTINEL_INT", "Allocation", "Buffer", "NkiTensor", "Operand"]
+
+#: §1.3: the vendor simulator fills new integer tensors with 4 (floats with NaN).
+SENTINEL_INT = 4
+
+
+class Buffer:
+    """A memory region: nl.sbuf, nl.psum, nl.private_hbm (= nl.hbm) or nl.shared_hbm."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def on_chip(self) -> bool:
+        """Whether this is an on-chip buffer (SBUF or PSUM), reachable by the compute engines."""
+        return self.name in ("sbuf", "psum")
+
+    @property
+    def is_hbm(self) -> bool:
+        """Whether this is device memory (private or shared HBM), reachable only by DMA."""
+        return self.name in ("private_hbm", "shared_hbm")
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+SBUF = Buffer("sbuf")
+PSUM = Buffer("psum")
+PRIVATE_HBM = Buffer("private_hbm")
+SHARED_HBM = Buffer("shared_hbm")
+
+
+class Allocation:
+    """One allocated tensor: flat storage plus what the checks and the cost model need."""
+
+    def __init__(
+        self,
+        ident: int,
+        buffer: Buffer,
+        dtype: str,
+        shape: tuple[int, ...],
+        name: str,
+        site: tuple[str, int] | None,
+        init: Any,
+        position: int,
+        strict: bool,
+        storage: np.ndarray | None = None,
+    ) -> None:
+        self.id = ident
+        self.buffer = buffer
+        self.dtype = dtype
+        self.shape = shape
+        self.name = name
+        self.site = site
+        self.init = init  # "sentinel", "input" or the fill value of nl.zeros/ones/full
+        self.position = position  # index of the next instruction when allocated
+        self.last_use = position
+        self.size = math.prod(shape)
+        np_dtype = dtypes.storage_dtype(dtype)
+        if storage is None:
+            storage = np.empty(self.size * np_dtype.itemsize, dtype=np.uint8)
+        self.storage = storage  # raw bytes; may be recycled storage of a dead allocation
+        self.flat = storage.view(np_dtype)
+        self._views: dict[str, np.ndarray] = {}
+        self.mask = np.zeros(self.size, dtype=bool) if strict else None
+        # §7.5: per-element "written by nc_matmul since the last other write" flags for PSUM.
+        self.mm_flags = np.zeros(self.size, dtype=bool) if buffer is PSUM else None
+        self.read_since_matmul = False
+        self.is_input = False
+        self.live_views = 0
+        self.on_death: Any = None
+
+    def _view_created(self, view: NkiTensor) -> None:
+        if self.on_death is not None:
+            self.live_views += 1
+            weakref.finalize(view, self._view_died)
+
+    def _view_died(self) -> None:
+        self.live_views -= 1
+        if self.live_views == 0 and self.on_death is not None:
+            callback, self.on_death = self.on_death, None
+            callback(self)
+
+    @property
+    def partition_bytes(self) -> int:
+        """Bytes per partition on chip (§2.1: ``prod(shape[1:]) * itemsize``)."""
+        return math.prod(self.shape[1:]) * dtypes.itemsize(self.dtype)
+
+    def flat_as(self, dtype: str) -> np.ndarray:
+        """The storage reinterpreted as ``dtype`` (``tensor.view``)."""
+        if dtype == self.dtype or dtypes.storage_dtype(dtype) == self.flat.dtype:
+            return self.flat
+        if dtype not in self._views:
+            self._views[dtype] = self.flat.view(dtypes.storage_dtype(dtype))
+        return self._views[dtype]
+
+    def label(self) -> str:
+        """A readable description (name, buffer, shape, dtype, where allocated) for error messages."""
+        where = f" allocated at line {self.site[1]}" if self.site else ""
+        if self.is_input:
+            where = " (kernel argument)"
+        name = f"'{self.name}' " if self.name else ""
+        return f"{name}{self.buffer.name}{list(self.shape)} {self.dtype}{where}"
+
+
+def _row_major(shape: Sequence[int]) -> list[tuple[int, int]]:
+    dims, step = [], 1
+    for n in reversed(shape):
+        dims.append((step, int(n)))
+        step *= int(n)
+    return list(reversed(dims))
+
+
+class NkiTensor:
+    """A tensor value: a view of one allocation (the emulator's ``NkiTensor``).
+
+    Python operators on tensors are not part of NKI 0.3.0 (§1.1 [3P]); reading a tensor's data on
+    the host (``bool(t)``, ``float(t)``, ``np.asarray(t)``) raises :class:`HostReadError`, because
+    it would make control flow depend on data, which NKI 0.3.0 kernels cannot do.
+    """
+
+    __slots__ = ("__weakref__", "_array", "alloc", "dims", "dtype", "dynamic", "indexed", "offset")
+
+    def __init__(
+        self,
+        alloc: Allocation,
+        dtype: str,
+        offset: int,
+        dims: Sequence[tuple[int, int]],
+        indexed: bool = False,
+        dynamic: Any = None,
+    ) -> None:
+        self.alloc = alloc
+        self.dtype = dtype
+        self.offset = offset
+        self.dims = tuple(dims)
+        self.indexed = indexed
+        self.dynamic = dynamic
+        self._array: np.ndarray | None = None
+        alloc._view_created(self)
+
+    @classmethod
+    def whole(cls, alloc: Allocation) -> NkiTensor:
+        return cls(alloc, alloc.dtype, 0, _row_major(alloc.shape))
+
+    # ---------------------------------------------------------------- attributes (§2.4)
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The view's shape (``t.shape``, §2.4); dim 0 is the partition dim on chip."""
+        return tuple(n for _, n in self.dims)
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions of the view (``t.ndim``)."""
+        return len(self.dims)
+
+    @property
+    def size(self) -> int:
+        """Number of elements in the view (``t.size``)."""
+        return math.prod(self.shape)
+
+    @property
+    def buffer(self) -> Buffer:
+        """The memory region the tensor lives in (``t.buffer``: nl.sbuf, nl.psum, nl.hbm, ...)."""
+        return self.alloc.buffer
+
+    @property
+    def on_chip(self) -> bool:
+        """Whether the tensor is in SBUF or PSUM (so dim 0 is the partition dim)."""
+        return self.alloc.buffer.on_chip
+
+    @property
+    def name(self) -> str:
+        """The name given at allocation (``name=``), or ``''``."""
+        return self.alloc.name
+
+    def get_pattern(self) -> list[list[int]]:
+        """The access pattern as ``[[step, num], ...]`` in elements, outermost dim first (§2.4)."""
+        return [[s, n] for s, n in self.dims]
+
+    @property
+    def partitions(self) -> int:
+        """Partition count of an on-chip view (dim 0)."""
+        return self.dims[0][1] if self.dims else 1
+
+    @property
+    def free_size(self) -> int:
+        """Elements per partition of an on-chip view."""
+        return math.prod(n for _, n in self.dims[1:])
+
+    def start_partition(self) -> int:
+        """The first partition this on-chip view touches (for the start-partition rules, §2.5)."""
+        ppe = self._partition_elems()
+        return self.offset // ppe if ppe else 0
+
+    def _partition_elems(self) -> int:
+        """Elements per partition of the allocation, in this view's dtype."""
+        scale = dtypes.itemsize(self.alloc.dtype) / dtypes.itemsize(self.dtype)
+        return int(math.prod(self.alloc.shape[1:]) * scale)
+
+    def describe(self) -> str:
+        """The view and the tensor it belongs to, for error messages."""
+        label = self.alloc.label()
+        whole = (
+            self.shape == self.alloc.shape and self.offset == 0 and self.dtype == self.alloc.dtype
+        )
+        if whole and not self.indexed:
+            return label
+        return f"view {list(self.shape)} {self.dtype} at element offset {self.offset} of {label}"
+
+    def __repr__(self) -> str:
+        return f"NkiTensor({self.describe()})"
+
+    # ---------------------------------------------------------------- storage views
+    def array(self) -> np.ndarray:
+        """The strided NumPy view of this tensor's elements (static views only)."""
+        if self._array is None:
+            flat = self.alloc.flat_as(self.dtype)
+            self._array = self._strided(flat)
+        return self._array
+
+    def _strided(self, flat: np.ndarray) -> np.ndarray:
+        if self.size == 0:
+            return np.empty(self.shape, dtype=flat.dtype)
+        return strided_view(flat, self.offset, self.shape, [s for s, _ in self.dims])
+
+    def mask_array(self) -> np.ndarray | None:
+        """The strict-mode written-mask view (None when not tracked for this view)."""
+        alloc = self.alloc
+        if alloc.mask is None or self.dynamic is not None:
+            return None
+        if dtypes.itemsize(self.dtype) != dtypes.itemsize(alloc.dtype):
+            return None  # reinterpreting views of another width are not tracked
+        return self._strided(alloc.mask)
+
+    def flags_array(self) -> np.ndarray:
+        """The PSUM matmul-written flags view (static PSUM views only)."""
+        return self._strided(self.alloc.mm_flags)
+
+    def operand(self, site: tuple[str, int] | None, oob_skip: bool = False) -> Operand:
+        """A read/write accessor; dynamic views compute their offsets at run time."""
+        if self.dynamic is None:
+            return Operand(self.array())
+        return self.dynamic.operand(self, site, oob_skip)
+
+    # ---------------------------------------------------------------- indexing (§2.5)
+    def _check_bounds(self, site: Any = None) -> None:
+        if self.size == 0:
+            return
+        problem = self.partition_row_problem(self.offset)
+        if problem:
+            raise BoundsError("access-in-bounds", problem, site or user_site())
+        lo = self.offset + sum(min(0, (n - 1) * s) for s, n in self.dims)
+        hi = self.offset + sum(max(0, (n - 1) * s) for s, n in self.dims)
+        limit = self.alloc.flat_as(self.dtype).size
+        if lo < 0 or hi >= limit:
+            raise BoundsError(
+                "access-in-bounds",
+                f"access pattern offset={self.offset} pattern={self.get_pattern()} reaches flat "
+                f"elements [{lo}, {hi}] of {self.alloc.label()}, which has {limit} elements",
+                site or user_site(),
+            )
+
+    def partition_row_problem(self, offset: int) -> str:
+        """Why an on-chip access at ``offset`` leaves its partitions' rows ('' when it does not).
+
+        SBUF/PSUM data of a partition lives in that partition: a free-dim access past the end of
+        a partition's row reads another tensor's memory, not the next partition (§2.1 layout),
+        even though the flattened index (§2.6) would still be inside the tensor.
+        """
+        if not self.alloc.buffer.on_chip or not self.dims:
+            return ""
+        ppe = self._partition_elems()
+        step, parts = self.dims[0]
+        free_dims = self.dims[1:] if (step == ppe or parts == 1) else self.dims
+        if free_dims is self.dims:
+            return ""  # not a partition-major pattern; the flat check above applies
+        first_part, start = divmod(offset, ppe) if ppe else (0, 0)
+        lo = start + sum(min(0, (n - 1) * s) for s, n in free_dims)
+        hi = start + sum(max(0, (n - 1) * s) for s, n in free_dims)
+        if lo < 0 or hi >= ppe or first_part + parts > self.alloc.shape[0]:
+            return (
+                f"access at offset {offset} with pattern {self.get_pattern()} covers free "
+                f"elements [{lo}, {hi}] of partitions {first_part}..{first_part + parts - 1} of "
+                f"{self.alloc.label()}, whose partitions hold {ppe} elements each"
+            )
+        return ""
+
+    def __getitem__(self, key: Any) -> NkiTensor:
+        if self.dynamic is not None:
+            raise LanguageError(
+                "index-dynamic-view", "cannot index a view with a dynamic offset", user_site()
+            )
+        if not isinstance(key, tuple):
+            key = (key,)
+        n_ell = sum(1 for k in key if k is Ellipsis)
+        if n_ell > 1:
+            raise BoundsError("index", "at most one '...' in an index", user_site())
+        explicit = len(key) - n_ell
+        if explicit > self.ndim:
+            raise BoundsError(
+                "index",
+                f"{explicit} indices for a {self.ndim}-d tensor {self.describe()}",
+                user_site(),
+            )
+        full: list[Any] = []
+        for k in key:
+            if k is Ellipsis:
+                full.extend([slice(None)] * (self.ndim - explicit))
+            else:
+                full.append(k)
+        full.extend([slice(None)] * (self.ndim - len(full)))
+        offset = self.offset
+        dims: list[tuple[int, int]] = []
+        for axis, (k, (step, num)) in enumerate(zip(full, self.dims)):
+            if isinstance(k, slice):
+                start, stop, st = k.start, k.stop, k.step
+                st = 1 if st is None else _static_int(st, "slice step")
+                start = 0 if start is None else _static_int(start, "slice start")
+                stop = num if stop is None else _static_int(stop, "slice stop")
+                if st <= 0:
+                    raise BoundsError(
+                        "index", f"slice step must be positive, got {st}", user_site()
+                    )
+                if start < 0 or stop > num or start > stop:
+                    raise BoundsError(
+                        "access-in-bounds",
+                        f"slice {start}:{stop} on dim {axis} of size {num} of {self.describe()} "
+                        "(negative or out-of-range bounds; NumPy would clip, NKI does not)",
+                        user_site(),
+                    )
+                count = len(range(start, stop, st))
+                if axis == 0 and self.on_chip and st != 1 and count > 1:
+                    raise PartitionError(
+                        "partition-contiguous",
+                        f"partition dim accessed with step {st} on {self.describe()}; partition "
+                        "access must be contiguous (§2.5)",
+                        user_site(),
+                    )
+                offset += start * step
+                dims.append((step * st, count))
+            else:
+                idx = _static_int(k, "index")
+                if idx < 0 or idx >= num:
+                    raise BoundsError(
+                        "access-in-bounds",
+                        f"index {idx} on dim {axis} of size {num} of {self.describe()}",
+                        user_site(),
+                    )
+                offset += idx * step
+                if axis == 0 and self.on_chip:
+                    # §2.5: an integer on the partition dim of an on-chip tensor keeps a size-1 dim.
+                    dims.append((step, 1))
+        return NkiTensor(self.alloc, self.dtype, offset, dims, indexed=True)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise NotImplementedError(
+            "assigning into a tensor (t[...] = value) is Beta-1 syntax; NKI 0.3.0 writes through "
+            "dst= of nisa.* calls (e.g. nisa.tensor_copy(dst=t[...], src=value))"
+        )
+
+    # ---------------------------------------------------------------- reshape / view / ap
+    def _contiguous(self) -> bool:
+        return self.dims == tuple(_row_major(self.shape)) or self.size <= 1
+
+    def reshape(self, *shape: Any) -> NkiTensor:
+        """A view with another shape over the same (contiguous) elements; no copy."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(int(s) for s in shape)
+        if -1 in shape:
+            known = math.prod(s for s in shape if s != -1)
+            shape = tuple(self.size // known if s == -1 else s for s in shape)
+        if math.prod(shape) != self.size:
+            raise BoundsError(
+                "reshape-size", f"cannot reshape {self.describe()} to {list(shape)}", user_site()
+            )
+        if not self._contiguous():
+            raise LanguageError(
+                "reshape-contiguous",
+                f"reshape needs a contiguous view; {self.describe()} has pattern "
+                f"{self.get_pattern()}",
+                user_site(),
+            )
+        if self.on_chip and shape and self.shape and shape[0] != self.shape[0]:
+            raise PartitionError(
+                "reshape-partition",
+                f"reshape of on-chip {self.describe()} to {list(shape)} changes the partition dim",
+                user_site(),
+            )
+        dims = _row_major(shape)
+        return NkiTensor(self.alloc, self.dtype, self.offset, dims, indexed=self.indexed)
+
+    def view(self, dtype: Any) -> NkiTensor:
+        """Reinterpret the bits as ``dtype`` (same storage); the last dim scales with the width."""
+        name = dtypes.dtype_name(dtype)
+        if not self._contiguous() or self.indexed:
+            raise LanguageError(
+                "view-whole-tensor",
+                f"view(dtype) needs a whole, contiguous tensor; got {self.describe()}",
+                user_site(),
+            )
+        old, new = dtypes.itemsize(self.dtype), dtypes.itemsize(name)
+        shape = list(self.shape)
+        if shape[-1] * old % new:
+            raise BoundsError(
+                "view-size",
+                f"last dim {shape[-1]} of {self.dtype} is not a whole number of {name}",
+                user_site(),
+            )
+        shape[-1] = shape[-1] * old // new
+        return NkiTensor(self.alloc, name, self.offset * old // new, _row_major(shape))
+
+    def ap(
+        self,
+        pattern: Sequence[Sequence[int]],
+        offset: int = 0,
+        scalar_offset: Any = None,
+        vector_offset: Any = None,
+        indirect_dim: int = 0,
+        dtype: Any = None,
+    ) -> NkiTensor:
+        """An explicit access pattern over the flattened tensor (§2.6)."""
+        from trncore.sim.dynamic import ScalarOffset, VectorOffset
+
+        site = user_site()
+        if self.indexed:
+            # §2.5/§8 conflict (nested .ap after indexing): the stricter AP-doc reading is enforced.
+            raise LanguageError(
+                "ap-on-indexed",
+                f"cannot specify an access pattern on an already indexed tensor {self.describe()}",
+                site,
+            )
+        name = self.dtype if dtype is None else dtypes.dtype_name(dtype)
+        dims = [(int(s), int(n)) for s, n in pattern]
+        scale = dtypes.itemsize(self.dtype) / dtypes.itemsize(name)
+        base_offset = int((self.offset) * scale) + int(offset)
+        if scalar_offset is not None and vector_offset is not None:
+            raise LanguageError(
+                "ap-dynamic", "scalar_offset and vector_offset are mutually exclusive", site
+            )
+        view_shape = self.shape
+        dynamic = None
+        if scalar_offset is not None:
+            row = int(math.prod(view_shape[indirect_dim + 1 :]) * scale)
+            if isinstance(scalar_offset, NkiTensor):
+                dynamic = ScalarOffset(scalar_offset, row, site)
+            elif hasattr(scalar_offset, "__index__"):
+                base_offset += int(scalar_offset) * row
+            else:
+                raise NotImplementedError(
+                    f"ap(scalar_offset={type(scalar_offset).__name__}): registers are not emulated"
+                )
+        if vector_offset is not None:
+            if indirect_dim != 0:
+                raise LanguageError("ap-vector-offset", "vector_offset needs indirect_dim=0", site)
+            row = int(math.prod(view_shape[1:]) * scale)
+            dims[0] = (row, dims[0][1])
+            dynamic = VectorOffset(vector_offset, row, site)
+        result = NkiTensor(self.alloc, name, base_offset, dims, indexed=True, dynamic=dynamic)
+        if self.on_chip and dims:
+            ppe = result._partition_elems()
+            if dims[0][0] != ppe and dims[0][1] > 1:
+                raise PartitionError(
+                    "ap-partition-step",
+                    f"partition step {dims[0][0]} of pattern {pattern} must equal the "
+                    f"{ppe} elements per partition of {self.describe()} (§2.6)",
+                    site,
+                )
+        if dynamic is None:
+            result._check_bounds(site)
+        else:
+            dynamic.check_static(result)
+        return result
+
+    # ---------------------------------------------------------------- host reads are errors
+    def _host_read(self, what: str) -> Any:
+        raise HostReadError(
+            "no-host-read",
+            f"{what} reads the data of {self.describe()} on the host; NKI 0.3.0 kernels have no "
+            "data-dependent control flow (values exist only on the device)",
+            user_site(),
+        )
+
+    def __bool__(self) -> bool:
+        return self._host_read("bool(tensor) / 'if tensor'")
+
+    def __float__(self) -> float:
+        return self._host_read("float(tensor)")
+
+    def __int__(self) -> int:
+        return self._host_read("int(tensor)")
+
+    def __index__(self) -> int:
+        return self._host_read("using a tensor as an index")
+
+    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        return self._host_read("np.asarray(tensor)")
+
+    def __iter__(self) -> Any:
+        return self._host_read("iterating over a tensor")
+
+    def __len__(self) -> int:
+        return self.shape[0] if self.dims else 0
+
+    def _no_operator(self, *args: Any) -> Any:
+        raise NotImplementedError(
+            "Python operators on NKI tensors are not part of the emulated NKI 0.3.0 API; use "
+            "nl.add / nl.multiply / ... or nisa.tensor_tensor"
+        )
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_operator
+    __truediv__ = __rtruediv__ = __matmul__ = __neg__ = __pow__ = _no_operator
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _no_operator  # type: ignore[assignment]
+    __hash__ = object.__hash__
+
+
+def strided_view(
+    flat: np.ndarray, offset: int, shape: Sequence[int], steps: Sequence[int]
+) -> np.ndarray:
+    """A writable strided view of a contiguous 1-D array (steps in elements, all >= 0).
+
+    Built with the ndarray constructor rather than ``as_strided``, which cannot carry
+    ml_dtypes' bfloat16/fp8 dtypes through the array interface.
+    """
+    item = flat.itemsize
+    return np.ndarray(
+        tuple(shape),
+        dtype=flat.dtype,
+        buffer=flat,
+        offset=offset * item,
+        strides=tuple(s * item for s in steps),
+    )
+
+
+def _static_int(value: Any, what: str) -> int:
+    if isinstance(value, NkiTensor):
+        raise NotImplementedError(
+            f"a tensor as {what} (dynamic indexing) is not emulated; use .ap(scalar_offset=...)"
+        )
+    if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
+        raise TypeError(f"{what} must be an int, got {value!r}")
+    return int(value)
+
+
+class Operand:
+    """Read/write access to a static view's elements (the common, fast case)."""
+
+    __slots__ = ("arr",)
+
+    def __init__(self, arr: np.ndarray) -> None:
+        self.arr = arr
+
+    def read(self) -> np.ndarray:
+        """The view's elements as a NumPy array (a view of the storage, not a copy)."""
+        return self.arr
+
+    def write(self, values: np.ndarray) -> None:
+        """Store ``values`` (reshaped to the view) into the view's elements."""
+        self.arr[...] = values.reshape(self.arr.shape)

@@ -1,0 +1,443 @@
+"""The experimental ``nl.*`` compute wrappers of NKI 0.3.0 (§2.10), lowered onto ``nki.isa``.
+
+Each wrapper allocates its result tile (SBUF unless stated) and issues the ISA instructions the
+real wrapper lowers to, so the same checks and costs apply. The 0.3.0 known limitations are
+enforced: binary ops broadcast only Python scalars, ``nl.matmul`` needs ``transpose_x=True``,
+``nl.store`` cannot take a PSUM tile, reductions take trailing free axes only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import dtypes
+from trncore.sim import isa as nisa
+from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
+from trncore.sim.checks import F32
+from trncore.sim.context import current, user_site
+from trncore.sim.errors import LanguageError, ShapeError
+from trncore.sim.tensor import PSUM, SBUF, NkiTensor
+
+__all__ = [
+    "all",
+    "broadcast_to",
+    "dropout",
+    "expand_dims",
+    "fmod",
+    "gather_flattened",
+    "load",
+    "load_transpose2d",
+    "logical_not",
+    "matmul",
+    "max",
+    "mean",
+    "min",
+    "mod",
+    "prod",
+    "rms_norm",
+    "softmax",
+    "store",
+    "sum",
+    "transpose",
+    "var",
+    "where",
+]
+
+
+def _new(shape: Any, dtype: str, buffer: Any = SBUF) -> NkiTensor:
+    from trncore.sim.language import ndarray
+
+    return ndarray(tuple(shape), dtype, buffer=buffer)
+
+
+def _fill(t: NkiTensor, value: float) -> None:
+    """nl.zeros/ones/full lower to a memset (GpSimd for SBUF, Vector for PSUM)."""
+    ctx, site = current(), user_site()
+    filled = dtypes.cast(np.full(t.shape, value, dtype=np.float32), t.dtype)
+    arr = t.array()
+
+    def run() -> None:
+        arr[...] = filled
+
+    ctx.emit(
+        "memset", "vector", site, [], [t], run, {"partitions": t.partitions, "free": t.free_size}
+    )
+
+
+def _fill_array(t: NkiTensor, values: np.ndarray) -> None:
+    ctx, site = current(), user_site()
+    filled = dtypes.cast(values.reshape(t.shape), t.dtype)
+    arr = t.array()
+
+    def run() -> None:
+        arr[...] = filled
+
+    ctx.emit(
+        "iota", "gpsimd", site, [], [t], run, {"partitions": t.partitions, "free": t.free_size}
+    )
+
+
+def _promote(a: str, b: str) -> str:
+    """NKI type promotion (§2.3, Beta-1 table) for two tile dtypes."""
+    if a == b:
+        return a
+    fa, fb = dtypes.is_float(a), dtypes.is_float(b)
+    if fa != fb:
+        return a if fa else b
+    if fa:
+        if {a, b} == {"float16", "bfloat16"}:
+            return "float32"
+        if a.startswith("float8") and b.startswith("float8"):
+            return "bfloat16"
+        return a if dtypes.itemsize(a) >= dtypes.itemsize(b) else b
+    if {a, b} == {"int32", "uint32"}:
+        return "float32"
+    if dtypes.itemsize(a) == dtypes.itemsize(b):
+        return {1: "int16", 2: "int32", 4: "int32"}[dtypes.itemsize(a)]
+    return a if dtypes.itemsize(a) > dtypes.itemsize(b) else b
+
+
+def _scalar_dtype(tile: str, scalar: Any) -> str:
+    if isinstance(scalar, float) and not dtypes.is_float(tile):
+        return "float32"
+    return tile
+
+
+# ---------------------------------------------------------------- memory
+def load(src: NkiTensor, dtype: Any = None) -> NkiTensor:
+    """HBM -> a new SBUF tile (``dma_copy``)."""
+    out = _new(src.shape, dtypes.dtype_name(dtype) if dtype else src.dtype)
+    nisa.dma_copy(dst=out, src=src)
+    return out
+
+
+def store(dst: NkiTensor, value: NkiTensor) -> None:
+    """SBUF -> HBM (``dma_copy``); a PSUM tile is rejected (0.3.0)."""
+    nisa.dma_copy(dst=dst, src=value)
+
+
+def load_transpose2d(src: NkiTensor, dtype: Any = None) -> NkiTensor:
+    """A 2-D HBM tensor ``(a, b)`` -> SBUF tile ``(b, a)`` through a transposing DMA."""
+    ctx, site = current(), user_site()
+    if src.ndim != 2 or not src.buffer.is_hbm:
+        raise LanguageError(
+            "load-transpose2d",
+            f"load_transpose2d needs a 2-D HBM tensor, got {src.describe()}",
+            site,
+        )
+    name = dtypes.dtype_name(dtype) if dtype else src.dtype
+    out = _new((src.shape[1], src.shape[0]), name)
+    s_op, d_arr = src.operand(site), out.array()
+
+    def run() -> None:
+        d_arr[...] = dtypes.cast(np.asarray(s_op.read(), dtype=F32).T, name)
+
+    meta = {"bytes": src.size * dtypes.itemsize(src.dtype), "src": src.buffer.name, "dst": "sbuf"}
+    ctx.emit("load_transpose2d", "dma", site, [src], [out], run, meta)
+    return out
+
+
+def copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
+    """A new tile in ``x``'s buffer through ``activation(op=nl.copy)`` (float32 path)."""
+    out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype, x.buffer)
+    nisa.activation(dst=out, op=ACTIVATIONS["copy"], data=x)
+    return out
+
+
+# ---------------------------------------------------------------- TensorE
+def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False) -> NkiTensor:
+    """``x.T @ y`` into a new float32 PSUM tile; 0.3.0 supports only ``transpose_x=True``."""
+    if not transpose_x:
+        raise LanguageError(
+            "nl-matmul-transpose-x",
+            "nl.matmul requires transpose_x=True in NKI 0.3.0 (known "
+            "issue); pass x already transposed as (K, M)",
+            user_site(),
+        )
+    out = _new((x.free_size, y.free_size), "float32", PSUM)
+    nisa.nc_matmul(dst=out, stationary=x, moving=y)
+    return out
+
+
+def transpose(x: NkiTensor, dtype: Any = None) -> NkiTensor:
+    """P <-> F transpose of a <= 128x128 SBUF tile into a new PSUM tile."""
+    out = _new((x.free_size, x.partitions), dtypes.dtype_name(dtype) if dtype else x.dtype, PSUM)
+    nisa.nc_transpose(dst=out, data=x)
+    return out
+
+
+# ---------------------------------------------------------------- elementwise
+def call_token(op: Op, *args: Any, **kwargs: Any) -> NkiTensor:
+    """``nl.<token>(...)`` called as a function: the experimental wrapper of that name."""
+    if op.name == "copy":
+        return copy(*args, **kwargs)
+    if op.name in BINARY:
+        return _binary(op, *args, **kwargs)
+    return _unary(op, *args, **kwargs)
+
+
+def _unary(op: Op, x: NkiTensor, dtype: Any = None) -> NkiTensor:
+    if not isinstance(x, NkiTensor):
+        raise TypeError(f"nl.{op.name} needs a tensor argument, got {x!r}")
+    name = dtypes.dtype_name(dtype) if dtype else x.dtype
+    out = _new(x.shape, name)
+    if op.name in DOCUMENTED_ACTIVATIONS:
+        nisa.activation(dst=out, op=op, data=x)
+    elif op.name == "invert":
+        nisa.tensor_scalar(dst=out, data=x, op0=op, operand0=0)
+    elif op.name == "negative":
+        nisa.tensor_scalar(dst=out, data=x, op0=BINARY["multiply"], operand0=-1.0)
+    else:
+        _custom_unary(op, x, out)
+    return out
+
+
+def _custom_unary(op: Op, x: NkiTensor, out: NkiTensor) -> None:
+    """Math without an ISA activation (cos, tan, floor, ceil, trunc): one VectorE instruction."""
+    from trncore.sim.checks import check_compute_operand
+
+    ctx, site = current(), user_site()
+    check_compute_operand(x, f"nl.{op.name}", "x", site)
+    s_op, d_arr, fn, name = x.operand(site), out.array(), op.fn, out.dtype
+
+    def run() -> None:
+        d_arr[...] = dtypes.cast(fn(np.asarray(s_op.read(), dtype=F32)), name)
+
+    ctx.emit(
+        f"nl.{op.name}",
+        "vector",
+        site,
+        [x],
+        [out],
+        run,
+        {"partitions": x.partitions, "free": x.free_size},
+    )
+
+
+def _binary(op: Op, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
+    site = user_site()
+    xt, yt = isinstance(x, NkiTensor), isinstance(y, NkiTensor)
+    if not (xt or yt):
+        raise TypeError(f"nl.{op.name} needs at least one tensor argument")
+    if xt and yt:
+        if x.shape != y.shape:
+            raise ShapeError(
+                "nl-binary-broadcast",
+                f"nl.{op.name} does not broadcast tiles in NKI 0.3.0 "
+                f"(only Python scalars): {x.describe()} vs {y.describe()}",
+                site,
+            )
+        name = dtypes.dtype_name(dtype) if dtype else _promote(x.dtype, y.dtype)
+        out = _new(x.shape, name)
+        nisa.tensor_tensor(dst=out, data1=x, data2=y, op=op)
+        return out
+    tile, scalar = (x, y) if xt else (y, x)
+    if op.name == "power" and xt:
+        raise LanguageError(
+            "nl-power-scalar",
+            "nl.power(tile, scalar) is unsupported in NKI 0.3.0 (tile, tile only)",
+            site,
+        )
+    name = dtypes.dtype_name(dtype) if dtype else _scalar_dtype(tile.dtype, scalar)
+    out = _new(tile.shape, name)
+    if op.kind == "bitvec":
+        scalar = int(scalar)
+    else:
+        scalar = float(scalar)
+    nisa.tensor_scalar(dst=out, data=tile, op0=op, operand0=scalar, reverse0=not xt)
+    return out
+
+
+def logical_not(x: NkiTensor, dtype: Any = None) -> NkiTensor:
+    """``nl.logical_not``: 1 where ``x == 0`` else 0, elementwise (one ``tensor_scalar`` ``equal 0``)."""
+    out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype)
+    nisa.tensor_scalar(dst=out, data=x, op0=BINARY["equal"], operand0=0.0)
+    return out
+
+
+def fmod(*args: Any, **kwargs: Any) -> NkiTensor:
+    """``nl.fmod``: simulates but does not compile in NKI 0.3.0 (known issue), so not emulated; raises."""
+    raise NotImplementedError("nl.fmod is not emulated (it does not compile in NKI 0.3.0)")
+
+
+def mod(*args: Any, **kwargs: Any) -> NkiTensor:
+    """``nl.mod``: simulates but does not compile in NKI 0.3.0 (known issue), so not emulated; raises."""
+    raise NotImplementedError("nl.mod is not emulated (it does not compile in NKI 0.3.0)")
+
+
+# ---------------------------------------------------------------- reductions
+def _reduce_axes(x: NkiTensor, axis: Any, what: str) -> tuple[int, ...]:
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    nd = x.ndim
+    axes = tuple(sorted(int(a) % nd for a in axes))
+    if not axes or 0 in axes or axes != tuple(range(nd - len(axes), nd)):
+        raise ShapeError(
+            "reduce-axes",
+            f"nl.{what} axis {axis} must be the last contiguous free dims of "
+            f"{x.describe()} (§2.10)",
+            user_site(),
+        )
+    return axes
+
+
+def _reduce(
+    x: NkiTensor, axis: Any, dtype: Any, keepdims: bool, op: str, what: str, negate: bool = False
+) -> NkiTensor:
+    axes = _reduce_axes(x, axis, what)
+    kept = [n for i, n in enumerate(x.shape) if i not in axes]
+    shape = [1 if i in axes else n for i, n in enumerate(x.shape)] if keepdims else kept
+    if len(shape) == 1:
+        shape = [shape[0], 1] if keepdims else shape
+    name = dtypes.dtype_name(dtype) if dtype else x.dtype
+    out = _new(shape, name)
+    nisa.tensor_reduce(dst=out, op=BINARY[op], data=x, axis=axes, negate=negate)
+    return out
+
+
+def sum(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+    """``nl.sum``: sum over the trailing free ``axis`` dims (``tensor_reduce`` add, §2.10)."""
+    return _reduce(x, axis, dtype, keepdims, "add", "sum")
+
+
+def max(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+    """``nl.max``: maximum over the trailing free ``axis`` dims (``tensor_reduce`` maximum, §2.10)."""
+    return _reduce(x, axis, dtype, keepdims, "maximum", "max")
+
+
+def min(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+    """``nl.min``: minimum over the trailing free ``axis`` dims (``tensor_reduce`` minimum, §2.10)."""
+    return _reduce(x, axis, dtype, keepdims, "minimum", "min")
+
+
+def prod(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+    """``nl.prod``: product over the trailing free ``axis`` dims (``tensor_reduce`` multiply, §2.10)."""
+    return _reduce(x, axis, dtype, keepdims, "multiply", "prod")
+
+
+def all(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+    """``nl.all``: logical AND over the trailing free ``axis`` dims (``tensor_reduce`` logical_and, §2.10)."""
+    return _reduce(x, axis, dtype, keepdims, "logical_and", "all")
+
+
+def mean(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+    """``nl.mean``: mean over the trailing free ``axis`` dims: a float32 sum scaled by ``1/count`` (§2.10)."""
+    axes = _reduce_axes(x, axis, "mean")
+    count = math.prod(x.shape[a] for a in axes)
+    total = _reduce(x, axis, "float32", keepdims, "add", "mean")
+    out = _new(total.shape, dtypes.dtype_name(dtype) if dtype else x.dtype)
+    nisa.tensor_scalar(dst=out, data=total, op0=BINARY["multiply"], operand0=1.0 / count)
+    return out
+
+
+def var(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
+    """Population variance over trailing free axes; always keeps dims (§2.10)."""
+    axes = _reduce_axes(x, axis, "var")
+    count = math.prod(x.shape[a] for a in axes)
+    flat = (x.partitions, x.free_size // count, count)
+    m = mean(x, axis, "float32", keepdims=True)
+    centered = _new(x.shape, "float32")
+    if flat[1] != 1:
+        raise NotImplementedError("nl.var over a subset of the free axes")
+    nisa.tensor_scalar(
+        dst=centered, data=x, op0=BINARY["subtract"], operand0=m.reshape((x.partitions, 1))
+    )
+    sq = _new(x.shape, "float32")
+    nisa.activation(dst=sq, op=ACTIVATIONS["square"], data=centered)
+    return mean(sq, axis, dtype or x.dtype, keepdims=True)
+
+
+# ---------------------------------------------------------------- manipulation
+def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
+    """Broadcast dims of size 1 (same rank); a partition broadcast runs on TensorE (§2.12)."""
+    ctx, site = current(), user_site()
+    shape = tuple(int(s) for s in shape)
+    if len(shape) != x.ndim or any(a not in (1, b) for a, b in zip(x.shape, shape)):
+        raise ShapeError(
+            "broadcast-shape",
+            f"cannot broadcast {x.describe()} to {list(shape)} (same rank, dims equal or 1)",
+            site,
+        )
+    name = dtypes.dtype_name(dtype) if dtype else x.dtype
+    out = _new(shape, name)
+    s_op, d_arr = x.operand(site), out.array()
+
+    def run() -> None:
+        d_arr[...] = dtypes.cast(np.broadcast_to(np.asarray(s_op.read(), F32), shape), name)
+
+    engine = "tensor" if x.partitions == 1 and shape[0] > 1 else "vector"
+    meta = {"partitions": shape[0], "free": out.free_size}
+    if engine == "tensor":
+        meta.update(
+            {"K": 1, "M": shape[0], "N": out.free_size, "flops": 0, "factor": 1.0, "fp8": False}
+        )
+    ctx.emit("broadcast_to", engine, site, [x], [out], run, meta)
+    return out
+
+
+def expand_dims(x: NkiTensor, axis: int) -> NkiTensor:
+    """A view with a new size-1 dim at ``axis`` (no copy)."""
+    shape = list(x.shape)
+    axis = axis % (len(shape) + 1)
+    if axis == 0 and x.on_chip:
+        raise ShapeError(
+            "expand-dims-partition",
+            "expand_dims cannot insert before the partition dim of an on-chip tile",
+            user_site(),
+        )
+    shape.insert(axis, 1)
+    return x.reshape(tuple(shape))
+
+
+def where(condition: NkiTensor, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
+    """``x`` where ``condition`` (1.0/0.0) else ``y``."""
+    ref = condition
+    name = (
+        dtypes.dtype_name(dtype) if dtype else (x.dtype if isinstance(x, NkiTensor) else "float32")
+    )
+    out = _new(ref.shape, name)
+    nisa.select(dst=out, predicate=condition, on_true=x, on_false=y)
+    return out
+
+
+def softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None) -> NkiTensor:
+    """Softmax over the last free axis: max, exp(x - max) with row sums, reciprocal, scale."""
+    axes = _reduce_axes(x, axis, "softmax")
+    if len(axes) != 1 or x.ndim != 2:
+        raise NotImplementedError("nl.softmax over more than the single free axis of a 2-D tile")
+    p = x.partitions
+    neg_max = _new((p, 1), "float32")
+    nisa.tensor_reduce(dst=neg_max, op=BINARY["maximum"], data=x, axis=1, negate=True)
+    e = _new(x.shape, "float32")
+    s = _new((p, 1), "float32")
+    nisa.activation(
+        dst=e,
+        op=ACTIVATIONS["exp"],
+        data=x,
+        bias=neg_max,
+        reduce_op=BINARY["add"],
+        reduce_res=s,
+        reduce_cmd=nisa.reduce_cmd.reset_reduce,
+    )
+    r = _new((p, 1), "float32")
+    nisa.reciprocal(dst=r, data=s)
+    out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype)
+    nisa.tensor_scalar(dst=out, data=e, op0=BINARY["multiply"], operand0=r)
+    return out
+
+
+def gather_flattened(*args: Any, **kwargs: Any) -> NkiTensor:
+    """``nl.gather_flattened(data, indices, axis=0, dtype=None)``: indexed gather; not emulated, raises."""
+    raise NotImplementedError("nl.gather_flattened is not emulated")
+
+
+def dropout(*args: Any, **kwargs: Any) -> NkiTensor:
+    """``nl.dropout(x, rate, dtype=None)``: random zeroing; not emulated (no random state), raises."""
+    raise NotImplementedError("nl.dropout is not emulated (random state is not modelled)")
+
+
+def rms_norm(*args: Any, **kwargs: Any) -> NkiTensor:
+    """``nl.rms_norm(x, w, axis, n, epsilon=1e-06, ...)``: RMS normalization; not emulated, raises."""
+    raise NotImplementedError("nl.rms_norm is not emulated")

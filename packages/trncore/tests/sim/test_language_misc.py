@@ -1,0 +1,226 @@
+"""Language details: dtypes, indexing semantics, nki.jit forms, typing, and rejected usages."""
+
+from __future__ import annotations
+
+import hypothesis
+import ml_dtypes
+import numpy as np
+import pytest
+
+import trncore.sim as sim
+from trncore.sim import errors, nisa, nki, nl, simulate
+from trncore.sim import nki_typing as nt
+
+pytestmark = pytest.mark.simulator
+
+
+def _store(t):
+    out = nl.ndarray(t.shape, t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3", "float8_e5m2", "float16", "bfloat16"])
+def test_low_precision_matmul_inputs_are_rounded(target: str, dtype: str) -> None:
+    def k(a, b):
+        lt = nl.ndarray(a.shape, dtype, buffer=nl.sbuf)
+        rt = nl.ndarray(b.shape, dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=lt, src=a)  # DMA casts fp32 -> dtype
+        nisa.dma_copy(dst=rt, src=b)
+        ps = nl.ndarray((a.shape[1], b.shape[1]), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=lt, moving=rt)
+        sb = nl.ndarray(ps.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=sb, src=ps)
+        return _store(sb)
+
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((64, 32), np.float32), rng.standard_normal((64, 48), np.float32)
+    np_dtype = getattr(ml_dtypes, dtype, None) or np.dtype(dtype)
+    ar = a.astype(np_dtype).astype(np.float64)
+    br = b.astype(np_dtype).astype(np.float64)
+    np.testing.assert_allclose(simulate(k)(a, b), ar.T @ br, rtol=1e-5, atol=1e-5)
+
+
+def test_indexing_semantics(target: str) -> None:
+    def k(x):
+        # HBM: an integer drops the dim; `...` fills the rest; nl.ds(start, size)
+        t = nl.ndarray((4, 6), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[1, nl.ds(2, 4), ...])
+        assert x[1].shape == (8, 6) and x[..., 0].shape == (3, 8)
+        # on-chip: an integer on the partition dim keeps a size-1 partition dim (§2.5)
+        assert t[2].shape == (1, 6) and t[:, 3].shape == (4,)
+        u = nl.ndarray((4, 3), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=u, src=t[:, 0:6:2])  # strided free dim
+        return _store(t), _store(u)
+
+    x = np.arange(3 * 8 * 6, dtype=np.float32).reshape(3, 8, 6)
+    t, u = simulate(k)(x)
+    np.testing.assert_array_equal(t, x[1, 2:6, :])
+    np.testing.assert_array_equal(u, x[1, 2:6, 0:6:2])
+
+
+def test_jit_forms_and_typing(target: str) -> None:
+    def body(a: nt.tensor[8, 8], scale: float = 2.0):
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=scale)
+        return _store(t)
+
+    a = np.ones((8, 8), np.float32)
+    assert nki.jit(body)(a)[0, 0] == 2.0
+    assert nki.jit()(body)(a, scale=3.0)[0, 0] == 3.0
+    assert nki.jit(mode="auto")(body)(a)[0, 0] == 2.0  # mode is ignored (deprecated)
+    with pytest.raises(errors.LanguageError, match="platform_target"):
+        nki.jit(body, platform_target="trn2")
+
+
+def test_rejected_usages(target: str) -> None:
+    @nki.jit
+    def inner(a):
+        return a
+
+    def calls_jitted(a):
+        return inner(a)
+
+    with pytest.raises(errors.LanguageError, match="sub-kernels"):
+        simulate(calls_jitted)(np.ones((2, 2), np.float32))
+
+    def takes(a, dims):
+        return None
+
+    with pytest.raises(errors.LanguageError, match="list"):
+        simulate(takes)(np.ones((2, 2), np.float32), [1, 2])
+    with pytest.raises(TypeError, match="float64"):
+        simulate(takes)(np.ones((2, 2)), (1, 2))
+
+    def bad_kwarg(a):
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a, mask=None)
+
+    with pytest.raises(TypeError, match="mask"):
+        simulate(bad_kwarg)(np.ones((2, 2), np.float32))
+
+    def python_operator(a):
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        return t + t
+
+    with pytest.raises(NotImplementedError, match="nl.add"):
+        simulate(python_operator)(np.ones((2, 2), np.float32))
+
+    def uses_exponential(a):
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.exponential(dst=t, src=t)
+
+    with pytest.raises(errors.TargetError, match="trn3"):
+        simulate(uses_exponential)(np.ones((2, 2), np.float32))
+
+
+def test_torch_tensors_are_rejected_with_a_pointer_to_marshalling(target: str) -> None:
+    torch = pytest.importorskip("torch")  # the test environment has torch; trncore.sim does not
+
+    def takes(a):
+        return None
+
+    with pytest.raises(TypeError, match="NumPy arrays"):
+        simulate(takes)(torch.ones(2, 2))
+
+
+def test_accumulate_true_on_unwritten_psum_warns(target: str) -> None:
+    def k(a):
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        ps = nl.ndarray((a.shape[1], a.shape[1]), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=t, moving=t, accumulate=True)
+
+    with pytest.warns(UserWarning, match="accumulate=True"):
+        simulate(k)(np.ones((4, 4), np.float32))
+
+
+def test_strict_mode_accepts_fully_written_kernels(target: str) -> None:
+    def k(a):
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        s = nl.ndarray((a.shape[0], 1), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=s, op=nl.add, data=t, axis=1)
+        return _store(s)
+
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with sim.strict_mode():
+        np.testing.assert_array_equal(simulate(k)(a), a.sum(1, keepdims=True))
+
+
+def test_sbuf_liveness_allows_disjoint_lifetimes(target: str) -> None:
+    def k(a):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        for _ in nl.static_range(3):  # each 160000 B tile dies before the next is allocated
+            big = nl.ndarray((128, 40000), nl.float32, buffer=nl.sbuf)
+            nisa.memset(dst=big, value=1.0)
+            nisa.dma_copy(dst=out, src=big[:, 0 : a.shape[1]])
+        return out
+
+    prog = sim.trace(k, ((128, 8), "float32"))
+    assert prog.sbuf_peak == 160000
+    np.testing.assert_array_equal(simulate(k)(np.zeros((128, 8), np.float32)), 1.0)
+
+
+def ragged_gemm(a_t, b):
+    """C = a_t.T @ b for any K, M, N: clipped tiles, never assuming multiples of 128."""
+    K, M = a_t.shape
+    _, N = b.shape
+    c = nl.ndarray((M, N), nl.float32, buffer=nl.shared_hbm)
+    for m0 in nl.static_range(0, M, 128):
+        mt = min(128, M - m0)
+        for n0 in nl.static_range(0, N, 512):
+            nt_ = min(512, N - n0)
+            ps = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+            for i, k0 in enumerate(nl.static_range(0, K, 128)):
+                kt = min(128, K - k0)
+                lt = nl.ndarray((128, 128), a_t.dtype, buffer=nl.sbuf)
+                rt = nl.ndarray((128, 512), b.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=lt[0:kt, 0:mt], src=a_t[k0 : k0 + kt, m0 : m0 + mt])
+                nisa.dma_copy(dst=rt[0:kt, 0:nt_], src=b[k0 : k0 + kt, n0 : n0 + nt_])
+                nisa.nc_matmul(
+                    dst=ps[0:mt, 0:nt_],
+                    stationary=lt[0:kt, 0:mt],
+                    moving=rt[0:kt, 0:nt_],
+                    accumulate=i > 0,
+                )
+            sb = nl.ndarray((128, 512), nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=sb[0:mt, 0:nt_], src=ps[0:mt, 0:nt_])
+            nisa.dma_copy(dst=c[m0 : m0 + mt, n0 : n0 + nt_], src=sb[0:mt, 0:nt_])
+    return c
+
+
+@hypothesis.settings(max_examples=12, deadline=None)
+@hypothesis.given(
+    k=hypothesis.strategies.integers(1, 300),
+    m=hypothesis.strategies.integers(1, 300),
+    n=hypothesis.strategies.integers(1, 700),
+)
+def test_ragged_gemm_matches_numpy(k: int, m: int, n: int) -> None:
+    rng = np.random.default_rng(k * 1000003 + m * 1009 + n)
+    a_t = rng.standard_normal((k, m), np.float32)
+    b = rng.standard_normal((k, n), np.float32)
+    expected = a_t.T.astype(np.float64) @ b
+    for target in ("trn1", "trn2"):
+        with sim.strict_mode():  # also proves no unwritten memory is read
+            got = sim.run_kernel(ragged_gemm, [a_t, b], target=target)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_identity_matrix_and_invert(target: str) -> None:
+    def k(a, bits):
+        ident = nl.shared_identity_matrix(a.shape[0], dtype=nl.float32)
+        t = nl.load(a)
+        ps = nl.ndarray((a.shape[1], a.shape[0]), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=t, moving=ident)  # a.T @ I = a.T
+        sb = nl.ndarray(ps.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=sb, src=ps)
+        inv = nl.invert(nl.load(bits))
+        return _store(sb), _store(inv)
+
+    a = np.arange(32, dtype=np.float32).reshape(8, 4)
+    bits = np.array([[0, 1, -2, 2**30]], dtype=np.int32)
+    t, inv = simulate(k)(a, bits)
+    np.testing.assert_array_equal(t, a.T)
+    np.testing.assert_array_equal(inv, ~bits)
