@@ -304,3 +304,35 @@ def test_numpy_results_of_other_dtypes_come_back_as_such(lib, numpy_engine, clea
     out = op(a)
     assert out.dtype == torch.int32
     torch.testing.assert_close(out, a.argmax(1).int())
+
+
+def test_fast_pytorch_path_notices_suite_variables_and_device_engines(lib, numpy_engine, clean_env):
+    op = lib.operation("mm", reference=torch_matmul, kernel=np_matmul_kernel)
+    op(*inputs())  # nothing set: the reference, through the fast path
+    clean_env.setenv("TRNSCI_USE_SIMULATOR", "1")
+    op(*inputs())
+    assert len(numpy_engine.calls) == 1
+    clean_env.delenv("TRNSCI_USE_SIMULATOR")
+
+    class PresentDevice:
+        name = "present"
+        launched = 0
+
+        def available(self):
+            return True
+
+        def launch(self, kernel, tensors, params):
+            PresentDevice.launched += 1
+            return kernel(*tensors, **params)
+
+    from trncore import dispatch
+
+    previous = dispatch.set_device_engine(PresentDevice())
+    try:
+        out = op(*inputs())  # auto with a device present: the device route
+    finally:
+        dispatch.set_device_engine(previous)
+    assert PresentDevice.launched == 1
+    torch.testing.assert_close(out, torch_matmul(*inputs()))
+    op(*inputs())  # the Neuron engine again: no device here, so the reference
+    assert PresentDevice.launched == 1

@@ -14,6 +14,7 @@ from typing import Literal
 
 __all__ = [
     "BACKENDS",
+    "ENV_KEY_VIEW",
     "SUITE_PREFIX",
     "Backend",
     "EnvSettings",
@@ -21,6 +22,8 @@ __all__ = [
     "env_settings",
     "read_bool",
     "read_choice",
+    "steering_keys",
+    "steering_unset",
 ]
 
 Backend = Literal["auto", "pytorch", "nki"]
@@ -100,10 +103,43 @@ def _raw_values(library: str) -> tuple[object, ...]:
     """The raw values of every steering variable of ``library`` (a cheap change check)."""
     keys = _keys.get(library)
     if keys is None:
-        names = [f"{p}_{s}" for s in _SUFFIXES for p in (library.upper(), SUITE_PREFIX)]
-        keys = _keys[library] = tuple(_ENCODE(n) for n in names) if _FAST_ENV else tuple(names)
+        names = _steering_names(library)
+        keys = _keys[library] = tuple(_ENCODE(n) for n in names) if _FAST_ENV else names
     get = _ENV_DATA.get if _FAST_ENV else os.environ.get
     return tuple(map(get, keys))
+
+
+_names: dict[str, tuple[str, ...]] = {}
+# A live view of the environment's keys: it follows every change without being rebuilt.
+ENV_KEY_VIEW = _ENV_DATA.keys() if _FAST_ENV else None
+
+
+def steering_keys(library: str) -> frozenset[object]:
+    """The keys, as stored in ``ENV_KEY_VIEW``, of every variable that steers ``library``."""
+    names = _steering_names(library)
+    return frozenset(_ENCODE(n) for n in names) if _FAST_ENV else frozenset(names)
+
+
+def steering_unset(library: str, keys: frozenset[object] | None = None) -> bool:
+    """True when none of ``library``'s steering variables (nor their ``TRNSCI_*`` defaults) is set.
+
+    The common case on a plain CPU; dispatch checks it first so that a PyTorch-route call costs a
+    fraction of a microsecond. ``isdisjoint`` against the live key view runs in C over the six names.
+    ``keys`` is ``steering_keys(library)``, precomputed by callers on a hot path.
+    """
+    keys = steering_keys(library) if keys is None else keys
+    if ENV_KEY_VIEW is not None:
+        return ENV_KEY_VIEW.isdisjoint(keys)
+    return not any(n in os.environ for n in keys)
+
+
+def _steering_names(library: str) -> tuple[str, ...]:
+    names = _names.get(library)
+    if names is None:
+        names = _names[library] = tuple(
+            f"{p}_{s}" for s in _SUFFIXES for p in (library.upper(), SUITE_PREFIX)
+        )
+    return names
 
 
 def env_settings(library: str) -> EnvSettings:

@@ -131,7 +131,21 @@ def set_device_engine(engine: DeviceEngine | None) -> DeviceEngine:
         raise TypeError(f"device engine must provide name, available() and launch(), got {engine!r}")
     previous = _device_engine
     _device_engine = engine if engine is not None else NeuronDeviceEngine()
+    _device_seen.clear()
     return previous
+
+
+# Whether the device engine reported a device, remembered for the PyTorch fast path of
+# Operation.__call__ (a device does not appear or vanish within a process; replacing the engine
+# forgets the answer).
+_device_seen: list[bool] = []
+_ENV_KEY_VIEW = config.ENV_KEY_VIEW
+
+
+def _device_available_cached() -> bool:
+    if not _device_seen:
+        _device_seen.append(bool(_device_engine.available()))
+    return _device_seen[0]
 
 
 def get_device_engine() -> DeviceEngine:
@@ -238,6 +252,17 @@ class Operation:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         lib = self.library
+        # Fast path, the common case on a CPU: no steering variable set and a backend that can
+        # only mean PyTorch here. Keeps a small call (an FFT of 16 points, ~4 us in torch) within a
+        # few percent of calling the reference directly; everything below costs about 1 us more.
+        if (
+            lib._backend != "nki"
+            and (_ENV_KEY_VIEW.isdisjoint(lib._steering) if _ENV_KEY_VIEW is not None else
+                 config.steering_unset(lib.name, lib._steering))
+            and (lib._backend == "pytorch" or not (_device_seen[0] if _device_seen else
+                                                   _device_available_cached()))
+        ):
+            return self.reference(*args, **kwargs)
         env = config.env_settings(lib.name)
         backend = env.force_backend or lib._backend
         if backend == "pytorch":
@@ -318,6 +343,10 @@ class Library:
     version: str = "0"
     _backend: config.Backend = "auto"
     operations: dict[str, Operation] = field(default_factory=dict)
+    _steering: frozenset[object] = field(default=frozenset(), repr=False)
+
+    def __post_init__(self) -> None:
+        self._steering = config.steering_keys(self.name)
 
     @classmethod
     def register(cls, name: str, version: str = "0") -> Library:
