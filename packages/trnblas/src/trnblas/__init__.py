@@ -18,12 +18,39 @@ set_backend = _library.set_backend
 get_backend = _library.get_backend
 __getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
 
+from trnblas.level1 import asum, axpy, copy, dot, dotc, iamax, nrm2, rot, scal, swap  # noqa: E402
+from trnblas.level2 import gemv, ger, gerc, symv, trmv, trsv  # noqa: E402
+from trnblas.level3 import batched_gemm, gemm, symm, syr2k, syrk, trmm, trsm  # noqa: E402
+
 __all__ = [
     "HAS_NKI",
     "NkiDispatchError",
     "NkiFallbackWarning",
     "__version__",
+    "asum",
+    "axpy",
+    "batched_gemm",
+    "copy",
+    "dot",
+    "dotc",
+    "gemm",
+    "gemv",
+    "ger",
+    "gerc",
     "get_backend",
+    "iamax",
     "neuron_device_present",
+    "nrm2",
+    "rot",
+    "scal",
     "set_backend",
+    "swap",
+    "symm",
+    "symv",
+    "syr2k",
+    "syrk",
+    "trmm",
+    "trmv",
+    "trsm",
+    "trsv",
 ]

@@ -1,0 +1,147 @@
+"""PyTorch implementations of the kernel-worthy trnblas operations.
+
+Each function here takes already-validated arguments (plain Python scalars and flags, tensors of
+one dtype on one device) and is written to become, unchanged, the ``reference`` of a trncore
+operation (``_library.operation("gemm", reference=gemm, driver=...)``) once the NKI kernels exist;
+the public functions in :mod:`trnblas.level3` validate and then call these.
+
+BLAS rules kept here: when ``beta`` is 0, ``c`` is not read (NaN in it does not propagate); when
+``alpha`` is 0, ``a`` and ``b`` are not read. Results are always new tensors, allocated on the
+operands' device with their dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from trnblas._flags import op, triangle_mask
+
+
+def scaled_or_zeros(
+    beta: float | complex, c: torch.Tensor | None, shape: tuple[int, ...], like: torch.Tensor
+) -> torch.Tensor:
+    """``beta * c`` as a new tensor, or zeros of ``shape`` when ``c`` is absent or ``beta`` is 0."""
+    if c is None or beta == 0:
+        return torch.zeros(shape, dtype=like.dtype, device=like.device)
+    return c.clone() if beta == 1 else c * beta
+
+
+def gemm(
+    alpha: float | complex,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    beta: float | complex,
+    c: torch.Tensor | None,
+    trans_a: int,
+    trans_b: int,
+) -> torch.Tensor:
+    """``alpha * op(a) @ op(b) + beta * c`` for matrices, with transposes folded in as views."""
+    opa, opb = op(a, trans_a), op(b, trans_b)
+    shape = (opa.shape[0], opb.shape[1])
+    if alpha == 0:
+        return scaled_or_zeros(beta, c, shape, a)
+    if c is None or beta == 0:
+        out = torch.mm(opa, opb)  # a fresh tensor: scale it in place, no second allocation
+        return out if alpha == 1 else out.mul_(alpha)
+    return torch.addmm(c, opa, opb, beta=beta, alpha=alpha)
+
+
+def batched_gemm(
+    alpha: float | complex,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    beta: float | complex,
+    c: torch.Tensor | None,
+    trans_a: int,
+    trans_b: int,
+) -> torch.Tensor:
+    """``alpha * op(a) @ op(b) + beta * c`` over broadcast batch dimensions (``torch.matmul`` rules)."""
+    opa, opb = op(a, trans_a), op(b, trans_b)
+    shape = (*torch.broadcast_shapes(opa.shape[:-2], opb.shape[:-2]), opa.shape[-2], opb.shape[-1])
+    if alpha == 0:
+        out = torch.zeros(shape, dtype=a.dtype, device=a.device)
+        return out if c is None or beta == 0 else out.add_(c, alpha=beta)
+    out = torch.matmul(opa, opb)
+    if alpha != 1:
+        out.mul_(alpha)
+    if c is not None and beta != 0:
+        out.add_(c, alpha=beta)
+    return out
+
+
+def syrk(
+    alpha: float | complex,
+    a: torch.Tensor,
+    beta: float | complex,
+    c: torch.Tensor | None,
+    trans: int,
+    lower: bool,
+) -> torch.Tensor:
+    """Symmetric rank-k update of one triangle; the other triangle is ``c``'s as given (or zero).
+
+    ``alpha * a @ aᵀ + beta * c`` (``trans`` 0) or ``alpha * aᵀ @ a + beta * c`` (``trans`` 1); never
+    conjugated (that is ``herk``).
+    """
+    full = gemm(alpha, a, a, beta, c, 1 if trans else 0, 0 if trans else 1)
+    return _keep_triangle(full, c, lower)
+
+
+def syr2k(
+    alpha: float | complex,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    beta: float | complex,
+    c: torch.Tensor | None,
+    trans: int,
+    lower: bool,
+) -> torch.Tensor:
+    """Symmetric rank-2k update ``alpha (op(a) op(b)ᵀ + op(b) op(a)ᵀ) + beta c`` of one triangle."""
+    ta, tb = (1, 0) if trans else (0, 1)
+    full = gemm(alpha, a, b, beta, c, ta, tb)
+    if alpha != 0:
+        full = torch.addmm(full, op(b, ta), op(a, tb), alpha=alpha)
+    return _keep_triangle(full, c, lower)
+
+
+def _keep_triangle(full: torch.Tensor, c: torch.Tensor | None, lower: bool) -> torch.Tensor:
+    """``full`` in the selected triangle, ``c`` (or zero) in the other one, as BLAS writes it."""
+    mask = triangle_mask(full.shape[-1], lower, full.device)
+    other = c if c is not None else torch.zeros((), dtype=full.dtype, device=full.device)
+    return torch.where(mask, full, other)
+
+
+def trsm(
+    alpha: float | complex,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    right: bool,
+    lower: bool,
+    trans_a: int,
+    unit_diagonal: bool,
+) -> torch.Tensor:
+    """Solve ``op(a) x = alpha b`` (left) or ``x op(a) = alpha b`` (right) reading one triangle of ``a``."""
+    if alpha == 0 or b.numel() == 0:
+        return torch.zeros(b.shape, dtype=b.dtype, device=b.device)
+    # op(a) of a lower triangle is upper and vice versa: the transpose is a view, not a copy.
+    upper = lower if trans_a else not lower
+    rhs = b if alpha == 1 else b * alpha
+    return torch.linalg.solve_triangular(
+        op(a, trans_a), rhs, upper=upper, left=not right, unitriangular=unit_diagonal
+    )
+
+
+def mp2_energy(
+    t_flat: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor, eps_vir: torch.Tensor
+) -> torch.Tensor:
+    """Closed-shell MP2 energy of one chunk of amplitudes: ``Σ T (2T − Tᵀ) / Δ``.
+
+    ``T[i, j, a, b] = t_flat[i * nvir + a, j * nvir + b]`` for ``i`` over the chunk's occupied
+    orbitals (energies ``eps_occ_chunk``) and ``j`` over all of them (``eps_occ_full``); ``Tᵀ``
+    swaps ``a`` and ``b``; ``Δ = εi + εj − εa − εb``. This is the reference the ``nki_mp2_energy``
+    kernel will be checked against and fall back to; no public function calls it yet.
+    """
+    ni, nj, nvir = eps_occ_chunk.shape[0], eps_occ_full.shape[0], eps_vir.shape[0]
+    t = t_flat.reshape(ni, nvir, nj, nvir).permute(0, 2, 1, 3)  # (i, j, a, b), a view
+    occ = eps_occ_chunk[:, None, None, None] + eps_occ_full[None, :, None, None]
+    denominator = occ - eps_vir[None, None, :, None] - eps_vir[None, None, None, :]
+    return (t * (2 * t - t.transpose(-1, -2)) / denominator).sum()
