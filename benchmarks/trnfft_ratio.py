@@ -1,0 +1,153 @@
+"""trnfft's PyTorch route against torch.fft: time ratio per size (target at most 1.1x).
+
+For each size (powers of two 2^4…2^20, and odd and prime sizes), batched and unbatched, the same
+input is transformed by ``trnfft.<fn>`` and ``torch.fft.<fn>`` side by side: rounds alternate
+which one runs first, each round times enough calls to last about a millisecond, and the figure
+is the median over rounds of the per-round ratio (short paired rounds, so load from other
+processes hits both sides alike). One intra-op thread by default: on a loaded machine torch's
+thread pool waits for preempted workers and both sides' times explode; ``--threads 0`` keeps
+torch's default.
+
+    ./scripts/python benchmarks/trnfft_ratio.py [--functions fft,rfft] [--rounds 41] [--threads 1]
+        [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+import trnfft
+from trnfft import _ops
+
+TARGET = 1.1
+POWERS = [2**k for k in range(4, 21)]
+ODD_AND_PRIME = [15, 17, 97, 127, 129, 1000, 1009, 4093, 65537, 999_983]
+BATCHED_ELEMENTS = 1 << 22  # a batched case transforms up to this many points (batch <= 128)
+
+
+def _time(fn, x, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn(x)
+    return (time.perf_counter() - start) / calls
+
+
+def _calls_for(fn, x, budget_s: float) -> int:
+    fn(x)  # warm up (plans inside torch / MKL)
+    once = _time(fn, x, 3)
+    return max(1, int(budget_s / max(once, 1e-9)))
+
+
+def measure(name: str, n: int, batch: int, rounds: int, budget_s: float) -> dict[str, float | int | str]:
+    """Median per-call times and the median paired ratio for one function, size and batch."""
+    gen = torch.Generator().manual_seed(n)
+    shape = (batch, n) if batch > 1 else (n,)
+    real = torch.randn(shape, generator=gen)
+    x = real if name in ("rfft", "ihfft") else torch.complex(real, torch.randn(shape, generator=gen))
+    mine, ref = getattr(trnfft, name), getattr(torch.fft, name)
+    calls = _calls_for(ref, x, budget_s)
+    _calls_for(mine, x, budget_s)
+    t_mine, t_ref, ratios = [], [], []
+    for r in range(rounds):
+        if r % 2:
+            a = _time(mine, x, calls)
+            b = _time(ref, x, calls)
+        else:
+            b = _time(ref, x, calls)
+            a = _time(mine, x, calls)
+        t_mine.append(a)
+        t_ref.append(b)
+        ratios.append(a / b)
+    return {
+        "function": name,
+        "n": n,
+        "batch": batch,
+        "calls_per_round": calls,
+        "trnfft_us": statistics.median(t_mine) * 1e6,
+        "torch_us": statistics.median(t_ref) * 1e6,
+        "ratio": statistics.median(ratios),
+    }
+
+
+def wrapper_overhead_ns(name: str, rounds: int) -> tuple[float, float]:
+    """Minimum and median extra cost of ``trnfft.<name>`` over calling its operation directly, in ns per call.
+
+    The operation is swapped for a no-op for the measurement, so only trnfft's own Python work
+    (type check, argument passing) is timed; this is the part of the ratio that is not noise. The
+    minimum is the cost itself; the median adds what load from other processes inflicts on it.
+    """
+    x = torch.zeros(16, dtype=torch.complex64)
+    original = getattr(_ops, name)
+
+    def noop(input, *args):
+        return input
+
+    mine = getattr(trnfft, name)
+    setattr(_ops, name, noop)
+    try:
+        extra = []
+        for _ in range(rounds):
+            direct = _time(noop, x, 20000)
+            wrapped = _time(mine, x, 20000)
+            extra.append((wrapped - direct) * 1e9)
+    finally:
+        setattr(_ops, name, original)
+    return min(extra), statistics.median(extra)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--functions", default="fft", help="comma-separated torch.fft names (default fft)")
+    parser.add_argument("--rounds", type=int, default=41, help="paired rounds per case (default 41)")
+    parser.add_argument("--budget-ms", type=float, default=1.0, help="time per timed batch of calls")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch default)")
+    parser.add_argument("--max-n", type=int, default=2**20, help="skip sizes above this")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON to this path")
+    args = parser.parse_args()
+
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    rows = []
+    sizes = sorted(n for n in {*POWERS, *ODD_AND_PRIME} if n <= args.max_n)
+    header = f"{'fn':>6} {'n':>8} {'batch':>6} {'trnfft µs':>12} {'torch µs':>12} {'ratio':>7}"
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; target ratio <= {TARGET}")
+    print(header)
+    print("-" * len(header))
+    for name in args.functions.split(","):
+        for n in sizes:
+            for batch in (1, max(1, min(128, BATCHED_ELEMENTS // n))):
+                if batch == 1 and rows and rows[-1]["n"] == n and rows[-1]["batch"] == 1:
+                    continue
+                row = measure(name, n, batch, args.rounds, args.budget_ms / 1e3)
+                rows.append(row)
+                flag = "" if row["ratio"] <= TARGET else "  > target"
+                print(
+                    f"{name:>6} {n:>8} {batch:>6} {row['trnfft_us']:>12.1f} {row['torch_us']:>12.1f} "
+                    f"{row['ratio']:>7.3f}{flag}",
+                    flush=True,
+                )
+    overhead = {name: wrapper_overhead_ns(name, args.rounds) for name in args.functions.split(",")}
+    for name, (low, mid) in overhead.items():
+        small = min((r for r in rows if r["function"] == name), key=lambda r: r["torch_us"])
+        print(
+            f"\n{name}: trnfft's own per-call overhead {low:.0f} ns (min; median {mid:.0f} ns) = "
+            f"{low / 10 / small['torch_us']:.1f}% ({mid / 10 / small['torch_us']:.1f}%) of torch's fastest "
+            f"case here (n={small['n']}, batch={small['batch']}, {small['torch_us']:.1f} µs)"
+        )
+    worst = max(rows, key=lambda r: r["ratio"])
+    print(f"\nworst ratio {worst['ratio']:.3f} at {worst['function']} n={worst['n']} batch={worst['batch']}")
+    print(f"median ratio {statistics.median(r['ratio'] for r in rows):.3f} over {len(rows)} cases")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"target": TARGET, "overhead_ns": overhead, "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
