@@ -1,7 +1,9 @@
 """trntensor: Einsum with contraction planning, tensor decompositions and DF-MP2 building blocks.
 
-``einsum`` matches ``torch.einsum`` on every expression; GEMM-shaped steps go through trncore
-dispatch to NKI kernels where selected.
+``einsum`` matches ``torch.einsum`` on every expression and contracts in opt_einsum's optimal
+order; each GEMM-shaped step goes through one entry point (:mod:`trntensor.gemm`) that becomes a
+trncore operation with an NKI kernel once the kernels land. Today every function runs through
+PyTorch, on the inputs' device.
 
 Backend selection is shared with every trnsci library (see :mod:`trncore.dispatch`):
 ``set_backend("auto" | "pytorch" | "nki")``, ``get_backend()``, ``HAS_NKI`` (true only where the
@@ -18,12 +20,46 @@ set_backend = _library.set_backend
 get_backend = _library.get_backend
 __getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
 
+# Imported after registration: the modules below look the library up through this package.
+from trntensor.contraction import einsum, multi_einsum  # noqa: E402
+from trntensor.decompositions import (  # noqa: E402
+    CPDecomposition,
+    TTDecomposition,
+    TuckerDecomposition,
+    cp_decompose,
+    cp_reconstruct,
+    tt_decompose,
+    tt_reconstruct,
+    tucker_decompose,
+    tucker_reconstruct,
+)
+from trntensor.df_mp2 import ao_to_mo_transform, apply_metric, metric_inverse_sqrt, mp2_energy  # noqa: E402
+from trntensor.planning import ContractionPlan, ContractionStep, plan_contraction  # noqa: E402
+
 __all__ = [
     "HAS_NKI",
+    "CPDecomposition",
+    "ContractionPlan",
+    "ContractionStep",
     "NkiDispatchError",
     "NkiFallbackWarning",
+    "TTDecomposition",
+    "TuckerDecomposition",
     "__version__",
+    "ao_to_mo_transform",
+    "apply_metric",
+    "cp_decompose",
+    "cp_reconstruct",
+    "einsum",
     "get_backend",
+    "metric_inverse_sqrt",
+    "mp2_energy",
+    "multi_einsum",
     "neuron_device_present",
+    "plan_contraction",
     "set_backend",
+    "tt_decompose",
+    "tt_reconstruct",
+    "tucker_decompose",
+    "tucker_reconstruct",
 ]
