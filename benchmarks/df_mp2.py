@@ -1,0 +1,163 @@
+"""DF-MP2 correlation step: trnsci (PyTorch route) against PySCF's DFMP2, side by side.
+
+For each molecule one RHF is run, then the two correlation steps alternate ``--repeats`` times:
+
+* trnsci: 3-index integrals (PySCF's ``cholesky_eri``), ``trntensor.ao_to_mo_transform``,
+  ``trntensor.mp2_energy``: everything after the SCF;
+* PySCF: ``DFMP2(mf).kernel()`` with the same auxiliary basis (which builds its own integrals).
+
+Reported per molecule: median seconds of each, their ratio (target ≤ 1.0 on naphthalene), the
+energy difference, and the peak memory each step adds over the SCF's resident set (Linux VmHWM,
+reset before each step). Results go to ``benchmarks/results/df_mp2.json`` and a plot to
+``docs/assets/bench/df_mp2.png``.
+
+    ./scripts/python benchmarks/df_mp2.py [--molecules water benzene naphthalene] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "df_mp2.json"
+PLOT = ROOT / "docs" / "assets" / "bench" / "df_mp2.png"
+
+
+def _vm(field: str) -> int:
+    """A ``/proc/self/status`` memory field in bytes."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def _peak_extra(fn):
+    """Run ``fn`` and return (result, bytes of resident memory it added at its peak)."""
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+    before = _vm("VmRSS")
+    result = fn()
+    return result, max(0, _vm("VmHWM") - before)
+
+
+def worker(molecule: str, basis: str, auxbasis: str, repeats: int) -> dict:
+    """Measure one molecule in this process (called in a fresh subprocess per molecule)."""
+    import numpy as np
+    import torch
+    from pyscf import df, gto, scf
+    from pyscf.mp import dfmp2
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    from molecules import load_geometry
+
+    import trntensor
+
+    trntensor.set_backend("pytorch")
+    mol = gto.M(atom=load_geometry(molecule), basis=basis, verbose=0)
+    mf = scf.RHF(mol).density_fit()
+    mf.kernel()
+    nocc = int(np.count_nonzero(mf.mo_occ > 0))
+    c = torch.from_numpy(np.ascontiguousarray(mf.mo_coeff))
+    eps = torch.from_numpy(np.asarray(mf.mo_energy))
+
+    def ours() -> float:
+        cderi = torch.from_numpy(np.asarray(df.incore.cholesky_eri(mol, auxbasis=auxbasis)))
+        b = trntensor.ao_to_mo_transform(cderi, c[:, :nocc], c[:, nocc:])
+        return float(trntensor.mp2_energy(b, eps[:nocc], eps[nocc:]))
+
+    def pyscf() -> float:
+        pt = dfmp2.DFMP2(mf)
+        pt.with_df = df.DF(mol, auxbasis=auxbasis)
+        return float(pt.kernel()[0])
+
+    times = {"trnsci": [], "pyscf": []}
+    peaks = {"trnsci": [], "pyscf": []}
+    energies = {}
+    for _ in range(repeats):
+        for name, fn in (("trnsci", ours), ("pyscf", pyscf)):
+            start = time.perf_counter()
+            energies[name], extra = _peak_extra(fn)
+            times[name].append(time.perf_counter() - start)
+            peaks[name].append(extra)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "molecule": molecule,
+        "nbasis": int(mol.nao),
+        "nocc": nocc,
+        "torch_threads": torch.get_num_threads(),
+        "seconds": times,
+        "median_s": med,
+        "ratio": med["trnsci"] / med["pyscf"],
+        "peak_extra_mib": {k: max(v) / 2**20 for k, v in peaks.items()},
+        "e_corr": energies["trnsci"],
+        "difference": energies["trnsci"] - energies["pyscf"],
+    }
+
+
+def plot(results: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [r["molecule"] for r in results]
+    x = range(len(names))
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
+    for offset, key, label in ((-0.2, "trnsci", "trnsci (PyTorch route)"), (0.2, "pyscf", "PySCF DFMP2")):
+        ax_t.bar([i + offset for i in x], [r["median_s"][key] for r in results], 0.4, label=label)
+        ax_m.bar([i + offset for i in x], [r["peak_extra_mib"][key] for r in results], 0.4, label=label)
+    panels = ((ax_t, "correlation step, median", "seconds"), (ax_m, "peak memory added", "MiB"))
+    for ax, title, unit in panels:
+        ax.set_xticks(list(x), names)
+        ax.set_title(title)
+        ax.set_ylabel(unit)
+        ax.legend()
+    for i, r in enumerate(results):
+        ax_t.annotate(f"{r['ratio']:.2f}x", (i, max(r["median_s"].values())), ha="center", va="bottom")
+    fig.tight_layout()
+    PLOT.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(PLOT, dpi=110)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--molecules", nargs="+", default=["water", "benzene", "naphthalene"])
+    parser.add_argument("--basis", default="cc-pvdz")
+    parser.add_argument("--auxbasis", default="cc-pvdz-ri")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--worker", nargs=1, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], args.basis, args.auxbasis, args.repeats)))
+        return 0
+    results = []
+    for molecule in args.molecules:  # a fresh process per molecule: clean memory figures
+        out = subprocess.run(
+            [sys.executable, __file__, "--worker", molecule, "--basis", args.basis,
+             "--auxbasis", args.auxbasis, "--repeats", str(args.repeats)],
+            capture_output=True, text=True, check=True,
+        )
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"DF-MP2 correlation step, {args.basis}/{args.auxbasis}, median of {args.repeats} (interleaved)")
+    print(f"{'molecule':<12}{'nbasis':>7}{'trnsci s':>10}{'PySCF s':>10}{'ratio':>7}"
+          f"{'trnsci MiB':>12}{'PySCF MiB':>11}{'|dE| Eh':>10}")
+    for r in results:
+        print(f"{r['molecule']:<12}{r['nbasis']:>7}{r['median_s']['trnsci']:>10.3f}{r['median_s']['pyscf']:>10.3f}"
+              f"{r['ratio']:>7.2f}{r['peak_extra_mib']['trnsci']:>12.0f}{r['peak_extra_mib']['pyscf']:>11.0f}"
+              f"{abs(r['difference']):>10.1e}")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"machine": platform.machine(), "python": platform.python_version(),
+                                   "results": results}, indent=1))
+    plot(results)
+    print(f"wrote {RESULTS.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
