@@ -336,3 +336,31 @@ def test_fast_pytorch_path_notices_suite_variables_and_device_engines(lib, numpy
     torch.testing.assert_close(out, torch_matmul(*inputs()))
     op(*inputs())  # the Neuron engine again: no device here, so the reference
     assert PresentDevice.launched == 1
+
+
+def test_call_kernel_takes_the_kernel_route_whatever_the_backend(lib, numpy_engine, clean_env):
+    op = lib.operation("mm", reference=torch_matmul, kernel=np_matmul_kernel)
+    a, b = inputs()
+    lib.set_backend("pytorch")
+    op(a, b)
+    assert numpy_engine.calls == []  # the setting is honoured by a plain call
+    env(clean_env, lib, "USE_SIMULATOR", "1")
+    op(a, b)
+    assert numpy_engine.calls == []
+    torch.testing.assert_close(op.call_kernel(a, b, scale=3.0), 3.0 * (a @ b))
+    assert len(numpy_engine.calls) == 1  # ... and call_kernel ran the kernel
+    env(clean_env, lib, "FORCE_BACKEND", "pytorch")
+    op.call_kernel(a, b)
+    assert len(numpy_engine.calls) == 1  # an explicit FORCE_BACKEND=pytorch still wins
+
+
+def test_call_kernel_without_simulator_or_device_warns_or_raises(lib, clean_env):
+    op = lib.operation("mm", reference=torch_matmul, kernel=np_matmul_kernel)
+    a, b = inputs()
+    with pytest.warns(NkiFallbackWarning, match="no Neuron device") as record:
+        out = op.call_kernel(a, b)
+    torch.testing.assert_close(out, a @ b)
+    assert record[0].filename == __file__  # the warning points at the caller's line
+    env(clean_env, lib, "REQUIRE_NKI", "1")
+    with pytest.raises(NkiDispatchError, match="no Neuron device"):
+        op.call_kernel(a, b)

@@ -6,7 +6,8 @@ written) and return new tensors.
 Backend selection is shared with every trnsci library (see :mod:`trncore.dispatch`):
 ``set_backend("auto" | "pytorch" | "nki")``, ``get_backend()``, ``HAS_NKI`` (true only where the
 real ``nki`` package and a Neuron device are present) and the ``TRNBLAS_*`` / ``TRNSCI_*``
-environment variables.
+environment variables. Level-3 routines route through NKI kernels (:mod:`trnblas.kernels`) on
+a Neuron device or the CPU simulator; :mod:`trnblas.nki` calls those kernels directly.
 """
 
 from trncore import Library, NkiDispatchError, NkiFallbackWarning, neuron_device_present

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from trnblas import _pytorch
+from trnblas import _ops
 from trnblas import _validate as v
 from trnblas._flags import (
     diag_flag,
@@ -18,9 +18,7 @@ from trnblas._flags import (
     op,
     overwrite_flag,
     side_flag,
-    symmetric_from_triangle,
     trans_flag,
-    triangle,
 )
 
 __all__ = ["batched_gemm", "gemm", "symm", "syr2k", "syrk", "trmm", "trsm"]
@@ -95,7 +93,7 @@ def gemm(
             f"{(kb, n)} (trans_b={tb}); expected op(b) with {k} rows"
         )
     c_ = _optional_c(c, (m, n), "rows of op(a) by columns of op(b)", a=a)
-    return _pytorch.gemm(alpha_, a, b, beta_, c_, ta, tb)
+    return _ops.call(_ops.gemm_op, alpha_, a, b, beta_, c_, ta, tb)
 
 
 def batched_gemm(
@@ -171,7 +169,7 @@ def batched_gemm(
             raise ValueError(
                 f"c of shape {tuple(c.shape)} must broadcast to the result shape {out_shape}"
             ) from None
-    return _pytorch.batched_gemm(alpha_, a, b, beta_, c, ta, tb)
+    return _ops.call(_ops.batched_gemm_op, alpha_, a, b, beta_, c, ta, tb)
 
 
 def symm(
@@ -226,10 +224,7 @@ def symm(
             f"{'right' if right else 'left'} (side={int(right)}), got {tuple(a.shape)}"
         )
     c_ = _optional_c(c, (m, n), "the shape of b", a=a)
-    full = symmetric_from_triangle(a, low)
-    if right:
-        return _pytorch.gemm(alpha_, b, full, beta_, c_, 0, 0)
-    return _pytorch.gemm(alpha_, full, b, beta_, c_, 0, 0)
+    return _ops.call(_ops.symm_op, alpha_, a, b, beta_, c_, right, low)
 
 
 def _rank_k_checks(
@@ -288,7 +283,7 @@ def syrk(
     t, low, n = _rank_k_checks("syrk", a, trans, lower, overwrite_c)
     alpha_, beta_ = v.scalar("alpha", alpha, a.dtype), v.scalar("beta", beta, a.dtype)
     c_ = _optional_c(c, (n, n), "n by n, n = columns of op(a)ᵀ", a=a)
-    return _pytorch.syrk(alpha_, a, beta_, c_, t, low)
+    return _ops.call(_ops.syrk_op, alpha_, a, beta_, c_, t, low)
 
 
 def syr2k(
@@ -334,7 +329,7 @@ def syr2k(
     t, low, n = _rank_k_checks("syr2k", a, trans, lower, overwrite_c)
     alpha_, beta_ = v.scalar("alpha", alpha, a.dtype), v.scalar("beta", beta, a.dtype)
     c_ = _optional_c(c, (n, n), "n by n", a=a)
-    return _pytorch.syr2k(alpha_, a, b, beta_, c_, t, low)
+    return _ops.call(_ops.syr2k_op, alpha_, a, b, beta_, c_, t, low)
 
 
 def _triangular_checks(
@@ -398,7 +393,7 @@ def trsm(
     """
     a, b, right, low, t, unit = _triangular_checks(a, b, side, lower, trans_a, diag, overwrite_b)
     alpha_ = v.scalar("alpha", alpha, a.dtype)
-    return _pytorch.trsm(alpha_, a, b, right, low, t, unit)
+    return _ops.call(_ops.trsm_op, alpha_, a, b, right, low, t, unit)
 
 
 def trmm(
@@ -441,7 +436,4 @@ def trmm(
     """
     a, b, right, low, t, unit = _triangular_checks(a, b, side, lower, trans_a, diag, overwrite_b)
     alpha_ = v.scalar("alpha", alpha, a.dtype)
-    tri = triangle(a, low, unit)
-    if right:
-        return _pytorch.gemm(alpha_, b, tri, 0.0, None, 0, t)
-    return _pytorch.gemm(alpha_, tri, b, 0.0, None, t, 0)
+    return _ops.call(_ops.trmm_op, alpha_, a, b, right, low, t, unit)

@@ -264,7 +264,22 @@ class Operation:
         ):
             return self.reference(*args, **kwargs)
         env = config.env_settings(lib.name)
-        backend = env.force_backend or lib._backend
+        return self._route(env.force_backend or lib._backend, env, args, kwargs)
+
+    def call_kernel(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the operation on its kernel route whatever :meth:`Library.set_backend` says.
+
+        For entry points that exist to run the kernel (``trnblas.nki.nki_gemm`` …): the route is
+        the one backend ``"nki"`` takes (the simulator when ``<LIB>_USE_SIMULATOR`` is set, else the
+        device), with the same fallback warning or ``REQUIRE_NKI`` error when it cannot run. An
+        explicit ``<LIB>_FORCE_BACKEND=pytorch`` still wins.
+        """
+        env = config.env_settings(self.library.name)
+        backend = "pytorch" if env.force_backend == "pytorch" else "nki"
+        return self._route(backend, env, args, kwargs)
+
+    def _route(self, backend: str, env: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        lib = self.library
         if backend == "pytorch":
             return self.reference(*args, **kwargs)
         if backend == "auto" and not env.require_nki:
@@ -325,7 +340,7 @@ class Operation:
         warnings.warn(
             f"{self.qualname}: NKI route ({route.value}) unavailable, using PyTorch instead: {cause}",
             NkiFallbackWarning,
-            stacklevel=3,
+            stacklevel=4,  # _warn_fallback <- _route <- __call__/call_kernel <- the caller
         )
 
 

@@ -1,0 +1,40 @@
+"""Shared NKI building blocks, written once and called from the kernels of every library.
+
+These are plain functions (no ``@nki.jit``: a sub-kernel called from a kernel must not carry it,
+nki-0.3.md §1.1) written with ``from trncore.lang import nki, nl, nisa``; they run unchanged on
+the emulator and, inlined by the NKI compiler, on Trainium. Each docstring states its contract:
+the shapes and buffers of its operands, the dtypes it accepts, and the hardware rules it relies
+on.
+
+:mod:`trncore.kernels.tiles`
+    tile arithmetic (:func:`~trncore.kernels.tiles.spans`) and HBM block loads whose transposes
+    and batch offsets are access patterns of the DMA (:func:`~trncore.kernels.tiles.block_view`,
+    :func:`~trncore.kernels.tiles.load_block`, :func:`~trncore.kernels.tiles.store_block`);
+:mod:`trncore.kernels.matmul`
+    a PSUM tile accumulated over K tiles with ``nc_matmul``
+    (:func:`~trncore.kernels.matmul.matmul_tile`), PSUM eviction
+    (:func:`~trncore.kernels.matmul.evict`) and the K-block size that fits SBUF
+    (:func:`~trncore.kernels.matmul.k_tiles_per_block`);
+:mod:`trncore.kernels.mp2`
+    the closed-shell MP2 energy of a tile of amplitudes
+    (:func:`~trncore.kernels.mp2.mp2_energy_tile`) and the cross-partition sum that finishes it
+    (:func:`~trncore.kernels.mp2.partition_sum`).
+"""
+
+from trncore.kernels.matmul import evict, k_tiles_per_block, matmul_tile
+from trncore.kernels.mp2 import mp2_energy_tile, partition_sum
+from trncore.kernels.tiles import block_view, ceil_div, dtype_bytes, load_block, spans, store_block
+
+__all__ = [
+    "block_view",
+    "ceil_div",
+    "dtype_bytes",
+    "evict",
+    "k_tiles_per_block",
+    "load_block",
+    "matmul_tile",
+    "mp2_energy_tile",
+    "partition_sum",
+    "spans",
+    "store_block",
+]

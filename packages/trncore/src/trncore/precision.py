@@ -1,0 +1,64 @@
+"""Which dtype a kernel computes in, and the one opt-in that lets float64 data run in float32.
+
+The Tensor Engine multiplies bfloat16, float16 and float32 operands and accumulates in float32
+(nki-0.3.md §3.1); there is no float64 anywhere on a NeuronCore. A float64 input is therefore never
+computed in float32 behind the caller's back: the kernel route declines it with the reason, and
+dispatch runs the float64 PyTorch reference with one ``NkiFallbackWarning``. A caller who accepts
+float32 accuracy opts in, for every library with ``TRNSCI_ALLOW_FP32_COMPUTE=1``, for one library
+with ``<LIB>_ALLOW_FP32_COMPUTE=1`` (read at each call, like every steering variable), or per call
+where an entry point offers ``allow_fp32=True``. Then float64 inputs are rounded to float32, the
+kernel runs, and results come back as float64 carrying float32 accuracy.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from trncore import config
+from trncore.dispatch import KernelUnsupported
+
+__all__ = ["ENV_SUFFIX", "KERNEL_DTYPES", "fp32_compute_allowed", "kernel_dtype"]
+
+#: ``<LIB>_ALLOW_FP32_COMPUTE`` / ``TRNSCI_ALLOW_FP32_COMPUTE``.
+ENV_SUFFIX = "ALLOW_FP32_COMPUTE"
+
+#: Input dtypes the Tensor Engine takes as they are (§3.1); kernels may accept fewer.
+KERNEL_DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def fp32_compute_allowed(library: str, explicit: bool = False) -> bool:
+    """Whether ``library`` may compute float64 data in float32: ``explicit`` or the environment."""
+    return bool(explicit) or config.read_bool(library, ENV_SUFFIX)
+
+
+def kernel_dtype(
+    library: str,
+    dtype: torch.dtype,
+    *,
+    operation: str,
+    dtypes: tuple[torch.dtype, ...] = KERNEL_DTYPES,
+    allow_fp32: bool = False,
+) -> torch.dtype:
+    """The dtype ``library``'s kernel for ``operation`` computes ``dtype`` inputs in.
+
+    Returns ``dtype`` itself when the kernel takes it, float32 for float64 under the opt-in, and
+    otherwise raises :class:`~trncore.dispatch.KernelUnsupported` with the reason (so the call runs
+    the reference, with the reason in the fallback warning or the ``REQUIRE_NKI`` error).
+    """
+    if dtype in dtypes:
+        return dtype
+    allowed = ", ".join(_name(d) for d in dtypes)
+    if dtype == torch.float64:
+        if fp32_compute_allowed(library, allow_fp32):
+            return torch.float32
+        raise KernelUnsupported(
+            f"{operation} kernel computes in {allowed} and got float64, which stays float64 on the "
+            f"PyTorch reference (opt into float32 compute with {library.upper()}_{ENV_SUFFIX}=1 or "
+            f"TRNSCI_{ENV_SUFFIX}=1)"
+        )
+    raise KernelUnsupported(f"{operation} kernel takes {allowed} (float64 with the float32 opt-in), "
+                            f"got {_name(dtype)}")
