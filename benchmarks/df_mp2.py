@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "df_mp2.json"
-PLOT = ROOT / "docs" / "assets" / "bench" / "df_mp2.png"
+from _results import ROOT, pyplot, save_plot, write_json
 
 
 def _vm(field: str) -> int:
@@ -100,12 +97,8 @@ def worker(molecule: str, basis: str, auxbasis: str, repeats: int) -> dict:
     }
 
 
-def plot(results: list[dict]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot(results: list[dict]) -> Path:
+    plt = pyplot()
     names = [r["molecule"] for r in results]
     x = range(len(names))
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
@@ -120,9 +113,7 @@ def plot(results: list[dict]) -> None:
         ax.legend()
     for i, r in enumerate(results):
         ax_t.annotate(f"{r['ratio']:.2f}x", (i, max(r["median_s"].values())), ha="center", va="bottom")
-    fig.tight_layout()
-    PLOT.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(PLOT, dpi=110)
+    return save_plot(fig, "df_mp2")
 
 
 def main() -> int:
@@ -151,11 +142,9 @@ def main() -> int:
         print(f"{r['molecule']:<12}{r['nbasis']:>7}{r['median_s']['trnsci']:>10.3f}{r['median_s']['pyscf']:>10.3f}"
               f"{r['ratio']:>7.2f}{r['peak_extra_mib']['trnsci']:>12.0f}{r['peak_extra_mib']['pyscf']:>11.0f}"
               f"{abs(r['difference']):>10.1e}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"machine": platform.machine(), "python": platform.python_version(),
-                                   "results": results}, indent=1))
-    plot(results)
-    print(f"wrote {RESULTS.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
+    written = write_json("df_mp2", results, basis=args.basis, auxbasis=args.auxbasis)
+    png = plot(results)
+    print(f"wrote {written.relative_to(ROOT)} and {png.relative_to(ROOT)}")
     return 0
 
 

@@ -14,15 +14,15 @@ These are figures of the emulator's cost MODEL (docs/emulator.md), not measureme
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import time
 from pathlib import Path
+
+from _results import RESULTS_DIR, pyplot, save_plot, write_json
 
 import trncore.sim as sim
 from trnblas.kernels import gemm_kernel, mp2_energy_df_kernel, syrk_kernel
 
-DEFAULT_JSON = Path(__file__).parent / "results" / "trnblas_nki_report.json"
+DEFAULT_JSON = RESULTS_DIR / "trnblas_nki_report.json"
 
 
 def _row(kernel: str, shape: str, dtype: str, target: str, rep: sim.Report, trace_s: float) -> dict:
@@ -96,10 +96,27 @@ def main() -> None:
         util = must["tensor_utilisation_bf16_peak"]
         print(f"\nmust-show (GEMM 4096^3 bf16 trn1): TensorE {100 * util:.1f}%, "
               f"compute-bound {must['compute_bound']} -> {'PASS' if ok else 'FAIL'}")
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"machine": platform.machine(), "python": platform.python_version(),
-                                     "model": "trncore.sim cost model", "results": rows}, indent=1))
-    print(f"wrote {args.json}")
+    written = write_json("trnblas_nki_report", rows, path=args.json, model="trncore.sim cost model")
+    png = plot(rows)
+    print(f"wrote {written} and {png}")
+
+
+def plot(rows: list[dict]) -> Path:
+    """Modelled GEMM throughput per size, one line per (target, dtype), against each peak."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for target in ("trn1", "trn2"):
+        for dtype, style in (("bfloat16", "-o"), ("float32", "--s")):
+            pts = sorted((int(r["shape"].split("x")[0]), r["modelled_tflops"]) for r in rows
+                         if r["kernel"] == "gemm" and r["target"] == target and r["dtype"] == dtype)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"{target} {dtype}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("M = N = K")
+    ax.set_ylabel("modelled TFLOPS")
+    ax.set_title("trnblas GEMM kernel, trncore.sim cost model (not a measurement)")
+    ax.legend()
+    return save_plot(fig, "trnblas_gemm_model")
 
 
 if __name__ == "__main__":
