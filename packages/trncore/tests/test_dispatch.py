@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import trncore
-from trncore import NkiDispatchError, NkiFallbackWarning, TilePolicy
+from trncore import CallerError, NkiDispatchError, NkiFallbackWarning, TilePolicy
 from trncore.dispatch import KernelUnsupported, Library, Route
 
 
@@ -364,3 +364,36 @@ def test_call_kernel_without_simulator_or_device_warns_or_raises(lib, clean_env)
     env(clean_env, lib, "REQUIRE_NKI", "1")
     with pytest.raises(NkiDispatchError, match="no Neuron device"):
         op.call_kernel(a, b)
+
+
+def test_caller_errors_reach_the_caller_unchanged_without_fallback(lib, numpy_engine, clean_env):
+    def checking_driver(ctx, a, b, scale=1.0):
+        if scale < 0:
+            raise CallerError(ValueError("scale must be non-negative"))
+        if a.shape[1] != b.shape[0]:
+            ctx.caller_error(a, b, scale)  # the reference's own error
+        return ctx.launch(np_matmul_kernel, a, b, scale=scale)
+
+    op = lib.operation("mm", reference=torch_matmul, driver=checking_driver)
+    env(clean_env, lib, "USE_SIMULATOR", "1")
+    env(clean_env, lib, "REQUIRE_NKI", "1")  # a fallback or a dispatch error would also show
+    a, b = inputs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="scale must be non-negative"):
+            op(a, b, scale=-1.0)
+        with pytest.raises(RuntimeError, match="cannot be multiplied") as info:
+            op(a, a)
+    assert not isinstance(info.value, NkiDispatchError)
+    assert numpy_engine.calls == []
+
+
+def test_caller_error_helper_declines_input_the_reference_accepts(lib, numpy_engine, clean_env):
+    def declining_driver(ctx, a, b, scale=1.0):
+        ctx.caller_error(a, b, scale)
+
+    op = lib.operation("mm", reference=torch_matmul, driver=declining_driver)
+    env(clean_env, lib, "USE_SIMULATOR", "1")
+    env(clean_env, lib, "REQUIRE_NKI", "1")
+    with pytest.raises(NkiDispatchError, match="does not take these arguments"):
+        op(*inputs())

@@ -17,7 +17,7 @@ from trncore.dispatch import (
     Route,
     reset_fallback_warnings,
 )
-from trncore.errors import NkiDispatchError, NkiFallbackWarning
+from trncore.errors import CallerError, NkiDispatchError, NkiFallbackWarning
 from trncore.keys import KernelKey, bucket_dim, bucket_shape
 from trncore.padding import TilePolicy
 from trncore.platform import neuron_device_present, real_nki_available
@@ -26,6 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BACKENDS",
+    "CallerError",
     "KernelContext",
     "KernelKey",
     "KernelUnsupported",

@@ -38,13 +38,13 @@ import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
 from trncore import config, marshal, platform, simulator, xla
-from trncore.errors import NkiDispatchError, NkiFallbackWarning
+from trncore.errors import CallerError, NkiDispatchError, NkiFallbackWarning
 from trncore.padding import TilePolicy
 
 __all__ = [
@@ -215,6 +215,21 @@ class KernelContext:
         raise RuntimeError(f"launch called on the {self.route.value} route")
 
 
+    def caller_error(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """For input the driver finds invalid: raise the reference's own error to the caller.
+
+        The reference runs on the same arguments and whatever it raises reaches the caller
+        unchanged (wrapped in :class:`~trncore.errors.CallerError` on the way through dispatch), so
+        both routes report bad input identically. If the reference accepts the input after all,
+        the kernel route declines it with :class:`KernelUnsupported` instead.
+        """
+        try:
+            self.operation.reference(*args, **kwargs)
+        except Exception as exc:
+            raise CallerError(exc) from None
+        raise KernelUnsupported("the kernel route does not take these arguments")
+
+
 def _map_outputs(result: Any, fn: Callable[[Any], Any]) -> Any:
     if isinstance(result, (tuple, list)):
         return tuple(fn(r) for r in result)
@@ -306,6 +321,8 @@ class Operation:
             self._check_dtypes(args)
             ctx = KernelContext(self, route, target, engine)
             return (self.driver or _default_driver)(ctx, *args, **kwargs)
+        except CallerError as exc:  # the caller's mistake: their error, not a fallback
+            raise exc.error from None
         except Exception as exc:  # every kernel-route failure is a fallback cause
             if env.require_nki:
                 raise NkiDispatchError(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["NkiDispatchError", "NkiFallbackWarning"]
+__all__ = ["CallerError", "NkiDispatchError", "NkiFallbackWarning"]
 
 
 class NkiFallbackWarning(RuntimeWarning):
@@ -15,3 +15,16 @@ class NkiFallbackWarning(RuntimeWarning):
 
 class NkiDispatchError(RuntimeError):
     """The NKI route was required (``*_REQUIRE_NKI``) but could not run; ``__cause__`` says why."""
+
+
+class CallerError(Exception):
+    """Raised by a driver for the caller's mistake (a bad argument), carrying the error to report.
+
+    Dispatch raises ``error`` to the caller unchanged: a bad argument is not a reason to fall back
+    to PyTorch (no ``NkiFallbackWarning``) nor a kernel failure (no ``NkiDispatchError``). Drivers
+    that want the reference's own message use :meth:`trncore.dispatch.KernelContext.caller_error`.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
