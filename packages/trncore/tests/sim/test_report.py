@@ -92,3 +92,29 @@ def test_report_of_traced_program_needs_no_data(target: str) -> None:
         sim.simulate(gemm)(a, b), a.T.astype(np.float64) @ b, rtol=1e-4, atol=1e-4
     )
     assert sim.cache_info()["traces"] == 1  # the data run replayed the report's program
+
+
+def test_record_launches_counts_keys_and_models_every_launch():
+    rng = np.random.default_rng(0)
+    small = [rng.standard_normal(s, dtype=np.float32) for s in ((128, 128), (128, 512))]
+    large = [rng.standard_normal(s, dtype=np.float32) for s in ((256, 128), (256, 512))]
+    with sim.record_launches() as record:
+        for args in (small, small, large):
+            np.testing.assert_allclose(
+                sim.simulate(gemm)(*args), args[0].T.astype(np.float64) @ args[1], rtol=1e-4, atol=1e-3
+            )
+    sim.trace(gemm, ((384, 128), "float32"), ((384, 512), "float32"))  # traced, not launched
+    assert len(record.keys) == 2
+    assert record.counts() == {"gemm": 3}
+    for target in ("trn1", "trn2"):
+        one = sim.report(gemm, *small, target=target)
+        two = sim.report(gemm, *large, target=target)
+        model = record.model(target)
+        assert model.lower_s == pytest.approx(2 * one.lower_bound_s + two.lower_bound_s)
+        assert model.upper_s == pytest.approx(2 * one.upper_bound_s + two.upper_bound_s)
+        assert model.bound == max(two.busy_seconds, key=two.busy_seconds.get)
+        assert record.model(target, kernels=[vector_add_like]).lower_s == 0.0
+
+
+def vector_add_like(x, y):  # never launched: filtering by kernel leaves nothing
+    raise AssertionError

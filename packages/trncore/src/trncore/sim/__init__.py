@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from trncore.sim import errors
 from trncore.sim.errors import NkiValidationError
+from trncore.sim.launches import LaunchRecord, StepModel, record_launches
 from trncore.sim.modules import install, nisa, nki, nl, uninstall
 from trncore.sim.program import Program
 from trncore.sim.report import Report, report
@@ -35,9 +36,11 @@ from trncore.sim.runner import (
 __all__ = [
     "ENGINE",
     "Kernel",
+    "LaunchRecord",
     "NkiValidationError",
     "Program",
     "Report",
+    "StepModel",
     "cache_info",
     "clear_cache",
     "count_keys",
@@ -47,6 +50,7 @@ __all__ = [
     "nisa",
     "nki",
     "nl",
+    "record_launches",
     "report",
     "run_kernel",
     "simulate",

@@ -53,6 +53,8 @@ _cache_lock = threading.Lock()
 NOT_RUN = object()
 _stats = {"traces": 0, "replays": 0}
 _counters: list[set[str]] = []
+#: Active :class:`trncore.sim.launches.LaunchRecord` objects (see :func:`record_launches`).
+_recorders: list[Any] = []
 _strict_override: list[bool] = []
 
 
@@ -306,6 +308,9 @@ def get_program(
     digest = key.digest
     for seen in _counters:
         seen.add(digest)
+    for record in _recorders:
+        if execute:
+            record.add(digest, fn, arrays, params, lnc if grid else None)
     prog = _cache.get(digest)
     if prog is not None:
         _stats["replays"] += 1
