@@ -77,10 +77,18 @@ def _tolerance(dtype):
     return {"rtol": 0, "atol": 0}
 
 
+# The bar: at least 500 generated expressions per CI run. The property runs inside a
+# plain test that counts the cases hypothesis executed, so a settings change (or a profile that
+# lowers max_examples) that drops below the bar fails instead of silently testing less.
+MIN_CASES = 500
+_executed: list[str] = []
+
+
 @settings(max_examples=600)
 @given(einsum_cases())
-def test_einsum_matches_torch_on_generated_expressions(case):
+def _einsum_matches_torch(case):
     eq, shapes, dtypes, transposed, seed = case
+    _executed.append(eq)
     gen = torch.Generator().manual_seed(seed)
     ops = [_tensor(s, d, gen, t) for s, d, t in zip(shapes, dtypes, transposed)]
     common = functools.reduce(torch.promote_types, dtypes)
@@ -94,6 +102,12 @@ def test_einsum_matches_torch_on_generated_expressions(case):
     assert got.dtype == expected.dtype
     assert got.shape == expected.shape
     torch.testing.assert_close(got, expected, **_tolerance(common))
+
+
+def test_einsum_matches_torch_on_generated_expressions():
+    _executed.clear()
+    _einsum_matches_torch()
+    assert len(_executed) >= MIN_CASES, f"only {len(_executed)} generated cases ran"
 
 
 @settings(max_examples=60)

@@ -14,14 +14,23 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
 
 from trncore import platform
 
-__all__ = ["barrier", "barriers", "barriers_enabled", "from_xla", "is_xla", "to_xla", "xla_device"]
+__all__ = [
+    "barrier",
+    "barriers",
+    "barriers_enabled",
+    "from_xla",
+    "is_xla",
+    "stage",
+    "to_xla",
+    "xla_device",
+]
 
 _barriers_on: contextvars.ContextVar[bool] = contextvars.ContextVar("trncore_xla_barriers", default=True)
 
@@ -51,6 +60,34 @@ def to_xla(tensor: torch.Tensor, device: torch.device | str | None = None) -> to
     if is_xla(tensor) and device is None:
         return tensor
     return tensor.to(device if device is not None else xla_device())
+
+
+def stage(
+    tensors: Sequence[torch.Tensor], device: torch.device | str | None = None
+) -> list[torch.Tensor]:
+    """Place several tensors on the XLA device, copying each distinct tensor object only once.
+
+    A workload whose kernels share operands (the same tensor passed to several einsums, a
+    coefficient matrix used by every block) stages them up front: every occurrence of one object
+    maps to the same device tensor, so it crosses the host link once and stays resident for every
+    kernel that reads it. Tensors already on the XLA device are returned as they are. One barrier
+    after the copies materializes them, so no later kernel's graph contains the transfers.
+    """
+    if isinstance(tensors, torch.Tensor) or not isinstance(tensors, Sequence):
+        raise TypeError(f"stage expects a sequence of torch.Tensor, got {type(tensors).__name__}")
+    copies: dict[int, torch.Tensor] = {}
+    staged = []
+    moved = False
+    for i, t in enumerate(tensors):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"stage: item {i} must be a torch.Tensor, got {type(t).__name__}")
+        if id(t) not in copies:
+            copies[id(t)] = to_xla(t, device)
+            moved = moved or copies[id(t)] is not t
+        staged.append(copies[id(t)])
+    if moved:
+        barrier()
+    return staged
 
 
 def from_xla(tensor: torch.Tensor, device: torch.device | str = "cpu") -> torch.Tensor:

@@ -1,9 +1,10 @@
 """trntensor: Einsum with contraction planning, tensor decompositions and DF-MP2 building blocks.
 
 ``einsum`` matches ``torch.einsum`` on every expression and contracts in opt_einsum's optimal
-order; each GEMM-shaped step goes through one entry point (:mod:`trntensor.gemm`) that becomes a
-trncore operation with an NKI kernel once the kernels land. Today every function runs through
-PyTorch, on the inputs' device.
+order; each GEMM-shaped step goes through the trncore operation ``contract_gemm``
+(:mod:`trntensor.gemm`). ``ao_to_mo_transform`` and ``mp2_energy`` run through the operations
+``ao_to_mo`` and ``mp2_energy``. Each operation has a PyTorch reference (any device) and an NKI
+kernel (:mod:`trntensor.kernels`, float32) used on a Neuron device or on the trncore.sim emulator.
 
 Backend selection is shared with every trnsci library (see :mod:`trncore.dispatch`):
 ``set_backend("auto" | "pytorch" | "nki")``, ``get_backend()``, ``HAS_NKI`` (true only where the

@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 
+from trncore import xla
+from trncore.dispatch import Route
 from trntensor import gemm
 from trntensor._checks import check_scalar
 from trntensor.planning import ELEMENTWISE, ContractionPlan, ContractionStep, OperandPrep, _cached_plan
@@ -191,8 +193,9 @@ def multi_einsum(*expressions: Sequence[Any]) -> list[torch.Tensor]:
 
     Each expression is a sequence ``(subscripts, operand, ...)``. An operand used by several
     expressions (the same tensor object) is converted to each dtype it is needed in only once
-    and reused; on the NKI route this is where it is placed on the device once and stays resident
-    across the expressions' kernels.
+    and reused. When trntensor's kernels run on a Neuron device, every distinct operand is
+    placed on the device once (:func:`trncore.xla.stage`) and stays resident across all the
+    expressions' kernels; the results come back to the operands' device at the end.
 
     Parameters
     ----------
@@ -202,27 +205,33 @@ def multi_einsum(*expressions: Sequence[Any]) -> list[torch.Tensor]:
     Returns
     -------
     list of torch.Tensor
-        One result per expression, in order.
+        One result per expression, in order, on the device of the operands.
     """
-    from trntensor import get_backend
+    from trntensor import _library, get_backend
 
     if not expressions:
         raise ValueError("multi_einsum: at least one expression is required")
-    staged: dict[tuple[int, torch.dtype], torch.Tensor] = {}
-    results = []
+    parsed = []
     for n, expr in enumerate(expressions):
         if not isinstance(expr, (list, tuple)) or not expr:
             raise TypeError(f"multi_einsum: expression {n} must be a tuple (subscripts, *operands)")
         subscripts, ops = _split_args(expr[0], expr[1:])
-        _, dtype = _check_operands(ops)
+        device, dtype = _check_operands(ops)
         plan = _cached_plan(subscripts, tuple(tuple(op.shape) for op in ops), dtype, get_backend())
-        prepared = []
+        parsed.append((plan, ops, dtype, device))
+    staged: dict[tuple[int, torch.dtype], torch.Tensor] = {}
+    for _, ops, dtype, _ in parsed:
         for op in ops:
-            key = (id(op), dtype)
-            if key not in staged:
-                staged[key] = _stage(op, dtype)
-            prepared.append(staged[key])
-        results.append(_execute(plan, prepared))
+            if (id(op), dtype) not in staged:
+                staged[id(op), dtype] = _stage(op, dtype)
+    resident = _library.explain()[0] is Route.DEVICE
+    if resident:
+        keys = list(staged)
+        staged = dict(zip(keys, xla.stage([staged[k] for k in keys])))
+    results = []
+    for plan, ops, dtype, device in parsed:
+        result = _execute(plan, [staged[id(op), dtype] for op in ops])
+        results.append(xla.from_xla(result, device) if resident and device.type != "xla" else result)
     return results
 
 

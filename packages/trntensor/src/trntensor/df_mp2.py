@@ -5,9 +5,13 @@ MP2 correlation energy is then
 
     E = Σ_{ijab} T_ij^ab (2 T_ij^ab − T_ij^ba) / (ε_i + ε_j − ε_a − ε_b),   T_ij^ab = Σ_P B_iaP B_jbP.
 
-The AO→MO transform and the energy are kept as private reference functions
-(:func:`_ao_to_mo_reference`, :func:`_mp2_energy_block_reference`) so that they can become trncore
-operations with NKI kernels without changing the public functions.
+Both steps are trncore operations (``trntensor.ao_to_mo`` and ``trntensor.mp2_energy``): the public
+functions validate their inputs and call them. On the PyTorch route they run the reference
+implementations below; on the NKI route (a Neuron device, or the emulator with
+``TRNTENSOR_USE_SIMULATOR=1``) the drivers in :mod:`trntensor._df_mp2_kernels` launch the
+kernels of :mod:`trntensor.kernels`, which compute in float32. float64 inputs stay on the float64
+reference with a fallback warning unless float32 compute is opted into
+(:mod:`trntensor._precision`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import math
 
 import torch
 
+from trntensor import gemm
 from trntensor._checks import check_int, check_same_device, check_tensor, floating_dtype
 
 __all__ = [
@@ -41,7 +46,7 @@ def _common_dtype(tensors: list[torch.Tensor], names: list[str]) -> torch.dtype:
     return dtype
 
 
-def _ao_to_mo_reference(eri3c: torch.Tensor, c_occ: torch.Tensor, c_vir: torch.Tensor) -> torch.Tensor:
+def _ao_to_mo_dense(eri3c: torch.Tensor, c_occ: torch.Tensor, c_vir: torch.Tensor) -> torch.Tensor:
     """``B[i,a,P] = Σ_{μν} C_occ[μ,i] C_vir[ν,a] (μν|P)`` for a dense ``(nbasis, nbasis, naux)``."""
     n, _, naux = eri3c.shape
     half = torch.matmul(c_occ.mT, eri3c.reshape(n, n * naux))  # (i, ν·P)
@@ -63,6 +68,30 @@ def _unpack_tril(packed: torch.Tensor, index: torch.Tensor, n: int) -> torch.Ten
     several times faster than gathering single elements.
     """
     return packed.mT.contiguous().index_select(0, index).view(n, n, packed.shape[0])
+
+
+def _aux_chunk(n: int, itemsize: int) -> int:
+    """Auxiliary functions per unpacked chunk of PySCF's triangle layout (bounded memory)."""
+    return max(1, _UNPACK_BUDGET // max(1, n * n * itemsize))
+
+
+def _ao_to_mo_reference(eri3c: torch.Tensor, c_occ: torch.Tensor, c_vir: torch.Tensor) -> torch.Tensor:
+    """PyTorch reference of the ``ao_to_mo`` operation: either layout, inputs already validated.
+
+    ``eri3c`` is dense ``(n, n, naux)`` or packed ``(naux, n(n+1)/2)``; all three tensors share
+    one dtype and device.
+    """
+    if eri3c.dim() == 3:
+        return _ao_to_mo_dense(eri3c, c_occ, c_vir)
+    n = c_occ.shape[0]
+    naux = eri3c.shape[0]
+    b = torch.empty(c_occ.shape[1], c_vir.shape[1], naux, dtype=eri3c.dtype, device=eri3c.device)
+    chunk = _aux_chunk(n, eri3c.dtype.itemsize)
+    index = _tril_pair_index(n, eri3c.device)
+    for p0 in range(0, naux, chunk):
+        dense = _unpack_tril(eri3c[p0 : p0 + chunk], index, n)  # (μ, ν, p)
+        b[:, :, p0 : p0 + chunk] = _ao_to_mo_dense(dense, c_occ, c_vir)
+    return b
 
 
 def ao_to_mo_transform(
@@ -109,7 +138,6 @@ def ao_to_mo_transform(
             raise ValueError(
                 f"eri3c has shape {tuple(eri3c.shape)}; expected ({n}, {n}, naux) for {n} basis functions"
             )
-        b = _ao_to_mo_reference(eri3c.to(dtype), c_occ, c_vir)
     elif eri3c.dim() == 2:
         npair = n * (n + 1) // 2
         if eri3c.shape[1] != npair:
@@ -117,18 +145,12 @@ def ao_to_mo_transform(
                 f"eri3c has shape {tuple(eri3c.shape)}; PySCF's packed layout for {n} basis functions "
                 f"is (naux, {npair})"
             )
-        naux = eri3c.shape[0]
-        b = torch.empty(c_occ.shape[1], c_vir.shape[1], naux, dtype=dtype, device=eri3c.device)
-        chunk = max(1, _UNPACK_BUDGET // max(1, n * n * dtype.itemsize))
-        index = _tril_pair_index(n, eri3c.device)
-        for p0 in range(0, naux, chunk):
-            dense = _unpack_tril(eri3c[p0 : p0 + chunk].to(dtype), index, n)  # (μ, ν, p)
-            b[:, :, p0 : p0 + chunk] = _ao_to_mo_reference(dense, c_occ, c_vir)
     else:
         raise ValueError(
             f"eri3c must be (nbasis, nbasis, naux) or packed (naux, nbasis*(nbasis+1)/2), "
             f"got shape {tuple(eri3c.shape)}"
         )
+    b = _ao_to_mo_op(eri3c.to(dtype), c_occ, c_vir)
     if metric is not None:
         b = apply_metric(b, metric)
     return b
@@ -192,7 +214,9 @@ def apply_metric(B: torch.Tensor, metric: torch.Tensor, *, lindep: float = 1e-12
             f"B's last dimension ({B.shape[-1] if B.dim() else 'none'}) must match the metric's size "
             f"{metric.shape[0]}"
         )
-    return torch.matmul(B.to(dtype), metric_inverse_sqrt(metric.to(dtype), lindep=lindep))
+    fit = metric_inverse_sqrt(metric.to(dtype), lindep=lindep)
+    # One GEMM over every (…) row, through the same dispatched GEMM as einsum's steps.
+    return gemm._contract_gemm(B.to(dtype).reshape(-1, fit.shape[0]), fit).reshape(B.shape)
 
 
 def _mp2_energy_block_reference(
@@ -241,7 +265,9 @@ def mp2_energy(
         Number of lowest occupied orbitals left out of the correlation treatment (frozen core).
     memory_budget : int, optional
         Bytes the block intermediates may occupy; default :data:`DEFAULT_MEMORY_BUDGET`. A budget
-        smaller than one occupied pair still runs, one pair at a time.
+        smaller than one occupied pair still runs, one pair at a time. It concerns the PyTorch
+        route; the NKI kernel keeps every amplitude tile on chip and needs only a transposed copy
+        of ``B``.
 
     Returns
     -------
@@ -276,20 +302,27 @@ def mp2_energy(
             "the highest occupied energy must lie below the lowest virtual energy "
             f"({float(e_occ.max())} >= {float(e_vir.min())}); MP2 denominators would vanish"
         )
-    # Accumulate block sums in float64 where the inputs are single precision (more bits, same out).
-    acc_dtype = torch.float64 if dtype.itemsize < 8 else dtype
-    total = torch.zeros((), dtype=acc_dtype, device=B.device)
     if n == 0 or nvir == 0 or naux == 0:
-        return total.to(dtype)
+        return torch.zeros((), dtype=dtype, device=B.device)
     d = e_occ[:, None] - e_vir[None, :]  # (i, a): ε_i − ε_a
-    block = _occupied_block(n, nvir, dtype.itemsize, budget)
+    return _mp2_energy_op(b, d, budget).to(dtype)
+
+
+def _mp2_energy_reference(b: torch.Tensor, d: torch.Tensor, budget: int) -> torch.Tensor:
+    """PyTorch reference of the ``mp2_energy`` operation: validated ``b`` (n, nvir, naux) and
+    ``d[i, a] = ε_i − ε_a`` of one dtype; occupied blocks ``I ≤ J`` sized to ``budget`` bytes."""
+    n, nvir, _ = b.shape
+    # Accumulate block sums in float64 where the inputs are single precision (more bits, same out).
+    acc_dtype = torch.float64 if b.dtype.itemsize < 8 else b.dtype
+    total = torch.zeros((), dtype=acc_dtype, device=b.device)
+    block = _occupied_block(n, nvir, b.dtype.itemsize, budget)
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
             j1 = min(j0 + block, n)
             part = _mp2_energy_block_reference(b[i0:i1], b[j0:j1], d[i0:i1], d[j0:j1])
             total += part if j0 == i0 else 2 * part
-    return total.to(dtype)
+    return total
 
 
 def _occupied_block(n: int, nvir: int, itemsize: int, budget: int) -> int:
@@ -301,3 +334,8 @@ def _occupied_block(n: int, nvir: int, itemsize: int, budget: int) -> int:
     # About eight blocks, of at least four orbitals so each GEMM stays efficient (measured on
     # naphthalene-sized inputs: blocks of 4–9 orbitals within a few percent, one block 2× slower).
     return max(1, min(fit, n, max(4, math.ceil(n / 8))))
+
+
+# Declared last: the drivers live in their own module and import the references from here.
+from trntensor._df_mp2_kernels import ao_to_mo_op as _ao_to_mo_op  # noqa: E402
+from trntensor._df_mp2_kernels import mp2_energy_op as _mp2_energy_op  # noqa: E402

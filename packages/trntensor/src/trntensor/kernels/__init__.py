@@ -1,0 +1,16 @@
+"""trntensor's NKI kernels: the einsum GEMM step, the AO→MO transform and the DF-MP2 energy.
+
+Each kernel is an ordinary function written against ``from trncore.lang import nl, nisa`` (AWS's
+NKI where it is installed, the :mod:`trncore.sim` emulator elsewhere) and is launched through a
+trncore operation declared next to its PyTorch reference (:mod:`trntensor.gemm`,
+:mod:`trntensor.df_mp2`). The Tensor Engine work of every kernel goes through the shared tiled
+matmul block of :mod:`trncore.kernels`; the energy kernel reduces with the shared MP2 energy
+block from the same place. Tile sizes are compile-time parameters, and ragged edges are clipped
+tiles (sizes from ``min``), so no kernel assumes multiples of 128.
+"""
+
+from trntensor.kernels.ao_to_mo import ao_to_mo_kernel
+from trntensor.kernels.contract_gemm import contract_gemm_kernel
+from trntensor.kernels.mp2_energy import mp2_energy_block_kernel
+
+__all__ = ["ao_to_mo_kernel", "contract_gemm_kernel", "mp2_energy_block_kernel"]
