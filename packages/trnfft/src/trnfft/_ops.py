@@ -1,32 +1,41 @@
-"""The transforms' implementations, one name per operation the NKI route will take over.
+"""The transforms' implementations: trncore operations with ``torch.fft`` as their reference.
 
-Each name is today the PyTorch reference (``torch.fft`` itself: validated, fast on every device).
-When kernels land, a name is rebound here to a trncore operation with the same call signature,
-
-    fft = _library.operation("fft", reference=torch.fft.fft, driver=_fft_driver, ...)
-
-and the public functions in :mod:`trnfft.transforms` and :mod:`trnfft.spectral`, which call these
-names positionally, do not change. Routing, backends and environment variables stay trncore's.
+The public functions in :mod:`trnfft.transforms` and :mod:`trnfft.spectral` call these names
+positionally. Routing (PyTorch, simulator, device), backends, environment variables and fallbacks
+are trncore's (:mod:`trncore.dispatch`); on the PyTorch route an operation calls its reference
+directly. ``fft``, ``ifft``, ``rfft``, ``irfft``, ``fft2``, ``ifft2``, ``fftn`` and ``ifftn`` have
+NKI drivers (:mod:`trnfft._nki`); the other names are ``torch.fft`` itself until their kernels land.
 """
 
 from __future__ import annotations
 
 import torch
 
-fft = torch.fft.fft
-ifft = torch.fft.ifft
-rfft = torch.fft.rfft
-irfft = torch.fft.irfft
+from trnfft import _library, _nki
+
+#: Below this many flops (``5 N log2 N`` per row) ``auto`` keeps a call on ``torch.fft``: a kernel
+#: launch costs more than a small transform. A placeholder until measured on hardware.
+MIN_WORK = 1 << 20
+
+
+def _op(name: str, reference, driver, work):  # type: ignore[no-untyped-def]
+    return _library.operation(name, reference=reference, driver=driver, work=work, min_work=MIN_WORK)
+
+
+fft = _op("fft", torch.fft.fft, _nki.fft_driver, _nki.work_1d)
+ifft = _op("ifft", torch.fft.ifft, _nki.ifft_driver, _nki.work_1d)
+rfft = _op("rfft", torch.fft.rfft, _nki.rfft_driver, _nki.work_1d)
+irfft = _op("irfft", torch.fft.irfft, _nki.irfft_driver, _nki.work_1d)
+fft2 = _op("fft2", torch.fft.fft2, _nki.fft2_driver, _nki.work_nd)
+ifft2 = _op("ifft2", torch.fft.ifft2, _nki.ifft2_driver, _nki.work_nd)
+fftn = _op("fftn", torch.fft.fftn, _nki.fftn_driver, _nki.work_nd)
+ifftn = _op("ifftn", torch.fft.ifftn, _nki.ifftn_driver, _nki.work_nd)
 hfft = torch.fft.hfft
 ihfft = torch.fft.ihfft
-fft2 = torch.fft.fft2
-ifft2 = torch.fft.ifft2
 rfft2 = torch.fft.rfft2
 irfft2 = torch.fft.irfft2
 hfft2 = torch.fft.hfft2
 ihfft2 = torch.fft.ihfft2
-fftn = torch.fft.fftn
-ifftn = torch.fft.ifftn
 rfftn = torch.fft.rfftn
 irfftn = torch.fft.irfftn
 hfftn = torch.fft.hfftn

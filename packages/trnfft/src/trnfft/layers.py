@@ -2,10 +2,14 @@
 
 Each layer keeps its parameters as split real/imaginary planes (``weight_real``, ``weight_imag``
 …), the layout NKI kernels read, and takes a torch complex tensor or a
-:class:`~trnfft.ComplexTensor`; it returns the same kind it was given. The arithmetic of each
-layer is a private function on planes (``_complex_linear`` …): the PyTorch reference that a later
-trncore operation with an NKI kernel and an analytic backward will take over. Autograd runs
-through torch here.
+:class:`~trnfft.ComplexTensor`; it returns the same kind it was given.
+
+``ComplexLinear``, ``ComplexConv1d`` (``groups=1``; im2col + complex GEMM), ``ComplexModReLU``
+run through ``torch.autograd.Function`` classes with analytic backward passes whose every step is
+a trncore operation (:mod:`trnfft._layer_ops`): on the NKI route forward and backward run the
+kernels of :mod:`trnfft.kernels`, on the PyTorch route their torch references;
+``ComplexBatchNorm1d`` likewise (:mod:`trnfft._batchnorm_ops`). Grouped convolutions compute with
+torch's ``conv1d`` on either route (autograd through torch).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trnfft._batchnorm_ops import BatchNormFunction
+from trnfft._layer_ops import Conv1dFunction, LinearFunction, ModReLUFunction
 from trnfft.complex_tensor import ComplexTensor, TensorLike
 
 __all__ = ["ComplexBatchNorm1d", "ComplexConv1d", "ComplexLinear", "ComplexModReLU"]
@@ -78,17 +84,6 @@ def _check_features(layer: str, name: str, got: int, expected: int) -> None:
 # --------------------------------------------------------------------------- linear
 
 
-def _complex_linear(x: Planes, weight: Planes, bias: Planes | None) -> Planes:
-    """``x @ W.T + b`` on planes (four real GEMMs; a kernel may use three)."""
-    (xr, xi), (wr, wi) = x, weight
-    yr = F.linear(xr, wr) - F.linear(xi, wi)
-    yi = F.linear(xr, wi) + F.linear(xi, wr)
-    if bias is not None:
-        yr = yr + bias[0]
-        yi = yi + bias[1]
-    return yr, yi
-
-
 class ComplexLinear(nn.Module):
     """Complex affine map ``y = x Wᵀ + b`` (``torch.nn.Linear`` for complex inputs).
 
@@ -139,8 +134,12 @@ class ComplexLinear(nn.Module):
         """Apply the layer to ``(..., in_features)``; returns the same kind of complex tensor."""
         x, was_ct = _split("ComplexLinear", input, self.weight_real)
         _check_features("ComplexLinear", "features in the last dimension", x[0].shape[-1], self.in_features)
-        bias = None if self.bias_real is None else (self.bias_real, self.bias_imag)
-        return _join(_complex_linear(x, (self.weight_real, self.weight_imag), bias), was_ct)
+        lead = x[0].shape[:-1]
+        flat = [p.reshape(-1, self.in_features) for p in x]
+        yr, yi = LinearFunction.apply(
+            flat[0], flat[1], self.weight_real, self.weight_imag, self.bias_real, self.bias_imag
+        )
+        return _join((yr.reshape(*lead, self.out_features), yi.reshape(*lead, self.out_features)), was_ct)
 
     def extra_repr(self) -> str:
         has_bias = self.bias_real is not None
@@ -271,7 +270,17 @@ class ComplexConv1d(nn.Module):
             "groups": self.groups,
         }
         bias = None if self.bias_real is None else (self.bias_real, self.bias_imag)
-        return _join(_complex_conv1d(x, (self.weight_real, self.weight_imag), bias, conv), was_ct)
+        if self.groups != 1:  # grouped convolution: torch's conv1d on the planes (no kernel yet)
+            return _join(_complex_conv1d(x, (self.weight_real, self.weight_imag), bias, conv), was_ct)
+        unbatched = x[0].dim() == 2
+        planes = [p.unsqueeze(0) if unbatched else p for p in x]
+        yr, yi = Conv1dFunction.apply(
+            planes[0], planes[1], self.weight_real, self.weight_imag, self.bias_real, self.bias_imag,
+            self.stride, conv_padding, self.dilation,
+        )
+        if unbatched:
+            yr, yi = yr.squeeze(0), yi.squeeze(0)
+        return _join((yr, yi), was_ct)
 
     def extra_repr(self) -> str:
         return (
@@ -282,24 +291,6 @@ class ComplexConv1d(nn.Module):
 
 
 # --------------------------------------------------------------------------- batch norm
-
-
-def _whiten(x: Planes, mean: Planes, cov: torch.Tensor, eps: float, shape: list[int]) -> Planes:
-    """Centre ``x`` and multiply by the inverse square root of its 2x2 covariance per channel.
-
-    ``cov`` is ``(3, C)``: Vrr, Vii, Vri. For a symmetric positive definite ``V`` with
-    ``s = sqrt(det V)`` and ``t = sqrt(tr V + 2s)``, ``V^(-1/2) = (V_adj + s I) / (s t)``.
-    """
-    vrr, vii, vri = cov[0] + eps, cov[1] + eps, cov[2]
-    s = torch.sqrt(vrr * vii - vri * vri)
-    t = torch.sqrt(vrr + vii + 2 * s)
-    inv = 1.0 / (s * t)
-    wrr, wii, wri = (vii + s) * inv, (vrr + s) * inv, -vri * inv
-    cr = x[0] - mean[0].reshape(shape)
-    ci = x[1] - mean[1].reshape(shape)
-    return wrr.reshape(shape) * cr + wri.reshape(shape) * ci, wri.reshape(shape) * cr + wii.reshape(
-        shape
-    ) * ci
 
 
 class ComplexBatchNorm1d(nn.Module):
@@ -370,29 +361,32 @@ class ComplexBatchNorm1d(nn.Module):
         if x[0].dim() not in (2, 3):
             raise ValueError(f"{name}: input must be (N, C) or (N, C, L), got shape {tuple(x[0].shape)}")
         _check_features(name, "channels", x[0].shape[1], self.num_features)
-        reduce = [0] if x[0].dim() == 2 else [0, 2]
-        shape = [1, -1] + [1] * (x[0].dim() - 2)
+        c = self.num_features
+        # channels first, every sample of a channel along the free dimension: the kernels' layout
+        planes = [p.t() if p.dim() == 2 else p.permute(1, 0, 2) for p in x]
+        inner = planes[0].shape
+        flat = [p.reshape(c, -1) for p in planes]
         use_batch = self.training or not self.track_running_stats
-        if use_batch:
-            count = x[0].numel() // self.num_features
-            if count < 2:
-                raise ValueError(f"{name}: training needs more than one value per channel, got {count}")
-            mean = (x[0].mean(reduce), x[1].mean(reduce))
-            cr, ci = x[0] - mean[0].reshape(shape), x[1] - mean[1].reshape(shape)
-            cov = torch.stack([(cr * cr).mean(reduce), (ci * ci).mean(reduce), (cr * ci).mean(reduce)])
-            if self.training and self.track_running_stats:
-                self._update_running(mean, cov, count)
-        else:
-            mean = (self.running_mean[0], self.running_mean[1])
-            cov = self.running_cov
-        yr, yi = _whiten(x, mean, cov, self.eps, shape)
+        count = flat[0].shape[1]
+        if use_batch and count < 2:
+            raise ValueError(f"{name}: training needs more than one value per channel, got {count}")
         if self.affine:
-            g_rr, g_ii, g_ri = (p.reshape(shape) for p in (self.gamma_rr, self.gamma_ii, self.gamma_ri))
-            yr, yi = (
-                g_rr * yr + g_ri * yi + self.bias_real.reshape(shape),
-                g_ri * yr + g_ii * yi + self.bias_imag.reshape(shape),
-            )
-        return _join((yr, yi), was_ct)
+            affine = (self.gamma_rr, self.gamma_ii, self.gamma_ri, self.bias_real, self.bias_imag)
+            params = torch.stack(affine, 1)
+        else:  # Γ = I, β = 0
+            params = torch.zeros(c, 5, dtype=like.dtype, device=like.device)
+            params[:, :2] = 1.0
+        if use_batch:
+            stats_in = torch.zeros(c, 5, dtype=like.dtype, device=like.device)
+        else:
+            stats_in = torch.cat([self.running_mean.t(), self.running_cov.t()], 1)
+        eps = float(self.eps)
+        yr, yi, stats = BatchNormFunction.apply(flat[0], flat[1], params, stats_in, eps, use_batch)
+        if self.training and self.track_running_stats:
+            self._update_running((stats[:, 0], stats[:, 1]), stats[:, 2:].t(), count)
+        out = [y.reshape(inner) for y in (yr, yi)]
+        out = [y.t() if y.dim() == 2 else y.permute(1, 0, 2) for y in out]
+        return _join((out[0], out[1]), was_ct)
 
     @torch.no_grad()
     def _update_running(self, mean: Planes, cov: torch.Tensor, count: int) -> None:
@@ -409,16 +403,6 @@ class ComplexBatchNorm1d(nn.Module):
 
 
 # --------------------------------------------------------------------------- modReLU
-
-
-def _modrelu(x: Planes, bias: torch.Tensor, shape: list[int]) -> Planes:
-    """``relu(|z| + b) * z / |z|`` on planes; 0 (with zero gradient) where ``z = 0``."""
-    positive = (x[0] != 0) | (x[1] != 0)
-    # |z| by hypot (no overflow or underflow of r² + i²), of a placeholder 1 where z = 0 so that
-    # no 0/0 reaches the values or the gradients
-    magnitude = torch.hypot(torch.where(positive, x[0], 1.0), torch.where(positive, x[1], 0.0))
-    scale = torch.where(positive, F.relu(magnitude + bias.reshape(shape)) / magnitude, 0.0)
-    return x[0] * scale, x[1] * scale
 
 
 class ComplexModReLU(nn.Module):
@@ -456,15 +440,21 @@ class ComplexModReLU(nn.Module):
         """Apply modReLU elementwise; returns the same kind of complex tensor."""
         x, was_ct = _split("ComplexModReLU", input, self.bias)
         ndim = x[0].dim()
-        if self.num_features is None:
-            return _join(_modrelu(x, self.bias[0], []), was_ct)  # one shared bias broadcasts
+        if self.num_features is None:  # one shared bias: every element is one "channel" row
+            shape = x[0].shape
+            yr, yi = ModReLUFunction.apply(x[0].reshape(1, -1), x[1].reshape(1, -1), self.bias)
+            return _join((yr.reshape(shape), yi.reshape(shape)), was_ct)
         if ndim == 0:
             raise ValueError("ComplexModReLU: a per-channel bias needs an input with a channel dimension")
         channel = 0 if ndim == 1 else 1
         _check_features("ComplexModReLU", "channels", x[0].shape[channel], self.num_features)
-        shape = [1] * ndim
-        shape[channel] = -1
-        return _join(_modrelu(x, self.bias, shape), was_ct)
+        # channels first, everything else flattened: the kernels' (C, M) layout
+        moved = [p.movedim(channel, 0) for p in x]
+        inner = moved[0].shape
+        yr, yi = ModReLUFunction.apply(
+            moved[0].reshape(self.num_features, -1), moved[1].reshape(self.num_features, -1), self.bias
+        )
+        return _join((yr.reshape(inner).movedim(0, channel), yi.reshape(inner).movedim(0, channel)), was_ct)
 
     def extra_repr(self) -> str:
         return f"num_features={self.num_features}"

@@ -258,6 +258,33 @@ class FFTPlan:
         if x.device != self.device:
             raise ValueError(f"FFTPlan.{fn}: x is on {x.device} but the plan's tables are on {self.device}")
 
+    def kernel_setup(self, grouping: str = "fused") -> Any:
+        """The NKI route's stage geometry and float32 tables for this plan (built once, then kept).
+
+        Parameters
+        ----------
+        grouping : {"fused", "plan"}, default "fused"
+            ``"plan"`` runs one kernel stage per plan radix (8 or 4 for powers of two);
+            ``"fused"`` multiplies consecutive radices into one Tensor Engine stage while the
+            product stays at most 128.
+
+        Returns
+        -------
+        trnfft._kernel_plan.KernelSetup
+            Geometry, stationary tables and (Bluestein) pointwise tables on the plan's device.
+        """
+        from trnfft._kernel_plan import build_kernel_setup
+
+        key = grouping
+        setups = self.__dict__.setdefault("_kernel_setups", {})
+        setup = setups.get(key)
+        if setup is None:
+            with self._lock:
+                setup = setups.get(key)
+                if setup is None:
+                    setup = setups[key] = build_kernel_setup(self, grouping)
+        return setup
+
     def fft(self, x: TensorLike, dim: int = -1) -> TensorLike:
         """The forward transform of length ``n`` along ``dim`` (as :func:`trnfft.fft`).
 

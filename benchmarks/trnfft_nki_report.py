@@ -1,0 +1,142 @@
+"""trnfft's NKI route on the trncore.sim emulator: the cost model's report for batched 1-D FFTs.
+
+For n = 256, 1024, 4096 (batch 128, complex64) and each variant of the stage kernel — stages of the
+plan's radices 8/4 (``plan``) or consecutive radices fused up to 128 (``fused``), four or three
+(``gauss``) real multiplications per complex product — it traces the kernel the NKI route launches
+and prints the emulator's modelled figures on trn1 and trn2: TensorE utilisation (of the fp32
+peak; the useful flops are the ``5 n log2 n`` of the FFT, not the matmuls' own), HBM traffic over
+the minimum (inputs, tables and outputs once), SBUF peak, instruction counts and the modelled time
+(lower bound: engines fully overlapped). The default variant is also run on random data and its
+relative L2 error against ``numpy.fft`` (float64) printed. A MODEL, not a measurement.
+
+    ./scripts/python benchmarks/trnfft_nki_report.py [--sizes 256,1024,4096] [--batch 128]
+        [--json benchmarks/results/trnfft_nki.json] [--no-accuracy]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import trncore.sim as sim
+from trnfft import _nki, create_plan
+from trnfft.kernels.fft import fft_stages_kernel
+
+VARIANTS = (("plan", False), ("plan", True), ("fused", False), ("fused", True))
+TARGETS = ("trn1", "trn2")
+FP32_PEAK = {"trn1": 23e12, "trn2": 20e12}  # nki-0.3.md §4.1, dense fp32 TensorE per core
+
+
+def _specs(n: int, batch: int, grouping: str, gauss: bool) -> tuple[list, dict]:
+    plan = create_plan(n, dtype=torch.complex64)
+    setup = plan.kernel_setup(grouping)
+    geo = setup.geometry
+    padded = geo.padded_batch(batch)
+    specs = [((padded, n), "float32")] * 2 + [((t.numel(),), "float32") for t in setup.tables]
+    params = {"stages": geo.stage_params(), "batch_tile": geo.tile_for(padded), "gauss": gauss, "scale": 1.0}
+    return specs, params
+
+
+def model(n: int, batch: int, grouping: str, gauss: bool, target: str) -> dict:
+    """The emulator's cost report for one configuration, with FFT-flop utilisation added."""
+    specs, params = _specs(n, batch, grouping, gauss)
+    rep = sim.report(fft_stages_kernel, *specs, target=target, **params)
+    d = rep.as_dict()
+    fft_flops = 5 * batch * n * math.log2(n)
+    tensor_s = d["busy_seconds"]["tensor"]
+    return {
+        "n": n,
+        "batch": batch,
+        "grouping": grouping,
+        "gauss": gauss,
+        "target": target,
+        "stages": [s[1] for s in params["stages"]],
+        "modelled_time_us": d["lower_bound_s"] * 1e6,
+        "modelled_time_upper_us": d["upper_bound_s"] * 1e6,
+        "busy_us": {k: v * 1e6 for k, v in d["busy_seconds"].items()},
+        "tensor_util_fft_flops_fp32": fft_flops / (FP32_PEAK[target] * tensor_s) if tensor_s else 0.0,
+        "tensor_util_matmul_flops_fp32": d["tensor_utilisation_dtype"],
+        "traffic_over_min": d["traffic_over_min"],
+        "dma_bytes_in": d["dma_bytes_in"],
+        "dma_bytes_out": d["dma_bytes_out"],
+        "min_traffic_bytes": d["min_traffic_bytes"],
+        "sbuf_peak_bytes": d["sbuf_peak_bytes"],
+        "psum_peak_banks": d["psum_peak_banks"],
+        "instructions": d["instructions"],
+        "fft_gflops_at_model_time": fft_flops / d["lower_bound_s"] / 1e9,
+    }
+
+
+def accuracy(n: int, batch: int) -> float:
+    """Relative L2 error of the NKI route (emulator, default variant) against numpy.fft in float64."""
+    import os
+
+    import trnfft
+
+    os.environ["TRNFFT_USE_SIMULATOR"] = "1"
+    os.environ["TRNFFT_REQUIRE_NKI"] = "1"
+    previous = trnfft.get_backend()
+    trnfft.set_backend("nki")
+    try:
+        gen = torch.Generator().manual_seed(n)
+        x = torch.complex(torch.randn(batch, n, generator=gen), torch.randn(batch, n, generator=gen))
+        y = trnfft.fft(x).numpy()
+        ref = np.fft.fft(x.numpy().astype(np.complex128))
+        return float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
+    finally:
+        trnfft.set_backend(previous)
+        del os.environ["TRNFFT_USE_SIMULATOR"], os.environ["TRNFFT_REQUIRE_NKI"]
+
+
+def main() -> None:
+    """Print the table and write the JSON."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="256,1024,4096")
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--json", default="benchmarks/results/trnfft_nki.json")
+    ap.add_argument("--no-accuracy", action="store_true")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    print("cost MODEL of trncore.sim, not a measurement; batch", args.batch, "complex64")
+    header = (
+        f"{'n':>5} {'variant':>13} {'stages':>12} {'tgt':>4} {'time us':>9} {'TensorE':>8} {'Vec':>6} "
+        f"{'DMA':>6} {'util(fft)':>9} {'traffic/min':>11} {'SBUF KiB':>8}"
+    )
+    print(header)
+    for n in sizes:
+        for grouping, gauss in VARIANTS:
+            for target in TARGETS:
+                r = model(n, args.batch, grouping, gauss, target)
+                rows.append(r)
+                variant = f"{grouping}{'+3M' if gauss else '+4M'}"
+                busy = r["busy_us"]
+                print(
+                    f"{n:>5} {variant:>13} {'x'.join(map(str, r['stages'])):>12} {target:>4} "
+                    f"{r['modelled_time_us']:>9.1f} {busy['tensor']:>8.1f} {busy['vector']:>6.1f} "
+                    f"{busy['dma']:>6.1f} {r['tensor_util_fft_flops_fp32']:>9.1%} "
+                    f"{r['traffic_over_min']:>11.2f} {r['sbuf_peak_bytes'] / 1024:>8.1f}"
+                )
+    result = {
+        "rows": rows,
+        "default": {"grouping": _nki.KERNEL_OPTIONS.grouping, "gauss": _nki.KERNEL_OPTIONS.gauss},
+    }
+    if not args.no_accuracy:
+        result["rel_l2_error"] = {}
+        for n in sizes:
+            err = accuracy(n, args.batch)
+            result["rel_l2_error"][str(n)] = err
+            print(f"n={n} batch={args.batch}: relative L2 error vs numpy.fft (float64) {err:.2e}")
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()

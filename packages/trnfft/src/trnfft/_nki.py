@@ -1,0 +1,326 @@
+"""Drivers of the NKI route: torch.fft semantics on top of the stage kernel.
+
+Each driver takes exactly the arguments of its ``torch.fft`` reference (``input, n/s, dim, norm``),
+does on the caller's device what is bookkeeping (moving the transformed dimension last, zero
+padding or cropping, splitting complex tensors into float32 planes, padding the batch to the
+kernel's bucket), and runs every transform of length ``n`` as launches of
+:func:`trnfft.kernels.fft.fft_stages_kernel` with the plan's resident tables:
+
+* forward: one launch (``dft_gemm``, ``stockham``, ``mixed_radix``); Bluestein: two launches of the
+  power-of-two kernel, ``FFT_m(x c) H`` then the inverse transform times ``conj(c)/m``;
+* inverse: ``n ifft(x) = swap(fft(swap(x)))`` with ``swap(a + ib) = b + ia`` (``swap(z) = i conj z``),
+  so an inverse is the forward kernel with its planes exchanged: no extra tables, no extra work;
+* real input: a zero imaginary plane (``rfft``); ``irfft`` completes the Hermitian spectrum and keeps
+  the real plane of the inverse.
+
+Inputs the kernels do not take (float64/complex128 — float64 stays float64 —, other dtypes,
+``out=``) raise :class:`~trncore.dispatch.KernelUnsupported`, so trncore runs ``torch.fft`` with
+one fallback warning.
+
+Autograd: each kernel transform is a :class:`PlanesFFT` function whose backward is the same
+kernel again (for ``y = s F x`` with the symmetric DFT matrix ``F``, PyTorch's convention gives
+``grad_x = s conj(F) grad_y = s swap(F swap(grad_y))``); the bookkeeping around it is torch's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from trncore.dispatch import KernelContext, KernelUnsupported
+from trncore.keys import KernelKey
+from trnfft.kernels.fft import fft_stages_kernel
+
+__all__ = ["KERNEL_OPTIONS", "KernelOptions", "PlanesFFT", "transform_planes"]
+
+_KERNEL_DTYPES = (torch.float32, torch.complex64)
+_NORMS = (None, "backward", "forward", "ortho")
+
+
+@dataclass
+class KernelOptions:
+    """Variant of the stage kernel the NKI route launches (the benchmark compares them).
+
+    ``grouping``: ``"fused"`` (consecutive radices multiplied into stages of at most 128) or
+    ``"plan"`` (one stage per plan radix, 8 or 4). ``gauss``: three-multiplication complex
+    products (``True``, the default: the model puts TensorE 25% lower at n=4096 while the Vector
+    and GpSimd engines stay below the DMA time), four (``False``).
+    """
+
+    grouping: str = "fused"
+    gauss: bool = True
+
+
+#: The variant used by every NKI-route transform.
+KERNEL_OPTIONS = KernelOptions()
+
+
+def _scale(n: int, norm: str | None, inverse: bool) -> float:
+    if norm == "ortho":
+        return 1.0 / math.sqrt(n)
+    if (norm == "forward") != inverse:  # forward+"forward" or inverse+"backward"/None
+        return 1.0 / n
+    return 1.0
+
+
+def _launch(
+    ctx: KernelContext, plan: Any, tensors: Sequence[torch.Tensor], params: dict[str, Any], tag: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Launch the stage kernel and remember its key on the plan (one entry per distinct key)."""
+    ident = (ctx.target, tag, tuple(tensors[0].shape), tuple(sorted(params.items())))
+    if ident not in plan.kernel_keys:
+        specs = [(tuple(t.shape), "float32") for t in tensors]
+        plan.kernel_keys[ident] = KernelKey.build(fft_stages_kernel, specs, params, target=ctx.target)
+    yr, yi = ctx.launch(fft_stages_kernel, *tensors, **params)
+    return yr, yi
+
+
+def transform_planes(
+    ctx: KernelContext, xr: torch.Tensor, xi: torch.Tensor, scale: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Forward DFT (times ``scale``) of each row of the float32 planes ``(B, n)`` on the NKI route."""
+    from trnfft.plan import create_plan  # plan imports transforms, which import this module
+
+    batch, n = xr.shape
+    plan = create_plan(n, dtype=torch.complex64, device=xr.device)
+    setup = plan.kernel_setup(KERNEL_OPTIONS.grouping)
+    geo = setup.geometry
+    padded = geo.padded_batch(batch)
+    params: dict[str, Any] = {
+        "stages": geo.stage_params(),
+        "batch_tile": geo.tile_for(padded),
+        "gauss": bool(KERNEL_OPTIONS.gauss),
+    }
+    length = geo.n  # n, or Bluestein's m
+    planes = []
+    for p in (xr, xi):
+        if padded != batch or length != n:
+            p = torch.nn.functional.pad(p, (0, length - n, 0, padded - batch))
+        planes.append(p.contiguous())
+    if setup.pre is None:
+        yr, yi = _launch(ctx, plan, [*planes, *setup.tables], {**params, "scale": float(scale)}, "fft")
+    else:
+        vr, vi = _launch(
+            ctx,
+            plan,
+            [*planes, *setup.tables, *setup.post, *setup.pre],
+            {**params, "scale": 1.0},
+            "bluestein-forward",
+        )
+        zr, zi = _launch(
+            ctx,
+            plan,
+            [vi, vr, *setup.tables, *setup.post_inverse],
+            {**params, "scale": float(scale)},
+            "bluestein-inverse",
+        )
+        yr, yi = zi, zr
+    return yr[:batch, :n], yi[:batch, :n]
+
+
+class PlanesFFT(torch.autograd.Function):
+    """``(yr, yi) = scale * DFT(xr + i xi)`` on the NKI route, differentiable (backward: same kernel)."""
+
+    @staticmethod
+    def forward(
+        fctx: Any, ctx: KernelContext, xr: torch.Tensor, xi: torch.Tensor, scale: float
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Kernel transform of the planes."""
+        fctx.kernel_ctx, fctx.scale = ctx, scale
+        return transform_planes(ctx, xr, xi, scale)
+
+    @staticmethod
+    def backward(fctx: Any, gyr: torch.Tensor, gyi: torch.Tensor) -> tuple[Any, ...]:
+        """``grad_x = scale * swap(DFT(swap(grad_y)))``."""
+        ur, ui = transform_planes(fctx.kernel_ctx, gyi.contiguous(), gyr.contiguous(), fctx.scale)
+        return None, ui, ur, None
+
+
+# --------------------------------------------------------------------------- argument handling
+
+
+def _check_input(input: Any) -> torch.Tensor:
+    if not isinstance(input, torch.Tensor):
+        raise KernelUnsupported(f"kernel takes a torch.Tensor, got {type(input).__name__}")
+    if input.dtype not in _KERNEL_DTYPES:
+        hint = (
+            " (float64 stays float64: the reference keeps full precision)"
+            if input.dtype in (torch.float64, torch.complex128)
+            else ""
+        )
+        raise KernelUnsupported(
+            f"kernel takes float32 or complex64, got {str(input.dtype).removeprefix('torch.')}{hint}"
+        )
+    return input
+
+
+def _valid_1d(x: torch.Tensor, n: Any, dim: Any, norm: Any) -> bool:
+    if norm not in _NORMS or isinstance(dim, bool) or not isinstance(dim, int):
+        return False
+    if x.dim() == 0 or not -x.dim() <= dim < x.dim():
+        return False
+    return n is None or (isinstance(n, int) and not isinstance(n, bool) and n > 0)
+
+
+def _resize(x: torch.Tensor, dim: int, n: int) -> torch.Tensor:
+    """Zero-pad or crop ``x`` along ``dim`` to ``n`` (torch.fft's ``n`` semantics)."""
+    size = x.shape[dim]
+    if size == n:
+        return x
+    if size > n:
+        return x.narrow(dim, 0, n)
+    pad = [0, 0] * (x.dim() - 1 - dim % x.dim()) + [0, n - size]
+    return torch.nn.functional.pad(x, pad)
+
+
+def _c2c_along(ctx: KernelContext, x: torch.Tensor, dim: int, scale: float, inverse: bool) -> torch.Tensor:
+    """Complex64 transform of ``x`` along ``dim`` (already of the transform length)."""
+    moved = x.movedim(dim, -1)
+    shape = moved.shape
+    n = shape[-1]
+    flat = moved.reshape(-1, n)
+    if flat.shape[0] == 0 or n == 0:
+        return x.to(torch.complex64) * 0
+    if x.is_complex():
+        xr, xi = flat.real.float(), flat.imag.float()
+    else:
+        xr, xi = flat.float(), torch.zeros_like(flat, dtype=torch.float32)
+    if inverse:
+        yi, yr = PlanesFFT.apply(ctx, xi, xr, scale)
+    else:
+        yr, yi = PlanesFFT.apply(ctx, xr, xi, scale)
+    return torch.complex(yr, yi).reshape(shape).movedim(-1, dim)
+
+
+def _no_out(out: Any) -> None:
+    if out is not None:
+        raise KernelUnsupported("out= is not supported by the kernel route")
+
+
+def _c2c_driver(inverse: bool, name: str) -> Any:
+    def driver(
+        ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
+    ) -> torch.Tensor:
+        x = _check_input(input)
+        _no_out(out)
+        if not _valid_1d(x, n, dim, norm):
+            ctx.caller_error(input, n, dim, norm)  # torch's own error
+        length = x.shape[dim] if n is None else n
+        x = _resize(x, dim, length)
+        return _c2c_along(ctx, x, dim, _scale(length, norm, inverse), inverse)
+
+    driver.__name__ = driver.__qualname__ = f"{name}_driver"
+    driver.__doc__ = f"NKI-route driver of ``{name}`` (``torch.fft.{name}`` semantics)."
+    return driver
+
+
+fft_driver = _c2c_driver(False, "fft")
+ifft_driver = _c2c_driver(True, "ifft")
+
+
+def rfft_driver(
+    ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
+) -> torch.Tensor:
+    """NKI-route driver of ``rfft``: the full transform of the real input, first ``n//2 + 1`` bins."""
+    x = _check_input(input)
+    _no_out(out)
+    if x.is_complex() or not _valid_1d(x, n, dim, norm):
+        ctx.caller_error(input, n, dim, norm)
+    length = x.shape[dim] if n is None else n
+    full = _c2c_along(ctx, _resize(x, dim, length), dim, _scale(length, norm, False), False)
+    return full.narrow(dim, 0, length // 2 + 1)
+
+
+def irfft_driver(
+    ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
+) -> torch.Tensor:
+    """NKI-route driver of ``irfft``: the Hermitian completion's inverse, real plane."""
+    x = _check_input(input)
+    _no_out(out)
+    if not _valid_1d(x, n, dim, norm):
+        ctx.caller_error(input, n, dim, norm)
+    length = 2 * (x.shape[dim] - 1) if n is None else n
+    if length <= 0:
+        ctx.caller_error(input, n, dim, norm)
+    half = _resize(x.to(torch.complex64), dim, length // 2 + 1)
+    # X[length - k] = conj(X[k]) for 0 < k < ceil(length / 2); the imaginary parts of the DC and
+    # Nyquist bins only add an imaginary constant / alternating term, which the real plane drops.
+    mirror = half.narrow(dim, 1, (length - 1) // 2).flip(dim).conj()
+    full = torch.cat([half, mirror], dim=dim)
+    return _c2c_along(ctx, full, dim, _scale(length, norm, True), True).real.contiguous()
+
+
+def _nd_driver(inverse: bool, name: str, default_dims: Any) -> Any:
+    def driver(
+        ctx: KernelContext,
+        input: Any,
+        s: Any = None,
+        dim: Any = default_dims,
+        norm: Any = None,
+        *,
+        out: Any = None,
+    ) -> torch.Tensor:
+        x = _check_input(input)
+        _no_out(out)
+        try:
+            dims = _nd_dims(x, s, dim)
+        except ValueError:
+            ctx.caller_error(input, s, dim, norm)
+        if norm not in _NORMS or dims is None:
+            ctx.caller_error(input, s, dim, norm)
+        sizes = [x.shape[d] if s is None or s[i] == -1 else s[i] for i, d in enumerate(dims)]
+        if any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 for v in sizes):
+            ctx.caller_error(input, s, dim, norm)
+        for d, size in zip(dims, sizes):
+            x = _resize(x, d, size)
+        for d, size in reversed(list(zip(dims, sizes))):
+            x = _c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
+        return x
+
+    driver.__name__ = driver.__qualname__ = f"{name}_driver"
+    driver.__doc__ = f"NKI-route driver of ``{name}`` (``torch.fft.{name}`` semantics)."
+    return driver
+
+
+def _nd_dims(x: torch.Tensor, s: Any, dim: Any) -> list[int] | None:
+    """Normalised transform dims, or None when torch should judge the arguments."""
+    if dim is None:
+        if s is None:
+            return list(range(x.dim()))
+        return list(range(x.dim() - len(s), x.dim())) if len(s) <= x.dim() else None
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if any(isinstance(d, bool) or not isinstance(d, int) or not -x.dim() <= d < x.dim() for d in dims):
+        return None
+    dims = [d % x.dim() for d in dims]
+    if len(set(dims)) != len(dims) or (s is not None and len(s) != len(dims)):
+        return None
+    return dims
+
+
+fft2_driver = _nd_driver(False, "fft2", (-2, -1))
+ifft2_driver = _nd_driver(True, "ifft2", (-2, -1))
+fftn_driver = _nd_driver(False, "fftn", None)
+ifftn_driver = _nd_driver(True, "ifftn", None)
+
+
+def work_1d(input: Any, n: Any = None, dim: Any = -1, *args: Any, **kwargs: Any) -> int:
+    """Flops of a 1-D transform (``5 N log2 N`` per row), 0 when the arguments are unusual."""
+    try:
+        size = int(input.shape[dim]) if n is None else int(n)
+        rows = input.numel() // max(1, int(input.shape[dim]))
+    except Exception:
+        return 0
+    return int(5 * rows * size * max(1.0, math.log2(max(size, 2))))
+
+
+def work_nd(input: Any, *args: Any, **kwargs: Any) -> int:
+    """Flops of an n-D transform over the whole input (an estimate for the size threshold)."""
+    try:
+        count = int(input.numel())
+    except Exception:
+        return 0
+    return int(5 * count * max(1.0, math.log2(max(count, 2))))

@@ -1,0 +1,200 @@
+"""Host-side geometry and constant tables of the FFT stage kernel (:mod:`trnfft.kernels.fft`).
+
+A transform of length ``n`` runs as Stockham autosort stages. Before stage ``s`` the data holds,
+for every ``k < L`` (``L`` = product of the earlier radices), the length-``L`` DFTs of the ``L``
+interleaved subsequences; stage ``s`` with radix ``R`` and ``rest = n / (L R)`` computes
+
+    out[j L rest + k rest + q] = sum_p  F_R[j, p] w_{L R}^{k p}  in[k R rest + p rest + q]
+
+(``j, p < R``, ``q < rest``), so after the last stage ``out`` is the DFT in natural order.
+
+On the Tensor Engine a stage is a matmul that contracts over the partition dimension: ``p`` sits on
+the partitions, the columns are ``(batch, q)``, and the twiddles ``w^{k p}`` are multiplied into the
+stationary matrix (twiddles fused, no vector work). A matmul costs its moving columns whatever number
+of the 128 PE rows it uses (nki-0.3.md §4.1, matmul II ≈ max(N, 64)), so ``G = 128 // R`` independent
+groups share one pass through a block-diagonal stationary: ``Gk`` consecutive ``k`` (each with its
+own twiddled block) times ``Gb`` batch slices (identical blocks). Group over ``k`` first: blocks for
+``Gk`` values of ``k`` share one stationary, and the batch groups only multiply the columns' reach.
+
+Stage radices come from the plan (radix 8 and 4 for powers of two, 2/3/5/7/11/13 for mixed radix);
+``grouping="fused"`` (the default) multiplies consecutive plan radices while the product stays
+<= 128 (a radix-64 stage is two radix-8 stages done in one Tensor Engine pass, and costs one pass);
+``grouping="plan"`` runs one kernel stage per plan radix.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from trncore.keys import bucket_dim
+
+__all__ = [
+    "PARTITIONS",
+    "KernelGeometry",
+    "KernelStage",
+    "build_stage_tables",
+    "group_radices",
+    "kernel_geometry",
+]
+
+#: Partitions of SBUF/PSUM and rows of the PE array (nki-0.3.md §2.8 ``pmax``).
+PARTITIONS = 128
+#: Largest moving free size of one ``nc_matmul`` (one PSUM bank of fp32, §3.1).
+MOVING_MAX = 512
+#: Elements of one plane a batch tile may hold (``batch_tile * n``): 8 KiB per partition per plane.
+_TILE_ELEMENTS = 1 << 18
+#: SBUF bytes per partition one chunk group's tiles may use (of 180224 on trn1, §2.8).
+_GROUP_BYTES = 128 * 1024
+
+
+@dataclass(frozen=True)
+class KernelStage:
+    """One Stockham stage as the kernel runs it (all compile-time integers).
+
+    ``L``: product of the earlier radices; ``R``: this stage's radix; ``rest = n / (L R)``;
+    ``gk`` twiddle groups and ``gb`` batch groups per pass (``(gk * gb) * R`` partitions used);
+    ``chunks = L / gk`` stationaries; ``group`` chunks per SBUF load; ``offset``: where the stage's
+    stationaries start in the flat tables.
+    """
+
+    L: int
+    R: int
+    rest: int
+    gk: int
+    gb: int
+    group: int
+    offset: int
+
+    @property
+    def partitions(self) -> int:
+        """Partitions one pass uses."""
+        return self.gk * self.gb * self.R
+
+    @property
+    def chunks(self) -> int:
+        """Number of distinct stationary matrices (one per ``gk`` consecutive ``k``)."""
+        return self.L // self.gk
+
+    def as_tuple(self) -> tuple[int, ...]:
+        """The kernel's compile-time form."""
+        return (self.L, self.R, self.rest, self.gk, self.gb, self.group, self.offset)
+
+
+@dataclass(frozen=True)
+class KernelGeometry:
+    """Every compile-time fact of one transform length: stages, batch tiling, table size."""
+
+    n: int
+    stages: tuple[KernelStage, ...]
+    batch_multiple: int
+    batch_tile: int
+    table_elements: int
+
+    def padded_batch(self, batch: int) -> int:
+        """The batch the kernel runs for ``batch`` rows (a multiple of every stage's batch groups).
+
+        Geometric buckets (a power of two times the batch multiple, then whole batch tiles) keep
+        the number of compiled kernels per length logarithmic in the batch (``trncore.keys``).
+        """
+        padded = bucket_dim(batch, self.batch_multiple, geometric=True)
+        if padded <= self.batch_tile:
+            return padded
+        return bucket_dim(batch, self.batch_tile)
+
+    def tile_for(self, padded: int) -> int:
+        """The batch tile the kernel loops over for a padded batch."""
+        return min(padded, self.batch_tile)
+
+    def stage_params(self) -> tuple[tuple[int, ...], ...]:
+        """Stages as nested tuples of ints (kernel parameters must be hashable constants)."""
+        return tuple(s.as_tuple() for s in self.stages)
+
+
+def group_radices(radices: tuple[int, ...], grouping: str = "fused") -> tuple[int, ...]:
+    """Kernel stage radices: the plan's (``"plan"``), or runs of them multiplied up to 128."""
+    if grouping == "plan":
+        return tuple(radices)
+    if grouping != "fused":
+        raise ValueError(f"grouping must be 'fused' or 'plan', got {grouping!r}")
+    out: list[int] = []
+    for r in radices:
+        if out and out[-1] * r <= PARTITIONS:
+            out[-1] *= r
+        else:
+            out.append(r)
+    return tuple(out)
+
+
+def _largest_divisor_at_most(value: int, bound: int) -> int:
+    for d in range(min(value, bound), 0, -1):
+        if value % d == 0:
+            return d
+    return 1
+
+
+def kernel_geometry(n: int, radices: tuple[int, ...]) -> KernelGeometry:
+    """Stage layout, batch tiling and chunk grouping for length ``n`` with stage ``radices``."""
+    if math.prod(radices) != n or any(r > PARTITIONS for r in radices):
+        raise ValueError(f"radices {radices} do not factor n={n} into stages of at most {PARTITIONS}")
+    raw = []
+    length = 1
+    for r in radices:
+        groups = PARTITIONS // r
+        gk = _largest_divisor_at_most(length, groups)
+        raw.append((length, r, n // (length * r), gk, groups // gk))
+        length *= r
+    multiple = math.lcm(*(gb for *_, gb in raw))
+    tile = max(multiple, (_TILE_ELEMENTS // n) // multiple * multiple)
+    stages = []
+    offset = 0
+    for length, r, rest, gk, gb in raw:
+        parts = gk * gb * r
+        columns = (tile // gb) * rest  # moving columns per chunk (one batch tile)
+        # per chunk: in, out (2 planes each) and one spare plane of data, 4 stationary planes
+        per_chunk = 4 * (6 * columns + 4 * parts)
+        chunks = length // gk
+        group = max(1, min(chunks, _GROUP_BYTES // per_chunk))
+        stages.append(KernelStage(length, r, rest, gk, gb, group, offset))
+        offset += chunks * parts * parts
+    return KernelGeometry(n, tuple(stages), multiple, tile, offset)
+
+
+def _roots(exponent: torch.Tensor, denominator: int) -> torch.Tensor:
+    """``exp(-2πi e / d)`` in complex128 with the integer exponent reduced first (exact angles)."""
+    reduced = torch.remainder(exponent, denominator).to(torch.float64)
+    return torch.polar(torch.ones_like(reduced), reduced * (-2.0 * math.pi / denominator))
+
+
+def _stage_blocks(stage: KernelStage) -> torch.Tensor:
+    """Stationaries of one stage, ``(chunks, P, P)`` complex128, block diagonal.
+
+    Entry ``[(kl, bh, p), (kl, bh, j)]`` of chunk ``c`` is ``F_R[j, p] w_{L R}^{k p}`` with
+    ``k = c gk + kl``: ``exp(-2πi p (j L + k) / (L R))``.
+    """
+    L, R, gk, gb = stage.L, stage.R, stage.gk, stage.gb
+    k = torch.arange(L, dtype=torch.int64)
+    p = torch.arange(R, dtype=torch.int64)
+    j = torch.arange(R, dtype=torch.int64)
+    # w[k, p, j] = exp(-2πi p (j L + k) / (L R))
+    w = _roots(p[None, :, None] * (j[None, None, :] * L + k[:, None, None]), L * R)
+    w = w.reshape(stage.chunks, gk, R, R)
+    eye_k = torch.eye(gk, dtype=torch.complex128)
+    eye_b = torch.eye(gb, dtype=torch.complex128)
+    blocks = torch.einsum("ka,bd,ckpj->ckbpadj", eye_k, eye_b, w)
+    return blocks.reshape(stage.chunks, stage.partitions, stage.partitions)
+
+
+def build_stage_tables(
+    geometry: KernelGeometry, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The flat stationary planes ``(Re W, Im W)`` of every stage, rounded once from complex128.
+
+    The kernel derives the third plane its complex products need on chip (``-Im W`` for four
+    multiplications, ``Re W + Im W`` and ``Im W - Re W`` for three).
+    """
+    blocks = [_stage_blocks(s).reshape(-1) for s in geometry.stages]
+    w = torch.cat(blocks) if blocks else torch.zeros(0, dtype=torch.complex128)
+    return w.real.to(dtype).contiguous(), w.imag.to(dtype).contiguous()
