@@ -21,6 +21,7 @@ import os
 import resource
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,8 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from molecules import BUILTIN, load_geometry
 
 #: |E_corr − PySCF| allowed by --check: float64 on the PyTorch route agrees to rounding; float32
-#: (and the emulator's float32 kernels) to the accuracy float32 sums of ~1e6 terms can give.
+#: (and the NKI kernels, which compute in float32 whatever the input dtype) to the accuracy
+#: float32 sums of ~1e6 terms can give.
 TOLERANCE = {"float64": 1e-8, "float32": 1e-5}
+TARGETS = ("trn1", "trn2")
 
 DEFAULT_AUXBASIS = {"cc-pvdz": "cc-pvdz-ri", "cc-pvtz": "cc-pvtz-ri", "cc-pvqz": "cc-pvqz-ri",
                     "aug-cc-pvdz": "aug-cc-pvdz-ri", "aug-cc-pvtz": "aug-cc-pvtz-ri",
@@ -62,6 +65,56 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.memory is not None and args.memory <= 0:
         p.error("--memory must be a positive number of GiB")
     return args
+
+
+class KernelRoute:
+    """Watches the correlation step: which route really ran, and on the emulator what it launched.
+
+    A kernel route that fell back to PyTorch says so (NkiFallbackWarning); those warnings are
+    collected, shown once on stderr, and the reported route becomes "pytorch (fallback)". On the
+    emulator every launch is recorded, for the number of distinct kernel keys of the run and the
+    modelled trn1/trn2 time of the energy step.
+    """
+
+    def __init__(self, simulator: bool) -> None:
+        self.simulator = simulator
+        self.fallbacks: list[str] = []
+        self.records: dict[str, object] = {}
+
+    @contextlib.contextmanager
+    def watch(self, stage: str) -> Iterator[None]:
+        from trncore import NkiFallbackWarning
+
+        with contextlib.ExitStack() as stack:
+            caught = stack.enter_context(warnings.catch_warnings(record=True))
+            warnings.simplefilter("always", NkiFallbackWarning)
+            if self.simulator:
+                import trncore.sim
+
+                self.records[stage] = stack.enter_context(trncore.sim.record_launches())
+            yield
+        for w in caught:
+            if issubclass(w.category, NkiFallbackWarning):
+                self.fallbacks.append(str(w.message))
+                print(f"warning: {w.message}", file=sys.stderr)
+            else:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+    def summary(self) -> dict[str, object]:
+        """Kernel keys and launches of the whole step, and the modelled energy step per target."""
+        if not self.records:
+            return {}
+        keys = set().union(*(r.keys for r in self.records.values()))
+        launches: dict[str, int] = {}
+        for r in self.records.values():
+            for name, n in r.counts().items():
+                launches[name] = launches.get(name, 0) + n
+        energy = self.records["energy"]
+        return {
+            "kernel_keys": len(keys),
+            "launches": launches,
+            "energy_step_model": {t: energy.model(t).as_dict() for t in TARGETS},
+        }
 
 
 class Stages:
@@ -122,9 +175,10 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     nocc = int(np.count_nonzero(mf.mo_occ > 0))
     c = torch.from_numpy(np.ascontiguousarray(mf.mo_coeff)).to(dtype)
     eps = torch.from_numpy(np.asarray(mf.mo_energy)).to(dtype)
-    with stages.stage("transform"):
+    kernels = KernelRoute(args.simulator)
+    with stages.stage("transform"), kernels.watch("transform"):
         B = trntensor.ao_to_mo_transform(torch.from_numpy(cderi).to(dtype), c[:, :nocc], c[:, nocc:])
-    with stages.stage("energy"):
+    with stages.stage("energy"), kernels.watch("energy"):
         e_corr = float(trntensor.mp2_energy(B, eps[:nocc], eps[nocc:], frozen=frozen, memory_budget=budget))
     with stages.stage("pyscf_dfmp2"):
         pt = dfmp2.DFMP2(mf, frozen=frozen or None)
@@ -132,8 +186,14 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         e_ref = float(pt.kernel()[0])
     stages.close()
 
-    route = "simulator" if args.simulator else trntensor._library.explain()[0].value
-    tolerance = TOLERANCE[args.dtype]
+    route = trntensor._library.explain()[0].value
+    summary = kernels.summary()
+    if kernels.fallbacks:
+        route = "pytorch (fallback)"
+    elif route == "simulator" and not summary.get("kernel_keys"):
+        route = "pytorch (below the kernels' size threshold)"
+    # The kernels compute in float32 whatever the input dtype (float64 only with the opt-in).
+    tolerance = TOLERANCE["float32" if route in ("simulator", "device") else args.dtype]
     return {
         "molecule": args.molecule,
         "basis": args.basis,
@@ -154,6 +214,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "tolerance": tolerance,
         "agrees": abs(e_corr - e_ref) <= tolerance,
         "seconds": stages.times,
+        "fallbacks": kernels.fallbacks,
+        **summary,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
@@ -176,6 +238,14 @@ def report(r: dict[str, object]) -> str:
         f"  correlation step (transform + energy) {t['transform'] + t['energy']:.2f} s, "
         f"PySCF DFMP2 {t['pyscf_dfmp2']:.2f} s; peak RSS {r['peak_rss_mib']:.0f} MiB",
     ]
+    if "kernel_keys" in r:
+        launches = ", ".join(f"{k} x{v}" for k, v in sorted(r["launches"].items()))
+        lines.append(f"  emulator: {r['kernel_keys']} distinct kernel keys ({launches})")
+        for target, m in r["energy_step_model"].items():
+            lines.append(
+                f"  energy step on {target}, MODELLED (trncore.sim cost model, not a measurement): "
+                f"{m['lower_s'] * 1e6:.0f}-{m['upper_s'] * 1e6:.0f} us, bound by {m['bound']}"
+            )
     return "\n".join(lines)
 
 

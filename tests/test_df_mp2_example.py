@@ -55,6 +55,29 @@ def test_frozen_core_and_float32():
     assert abs(r["e_corr"] - r["e_corr_pyscf"]) <= 1e-5
 
 
+@pytest.mark.simulator
+@pytest.mark.parametrize("molecule", ["water", "ammonia"])
+def test_float32_kernels_on_the_emulator_match_pyscf_to_1e5(molecule):
+    r = results("--molecule", molecule, "--backend", "nki", "--simulator", "--dtype", "float32")
+    assert r["route"] == "simulator" and r["fallbacks"] == []
+    assert abs(r["e_corr"] - r["e_corr_pyscf"]) <= 1e-5
+    assert 1 <= r["kernel_keys"] <= 4
+    for target in ("trn1", "trn2"):
+        model = r["energy_step_model"][target]
+        assert 0 < model["lower_s"] <= model["upper_s"]
+        assert model["bound"] in ("tensor", "vector", "scalar", "gpsimd", "dma")
+
+
+@pytest.mark.simulator
+def test_float64_on_the_kernel_route_falls_back_and_says_so():
+    out = run("--molecule", "water", "--backend", "nki", "--simulator", "--json", "--check")
+    assert out.returncode == 0, out.stdout + out.stderr
+    r = json.loads(out.stdout)
+    assert r["route"] == "pytorch (fallback)" and "float64" in r["fallbacks"][0]
+    assert "warning:" in out.stderr and "ALLOW_FP32_COMPUTE" in out.stderr
+    assert abs(r["e_corr"] - r["e_corr_pyscf"]) <= 1e-8  # the float64 reference ran
+
+
 def test_xyz_input(tmp_path):
     xyz = tmp_path / "h2o.xyz"
     xyz.write_text("3\nwater\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n")
