@@ -8,7 +8,10 @@ For each molecule one RHF is run, then the two correlation steps alternate ``--r
 
 Reported per molecule: median seconds of each, their ratio (target ≤ 1.0 on naphthalene), the
 energy difference, and the peak memory each step adds over the SCF's resident set (Linux VmHWM,
-reset before each step). Results go to ``benchmarks/results/df_mp2.json`` and a plot to
+reset before each step). Then the example runs on the emulator's float32 NKI kernels
+(``--emulator-molecules``): the distinct kernel keys of the whole run (target ≤ 4), the agreement
+with PySCF, and the modelled trn1/trn2 time of the energy step with its bounding engine (a cost
+model, not a measurement). Results go to ``benchmarks/results/df_mp2.json`` and a plot to
 ``docs/assets/bench/df_mp2.png``.
 
     ./scripts/python benchmarks/df_mp2.py [--molecules water benzene naphthalene] [--repeats 5]
@@ -97,6 +100,21 @@ def worker(molecule: str, basis: str, auxbasis: str, repeats: int) -> dict:
     }
 
 
+def emulator_run(molecule: str, basis: str, auxbasis: str) -> dict:
+    """The example on the emulator's float32 kernels: keys, agreement and the modelled energy step."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "df_mp2.py"), "--molecule", molecule, "--basis", basis,
+         "--auxbasis", auxbasis, "--backend", "nki", "--simulator", "--dtype", "float32", "--json"],
+        capture_output=True, text=True, check=True,
+    )
+    r = json.loads(out.stdout)
+    if r["route"] != "simulator":
+        raise RuntimeError(f"{molecule}: the kernels did not run ({r['route']}): {r['fallbacks']}")
+    keep = ("molecule", "nbasis", "nocc", "nvir", "naux", "kernel_keys", "launches", "difference",
+            "energy_step_model", "seconds")
+    return {k: r[k] for k in keep}
+
+
 def plot(results: list[dict]) -> Path:
     plt = pyplot()
     names = [r["molecule"] for r in results]
@@ -122,6 +140,8 @@ def main() -> int:
     parser.add_argument("--basis", default="cc-pvdz")
     parser.add_argument("--auxbasis", default="cc-pvdz-ri")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--emulator-molecules", nargs="*", default=["water", "ammonia", "benzene"],
+                        help="molecules run on the emulator's float32 kernels (none to skip)")
     parser.add_argument("--worker", nargs=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -142,7 +162,16 @@ def main() -> int:
         print(f"{r['molecule']:<12}{r['nbasis']:>7}{r['median_s']['trnsci']:>10.3f}{r['median_s']['pyscf']:>10.3f}"
               f"{r['ratio']:>7.2f}{r['peak_extra_mib']['trnsci']:>12.0f}{r['peak_extra_mib']['pyscf']:>11.0f}"
               f"{abs(r['difference']):>10.1e}")
-    written = write_json("df_mp2", results, basis=args.basis, auxbasis=args.auxbasis)
+    emulated = [emulator_run(m, args.basis, args.auxbasis) for m in args.emulator_molecules]
+    if emulated:
+        print("\nDF-MP2 on the trncore.sim emulator, float32 NKI kernels (examples/df_mp2.py --simulator)")
+        print(f"{'molecule':<12}{'keys':>5}{'|dE| Eh':>10}   energy step, MODELLED (lower-upper us, bound)")
+        for r in emulated:
+            model = "; ".join(f"{t} {m['lower_s'] * 1e6:.0f}-{m['upper_s'] * 1e6:.0f} ({m['bound']})"
+                              for t, m in r["energy_step_model"].items())
+            print(f"{r['molecule']:<12}{r['kernel_keys']:>5}{abs(r['difference']):>10.1e}   {model}")
+        print(f"distinct kernel keys per run: {sorted({r['kernel_keys'] for r in emulated})} (target <= 4)")
+    written = write_json("df_mp2", results, basis=args.basis, auxbasis=args.auxbasis, emulator=emulated)
     png = plot(results)
     print(f"wrote {written.relative_to(ROOT)} and {png.relative_to(ROOT)}")
     return 0
