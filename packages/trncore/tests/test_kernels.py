@@ -12,11 +12,14 @@ from trncore.kernels import (
     ceil_div,
     dtype_bytes,
     evict,
+    gemm_kernel,
+    gemm_update_kernel,
     k_tiles_per_block,
     load_block,
     matmul_tile,
     mp2_energy_tile,
     partition_sum,
+    product_tile,
     spans,
     store_block,
 )
@@ -238,3 +241,46 @@ def test_dtype_bytes() -> None:
     assert [dtype_bytes(d) for d in names] == [4, 2, 2, 1, 1]
     with pytest.raises(ValueError, match="unknown NKI dtype"):
         dtype_bytes("float64")
+
+
+# ----------------------------------------------------------------------------- the GEMM kernel
+
+
+@pytest.mark.parametrize(("m", "k", "n"), [(1, 1, 1), (7, 129, 200), (130, 257, 513)])
+@pytest.mark.parametrize(("trans_a", "trans_b"), [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_gemm_kernel_any_shape_and_transpose(target, m, k, n, trans_a, trans_b) -> None:
+    rng = np.random.default_rng(m + k + n)
+    a = rng.standard_normal((k, m) if trans_a else (m, k), dtype=np.float32)
+    b = rng.standard_normal((n, k) if trans_b else (k, n), dtype=np.float32)
+    expected = (a.T if trans_a else a).astype(np.float64) @ (b.T if trans_b else b)
+    got = sim.simulate(gemm_kernel)(a, b, trans_a, trans_b, 0.5)
+    np.testing.assert_allclose(got, 0.5 * expected, rtol=1e-5, atol=1e-4)
+
+
+def test_gemm_kernel_batches_and_broadcasts_and_updates(target) -> None:
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 70, 40), dtype=np.float32)
+    b = rng.standard_normal((1, 40, 90), dtype=np.float32)  # a batch of one broadcasts
+    c = rng.standard_normal((3, 70, 90), dtype=np.float32)
+    expected = np.matmul(a.astype(np.float64), b)
+    np.testing.assert_allclose(sim.simulate(gemm_kernel)(a, b), expected, rtol=1e-5, atol=1e-4)
+    got = sim.simulate(gemm_update_kernel)(a, b, c, 0, 0, 2.0)
+    np.testing.assert_allclose(got, 2.0 * expected + c, rtol=1e-5, atol=1e-4)
+
+
+def _product_kernel(lhs, rhs, m, n):
+    out = nl.ndarray((m, n), nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((m, n), nl.float32, buffer=nl.psum)
+    product_tile(acc, lhs, rhs, lhs.shape[0], 0, m, 0, n, tile_k=128)
+    res = nl.ndarray((m, n), nl.float32, buffer=nl.sbuf)
+    evict(res, acc)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+
+
+def test_product_tile_accumulates_all_of_k_in_blocks(target) -> None:
+    rng = np.random.default_rng(4)
+    lhs = rng.standard_normal((1000, 100), dtype=np.float32)  # K = 1000: several K tiles, ragged
+    rhs = rng.standard_normal((1000, 300), dtype=np.float32)
+    got = sim.simulate(_product_kernel)(lhs, rhs, 100, 300)
+    np.testing.assert_allclose(got, lhs.T.astype(np.float64) @ rhs, rtol=1e-5, atol=1e-3)

@@ -13,7 +13,7 @@ import torch
 
 import trntensor
 from trncore import dispatch
-from trntensor.kernels import contract_gemm_kernel
+from trncore.kernels import gemm_kernel
 
 pytestmark = pytest.mark.xla
 
@@ -33,7 +33,7 @@ class GemmOnXla:
         return True
 
     def launch(self, kernel, tensors, params):
-        assert kernel is contract_gemm_kernel
+        assert kernel is gemm_kernel
         lhs, rhs = tensors
         self.devices += [t.device.type for t in tensors]
         left = lhs if params.get("transpose_lhs") else lhs.mT

@@ -4,8 +4,8 @@ Each pairwise contraction that sums over at least one label reaches :data:`_cont
 ``C[b, m, n] = A[b, m, k] @ B[b, k, n]`` (or the unbatched form), with transposed operands passed
 as transposed views rather than copies. ``_contract_gemm`` is a trncore operation: on the
 PyTorch route it is ``torch.matmul``; on the NKI route (device or simulator) its driver pads the
-operands to shape buckets and launches :func:`trntensor.kernels.contract_gemm_kernel`, one
-launch for the whole batch.
+operands to shape buckets and launches the suite's GEMM kernel,
+:func:`trncore.kernels.gemm_kernel` (the one trnblas launches), once per batch chunk.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import torch
 
 from trncore.dispatch import KernelContext, KernelUnsupported
+from trncore.kernels import gemm_kernel
 from trncore.padding import TilePolicy, pad_to
 from trntensor import _library
 from trntensor._precision import kernel_dtype
-from trntensor.kernels import contract_gemm_kernel
 
 __all__: list[str] = []
 
@@ -69,7 +69,9 @@ def _gemm_driver(ctx: KernelContext, a: torch.Tensor, b: torch.Tensor) -> torch.
         rows = min(chunk, nb - b0)
         lhs_p = pad_to(lhs[b0 : b0 + rows].to(dtype), lhs_shape).contiguous()
         rhs_p = pad_to(rhs[b0 : b0 + rows].to(dtype), rhs_shape).contiguous()
-        res = ctx.launch(contract_gemm_kernel, lhs_p, rhs_p, transpose_lhs=t_lhs, transpose_rhs=t_rhs)
+        # gemm_kernel computes op(a) @ op(b) with a = (M, K) unless trans_a: lhs is (K, M) when not
+        # t_lhs, so trans_a = not t_lhs; rhs is (N, K) exactly when t_rhs.
+        res = ctx.launch(gemm_kernel, lhs_p, rhs_p, trans_a=int(not t_lhs), trans_b=int(t_rhs))
         parts.append(res[:rows, :m, :n])
     out = torch.cat(parts) if len(parts) > 1 else parts[0]
     out = out.to(a.dtype)
@@ -79,7 +81,7 @@ def _gemm_driver(ctx: KernelContext, a: torch.Tensor, b: torch.Tensor) -> torch.
 _contract_gemm = _library.operation(
     "contract_gemm",
     reference=_gemm_reference,
-    kernel=contract_gemm_kernel,
+    kernel=gemm_kernel,
     driver=_gemm_driver,
     policy=_POLICY,
     work=_gemm_work,

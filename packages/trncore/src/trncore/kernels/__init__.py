@@ -15,14 +15,23 @@ on.
     (:func:`~trncore.kernels.matmul.matmul_tile`), PSUM eviction
     (:func:`~trncore.kernels.matmul.evict`) and the K-block size that fits SBUF
     (:func:`~trncore.kernels.matmul.k_tiles_per_block`);
+:mod:`trncore.kernels.product`
+    one output tile of a product over all of K, in SBUF-sized K blocks
+    (:func:`~trncore.kernels.product.product_tile`);
+:mod:`trncore.kernels.gemm`
+    the GEMM kernel itself, batched, with transposes read through the DMA and stationary reuse
+    (:func:`~trncore.kernels.gemm.gemm_kernel`, :func:`~trncore.kernels.gemm.gemm_update_kernel`),
+    launched by trnblas and trntensor alike;
 :mod:`trncore.kernels.mp2`
     the closed-shell MP2 energy of a tile of amplitudes
     (:func:`~trncore.kernels.mp2.mp2_energy_tile`) and the cross-partition sum that finishes it
     (:func:`~trncore.kernels.mp2.partition_sum`).
 """
 
+from trncore.kernels.gemm import gemm_kernel, gemm_update_kernel
 from trncore.kernels.matmul import evict, k_tiles_per_block, matmul_tile
 from trncore.kernels.mp2 import mp2_energy_tile, partition_sum
+from trncore.kernels.product import product_tile
 from trncore.kernels.tiles import block_view, ceil_div, dtype_bytes, load_block, spans, store_block
 
 __all__ = [
@@ -30,11 +39,14 @@ __all__ = [
     "ceil_div",
     "dtype_bytes",
     "evict",
+    "gemm_kernel",
+    "gemm_update_kernel",
     "k_tiles_per_block",
     "load_block",
     "matmul_tile",
     "mp2_energy_tile",
     "partition_sum",
+    "product_tile",
     "spans",
     "store_block",
 ]

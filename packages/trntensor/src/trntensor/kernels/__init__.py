@@ -1,4 +1,6 @@
-"""trntensor's NKI kernels: the einsum GEMM step, the AO→MO transform and the DF-MP2 energy.
+"""trntensor's NKI kernels: the AO→MO transform and the DF-MP2 energy.
+
+The einsum GEMM step launches the suite's GEMM kernel, :func:`trncore.kernels.gemm_kernel`.
 
 Each kernel is an ordinary function written against ``from trncore.lang import nl, nisa`` (AWS's
 NKI where it is installed, the :mod:`trncore.sim` emulator elsewhere) and is launched through a
@@ -10,7 +12,6 @@ tiles (sizes from ``min``), so no kernel assumes multiples of 128.
 """
 
 from trntensor.kernels.ao_to_mo import ao_to_mo_kernel
-from trntensor.kernels.contract_gemm import contract_gemm_kernel
 from trntensor.kernels.mp2_energy import mp2_energy_block_kernel
 
-__all__ = ["ao_to_mo_kernel", "contract_gemm_kernel", "mp2_energy_block_kernel"]
+__all__ = ["ao_to_mo_kernel", "mp2_energy_block_kernel"]

@@ -19,9 +19,8 @@ back to K-blocked tiles. Every tile is clipped at the edges, so any ``nbasis``, 
 
 from __future__ import annotations
 
-from trncore.kernels import ceil_div, evict, load_block, matmul_tile, spans
+from trncore.kernels import ceil_div, evict, load_block, matmul_tile, product_tile, spans
 from trncore.lang import nisa, nl
-from trntensor.kernels._product import product_tile
 
 __all__ = ["ao_to_mo_kernel"]
 

@@ -1,5 +1,9 @@
 """GEMM on the Tensor Engine: ``out = alpha · op(a) @ op(b) (+ c)`` for any M, K, N, batched.
 
+The one GEMM kernel of the suite: trnblas launches it for gemm, batched_gemm, symm, trmm, syr2k
+and TRSM's trailing updates, trntensor for every GEMM-shaped einsum step. Tile sizes are
+parameters, so one source serves every shape.
+
 Layout (nki-0.3.md §3.1): ``nc_matmul`` contracts over partitions, so both operands are loaded
 with K on partitions — the stationary block is ``op(a)ᵀ`` (K × block_m), the moving block
 ``op(b)`` (K × tile_n). Whether that is a plain or a transposed read of the HBM tensor depends on
@@ -24,16 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trncore.kernels import (
-    ceil_div,
-    dtype_bytes,
-    evict,
-    k_tiles_per_block,
-    load_block,
-    matmul_tile,
-    spans,
-    store_block,
-)
+from trncore.kernels.matmul import evict, k_tiles_per_block, matmul_tile
+from trncore.kernels.tiles import ceil_div, dtype_bytes, load_block, spans, store_block
 from trncore.lang import nisa, nl
 
 __all__ = ["gemm_kernel", "gemm_update_kernel"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from trncore.kernels import ceil_div, k_tiles_per_block, load_block, matmul_tile
+from trncore.kernels.matmul import k_tiles_per_block, matmul_tile
+from trncore.kernels.tiles import ceil_div, load_block
 from trncore.lang import nl
 
 __all__ = ["product_tile"]
