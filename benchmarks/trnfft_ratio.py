@@ -10,17 +10,21 @@ torch's default.
 
     ./scripts/python benchmarks/trnfft_ratio.py [--functions fft,rfft] [--rounds 41] [--threads 1]
         [--json PATH]
+
+Writes ``benchmarks/results/trnfft_ratio.json`` (rows, wrapper overhead, machine) and the plot
+``docs/assets/bench/trnfft_ratio.png`` (ratio per size against the 1.1 line) through
+``benchmarks/_results.py``. The machine is shared: read the figures as medians under load.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 
 import torch
+from _results import RESULTS_DIR, pyplot, save_plot, write_json
 
 import trnfft
 from trnfft import _ops
@@ -108,7 +112,7 @@ def main() -> int:
     parser.add_argument("--budget-ms", type=float, default=1.0, help="time per timed batch of calls")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch default)")
     parser.add_argument("--max-n", type=int, default=2**20, help="skip sizes above this")
-    parser.add_argument("--json", type=Path, help="also write the rows as JSON to this path")
+    parser.add_argument("--json", type=Path, default=RESULTS_DIR / "trnfft_ratio.json", help="output path")
     args = parser.parse_args()
 
     if args.threads > 0:
@@ -143,10 +147,41 @@ def main() -> int:
     worst = max(rows, key=lambda r: r["ratio"])
     print(f"\nworst ratio {worst['ratio']:.3f} at {worst['function']} n={worst['n']} batch={worst['batch']}")
     print(f"median ratio {statistics.median(r['ratio'] for r in rows):.3f} over {len(rows)} cases")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"target": TARGET, "overhead_ns": overhead, "rows": rows}, indent=2))
+    written = write_json(
+        "trnfft_ratio",
+        rows,
+        path=args.json,
+        target=TARGET,
+        torch_version=torch.__version__,
+        threads=torch.get_num_threads(),
+        rounds=args.rounds,
+        overhead_ns={name: {"min": low, "median": mid} for name, (low, mid) in overhead.items()},
+        note="shared 2-core machine with other processes running: medians of paired rounds under load",
+    )
+    png = plot(rows)
+    print(f"wrote {written} and {png}")
     return 0
+
+
+def plot(rows: list[dict]) -> Path:
+    """Median ratio to torch.fft per size, unbatched and batched, per function, with the target line."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for name in dict.fromkeys(r["function"] for r in rows):
+        for label, batched, style in (("batch 1", False, "-o"), ("batched", True, "--s")):
+            pts = sorted(
+                (r["n"], r["ratio"]) for r in rows if r["function"] == name and (r["batch"] > 1) == batched
+            )
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, ms=4, label=f"{name}, {label}")
+    ax.axhline(TARGET, color="red", lw=1, label=f"target {TARGET}")
+    ax.axhline(1.0, color="grey", lw=0.5)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("transform length n")
+    ax.set_ylabel("trnfft time / torch.fft time (median)")
+    ax.set_title("trnfft PyTorch route vs torch.fft (shared, noisy CPU)")
+    ax.legend(fontsize=8)
+    return save_plot(fig, "trnfft_ratio")
 
 
 if __name__ == "__main__":

@@ -235,23 +235,76 @@ def rfft_driver(
     return full.narrow(dim, 0, length // 2 + 1)
 
 
-def irfft_driver(
-    ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
+def _c2r_along(
+    ctx: KernelContext, x: torch.Tensor, dim: int, length: int, scale: float, inverse: bool
 ) -> torch.Tensor:
-    """NKI-route driver of ``irfft``: the Hermitian completion's inverse, real plane."""
-    x = _check_input(input)
-    _no_out(out)
-    if not _valid_1d(x, n, dim, norm):
-        ctx.caller_error(input, n, dim, norm)
-    length = 2 * (x.shape[dim] - 1) if n is None else n
-    if length <= 0:
-        ctx.caller_error(input, n, dim, norm)
+    """Real plane of the transform of the Hermitian completion of ``x`` to ``length`` along ``dim``."""
     half = _resize(x.to(torch.complex64), dim, length // 2 + 1)
     # X[length - k] = conj(X[k]) for 0 < k < ceil(length / 2); the imaginary parts of the DC and
     # Nyquist bins only add an imaginary constant / alternating term, which the real plane drops.
     mirror = half.narrow(dim, 1, (length - 1) // 2).flip(dim).conj()
     full = torch.cat([half, mirror], dim=dim)
-    return _c2c_along(ctx, full, dim, _scale(length, norm, True), True).real.contiguous()
+    return _c2c_along(ctx, full, dim, scale, inverse).real.contiguous()
+
+
+def _c2r_driver(inverse: bool, name: str) -> Any:
+    def driver(
+        ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
+    ) -> torch.Tensor:
+        x = _check_input(input)
+        _no_out(out)
+        if not _valid_1d(x, n, dim, norm):
+            ctx.caller_error(input, n, dim, norm)
+        length = 2 * (x.shape[dim] - 1) if n is None else n
+        if length <= 0:
+            ctx.caller_error(input, n, dim, norm)
+        return _c2r_along(ctx, x, dim, length, _scale(length, norm, inverse), inverse)
+
+    driver.__name__ = driver.__qualname__ = f"{name}_driver"
+    return driver
+
+
+irfft_driver = _c2r_driver(True, "irfft")
+irfft_driver.__doc__ = "NKI-route driver of ``irfft``: the Hermitian completion's inverse, real plane."
+# hfft(a) = n irfft(conj a) = conj(DFT(completion(a))): its real plane is the forward transform's.
+hfft_driver = _c2r_driver(False, "hfft")
+hfft_driver.__doc__ = "NKI-route driver of ``hfft``: the Hermitian completion's forward DFT, real plane."
+
+
+def ihfft_driver(
+    ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
+) -> torch.Tensor:
+    """NKI-route driver of ``ihfft``: the inverse transform of the real input, first ``n//2 + 1`` bins."""
+    x = _check_input(input)
+    _no_out(out)
+    if x.is_complex() or not _valid_1d(x, n, dim, norm):
+        ctx.caller_error(input, n, dim, norm)
+    length = x.shape[dim] if n is None else n
+    full = _c2c_along(ctx, _resize(x, dim, length), dim, _scale(length, norm, True), True)
+    return full.narrow(dim, 0, length // 2 + 1)
+
+
+def _nd_args(
+    ctx: KernelContext, input: Any, s: Any, dim: Any, norm: Any, half_input: bool = False
+) -> tuple[list[int], list[int]]:
+    """Transform dims and sizes (torch.fft's ``s``/``dim`` rules); torch's error when they are invalid.
+
+    ``half_input``: the last transformed dim holds ``m`` bins of a Hermitian spectrum, whose real
+    length defaults to ``2 * (m - 1)`` (the ``irfftn`` family).
+    """
+    x = input
+    try:
+        dims = _nd_dims(x, s, dim)
+    except (ValueError, TypeError):
+        ctx.caller_error(input, s, dim, norm)
+    if norm not in _NORMS or dims is None:
+        ctx.caller_error(input, s, dim, norm)
+    sizes = [x.shape[d] if s is None or s[i] == -1 else s[i] for i, d in enumerate(dims)]
+    if half_input and (s is None or s[-1] == -1):
+        sizes[-1] = 2 * (x.shape[dims[-1]] - 1)
+    if any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 for v in sizes):
+        ctx.caller_error(input, s, dim, norm)
+    return dims, sizes
 
 
 def _nd_driver(inverse: bool, name: str, default_dims: Any) -> Any:
@@ -266,20 +319,77 @@ def _nd_driver(inverse: bool, name: str, default_dims: Any) -> Any:
     ) -> torch.Tensor:
         x = _check_input(input)
         _no_out(out)
-        try:
-            dims = _nd_dims(x, s, dim)
-        except ValueError:
-            ctx.caller_error(input, s, dim, norm)
-        if norm not in _NORMS or dims is None:
-            ctx.caller_error(input, s, dim, norm)
-        sizes = [x.shape[d] if s is None or s[i] == -1 else s[i] for i, d in enumerate(dims)]
-        if any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 for v in sizes):
-            ctx.caller_error(input, s, dim, norm)
+        dims, sizes = _nd_args(ctx, x, s, dim, norm)
         for d, size in zip(dims, sizes):
             x = _resize(x, d, size)
         for d, size in reversed(list(zip(dims, sizes))):
             x = _c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
         return x
+
+    driver.__name__ = driver.__qualname__ = f"{name}_driver"
+    driver.__doc__ = f"NKI-route driver of ``{name}`` (``torch.fft.{name}`` semantics)."
+    return driver
+
+
+def _rnd_driver(name: str, default_dims: Any) -> Any:
+    """``rfft2``/``rfftn``: the last dim's half spectrum, then full transforms along the others."""
+
+    def driver(
+        ctx: KernelContext,
+        input: Any,
+        s: Any = None,
+        dim: Any = default_dims,
+        norm: Any = None,
+        *,
+        out: Any = None,
+    ) -> torch.Tensor:
+        x = _check_input(input)
+        _no_out(out)
+        if x.is_complex():
+            ctx.caller_error(input, s, dim, norm)
+        dims, sizes = _nd_args(ctx, x, s, dim, norm)
+        if not dims:
+            raise KernelUnsupported("no dimension to transform")
+        for d, size in zip(dims, sizes):
+            x = _resize(x, d, size)
+        last, length = dims[-1], sizes[-1]
+        # The half spectrum first: the other dims then transform only length // 2 + 1 columns.
+        x = _c2c_along(ctx, x, last, _scale(length, norm, False), False).narrow(last, 0, length // 2 + 1)
+        for d, size in reversed(list(zip(dims[:-1], sizes[:-1]))):
+            x = _c2c_along(ctx, x, d, _scale(size, norm, False), False)
+        return x
+
+    driver.__name__ = driver.__qualname__ = f"{name}_driver"
+    driver.__doc__ = f"NKI-route driver of ``{name}`` (``torch.fft.{name}`` semantics)."
+    return driver
+
+
+def _irnd_driver(name: str, default_dims: Any) -> Any:
+    """``irfft2``/``irfftn``: inverse transforms along the other dims, then the real inverse of the last."""
+
+    def driver(
+        ctx: KernelContext,
+        input: Any,
+        s: Any = None,
+        dim: Any = default_dims,
+        norm: Any = None,
+        *,
+        out: Any = None,
+    ) -> torch.Tensor:
+        x = _check_input(input)
+        _no_out(out)
+        if not x.dim():
+            ctx.caller_error(input, s, dim, norm)
+        dims, sizes = _nd_args(ctx, x, s, dim, norm, half_input=True)
+        if not dims:
+            raise KernelUnsupported("no dimension to transform")
+        x = x.to(torch.complex64)
+        for d, size in zip(dims[:-1], sizes[:-1]):
+            x = _resize(x, d, size)
+        for d, size in reversed(list(zip(dims[:-1], sizes[:-1]))):
+            x = _c2c_along(ctx, x, d, _scale(size, norm, True), True)
+        last, length = dims[-1], sizes[-1]
+        return _c2r_along(ctx, x, last, length, _scale(length, norm, True), True)
 
     driver.__name__ = driver.__qualname__ = f"{name}_driver"
     driver.__doc__ = f"NKI-route driver of ``{name}`` (``torch.fft.{name}`` semantics)."
@@ -305,6 +415,10 @@ fft2_driver = _nd_driver(False, "fft2", (-2, -1))
 ifft2_driver = _nd_driver(True, "ifft2", (-2, -1))
 fftn_driver = _nd_driver(False, "fftn", None)
 ifftn_driver = _nd_driver(True, "ifftn", None)
+rfft2_driver = _rnd_driver("rfft2", (-2, -1))
+rfftn_driver = _rnd_driver("rfftn", None)
+irfft2_driver = _irnd_driver("irfft2", (-2, -1))
+irfftn_driver = _irnd_driver("irfftn", None)
 
 
 def work_1d(input: Any, n: Any = None, dim: Any = -1, *args: Any, **kwargs: Any) -> int:

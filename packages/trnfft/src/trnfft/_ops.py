@@ -3,15 +3,17 @@
 The public functions in :mod:`trnfft.transforms` and :mod:`trnfft.spectral` call these names
 positionally. Routing (PyTorch, simulator, device), backends, environment variables and fallbacks
 are trncore's (:mod:`trncore.dispatch`); on the PyTorch route an operation calls its reference
-directly. ``fft``, ``ifft``, ``rfft``, ``irfft``, ``fft2``, ``ifft2``, ``fftn`` and ``ifftn`` have
-NKI drivers (:mod:`trnfft._nki`); the other names are ``torch.fft`` itself until their kernels land.
+directly. ``fft``, ``ifft``, ``rfft``, ``irfft``, ``hfft``, ``ihfft`` and the 2-D/n-D ``fft``,
+``ifft``, ``rfft`` and ``irfft`` have NKI drivers (:mod:`trnfft._nki`), as have ``stft`` and ``istft``
+(:mod:`trnfft._nki_spectral`: torch frames, the kernel transforms them); ``hfft2``, ``ihfft2``,
+``hfftn`` and ``ihfftn`` are ``torch.fft`` itself.
 """
 
 from __future__ import annotations
 
 import torch
 
-from trnfft import _library, _nki
+from trnfft import _library, _nki, _nki_spectral
 
 #: Below this many flops (``5 N log2 N`` per row) ``auto`` keeps a call on ``torch.fft``: a kernel
 #: launch costs more than a small transform. A placeholder until measured on hardware.
@@ -30,15 +32,15 @@ fft2 = _op("fft2", torch.fft.fft2, _nki.fft2_driver, _nki.work_nd)
 ifft2 = _op("ifft2", torch.fft.ifft2, _nki.ifft2_driver, _nki.work_nd)
 fftn = _op("fftn", torch.fft.fftn, _nki.fftn_driver, _nki.work_nd)
 ifftn = _op("ifftn", torch.fft.ifftn, _nki.ifftn_driver, _nki.work_nd)
-hfft = torch.fft.hfft
-ihfft = torch.fft.ihfft
-rfft2 = torch.fft.rfft2
-irfft2 = torch.fft.irfft2
+hfft = _op("hfft", torch.fft.hfft, _nki.hfft_driver, _nki.work_1d)
+ihfft = _op("ihfft", torch.fft.ihfft, _nki.ihfft_driver, _nki.work_1d)
+rfft2 = _op("rfft2", torch.fft.rfft2, _nki.rfft2_driver, _nki.work_nd)
+irfft2 = _op("irfft2", torch.fft.irfft2, _nki.irfft2_driver, _nki.work_nd)
 hfft2 = torch.fft.hfft2
 ihfft2 = torch.fft.ihfft2
-rfftn = torch.fft.rfftn
-irfftn = torch.fft.irfftn
+rfftn = _op("rfftn", torch.fft.rfftn, _nki.rfftn_driver, _nki.work_nd)
+irfftn = _op("irfftn", torch.fft.irfftn, _nki.irfftn_driver, _nki.work_nd)
 hfftn = torch.fft.hfftn
 ihfftn = torch.fft.ihfftn
-stft = torch.stft
-istft = torch.istft
+stft = _op("stft", torch.stft, _nki_spectral.stft_driver, _nki_spectral.work_stft)
+istft = _op("istft", torch.istft, _nki_spectral.istft_driver, _nki_spectral.work_stft)
