@@ -397,3 +397,30 @@ def test_caller_error_helper_declines_input_the_reference_accepts(lib, numpy_eng
     env(clean_env, lib, "REQUIRE_NKI", "1")
     with pytest.raises(NkiDispatchError, match="does not take these arguments"):
         op(*inputs())
+
+
+def test_remembered_pytorch_route_is_forgotten_on_every_kind_of_change(lib, numpy_engine, clean_env):
+    import os
+
+    from trncore import config
+
+    assert config.ENV_TRACKED and isinstance(os.environ, os._Environ)
+    op = lib.operation("mm", reference=torch_matmul, kernel=np_matmul_kernel)
+    name = f"{lib.name.upper()}_USE_SIMULATOR"
+    op(*inputs())  # remembered: the reference
+    os.environ.update({name: "1"})
+    try:
+        op(*inputs())
+        assert len(numpy_engine.calls) == 1
+        os.environ.pop(name)
+        op(*inputs())
+        os.environ.setdefault(name, "1")
+        op(*inputs())
+        assert len(numpy_engine.calls) == 2
+    finally:
+        os.environ.pop(name, None)
+    op(*inputs())
+    lib.set_backend("nki")  # a backend change is noticed too (no device: falls back, warns)
+    with pytest.warns(NkiFallbackWarning, match="no Neuron device"):
+        op(*inputs())
+    assert len(numpy_engine.calls) == 2

@@ -15,9 +15,12 @@ from typing import Literal
 __all__ = [
     "BACKENDS",
     "ENV_KEY_VIEW",
+    "ENV_TRACKED",
+    "GENERATION",
     "SUITE_PREFIX",
     "Backend",
     "EnvSettings",
+    "bump_generation",
     "check_backend",
     "env_settings",
     "read_bool",
@@ -131,6 +134,52 @@ def steering_unset(library: str, keys: frozenset[object] | None = None) -> bool:
     if ENV_KEY_VIEW is not None:
         return ENV_KEY_VIEW.isdisjoint(keys)
     return not any(n in os.environ for n in keys)
+
+
+# --------------------------------------------------------------------------- change generation
+#
+# Dispatch remembers "this library runs the reference" until something that could change the
+# answer happens: an environment update, a backend or device-engine change. Environment updates
+# are noticed by giving ``os.environ`` (one object) a subclass of its own class whose item
+# assignment and deletion also bump a counter; every way of changing ``os.environ`` (``[...] =``,
+# ``del``, ``update``, ``pop``, ``setdefault``, pytest's monkeypatch) goes through those two
+# methods. Nothing else about ``os.environ`` changes. Where the class cannot be swapped (another
+# tool replaced ``os.environ``), ``ENV_TRACKED`` is False and dispatch checks the variables on
+# every call instead.
+
+#: Bumped by every tracked environment change and by :func:`bump_generation`.
+GENERATION: list[int] = [0]
+
+
+def bump_generation() -> None:
+    """Invalidate every remembered routing decision (backend or device-engine changes call this)."""
+    GENERATION[0] += 1
+
+
+class _TrackedEnviron(os._Environ):  # type: ignore[name-defined,misc]
+    """``os.environ``'s class plus a change counter; behaviour is otherwise identical."""
+
+    def __setitem__(self, key: str, value: str) -> None:
+        super().__setitem__(key, value)
+        GENERATION[0] += 1
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        GENERATION[0] += 1
+
+
+def _track_environ() -> bool:
+    if type(os.environ) is os._Environ:  # type: ignore[attr-defined]
+        try:
+            os.environ.__class__ = _TrackedEnviron
+        except TypeError:
+            return False
+        return True
+    return type(os.environ).__name__ == "_TrackedEnviron" and type(os.environ).__module__ == __name__
+
+
+#: Whether :data:`GENERATION` follows environment changes (see above).
+ENV_TRACKED = _track_environ()
 
 
 def _steering_names(library: str) -> tuple[str, ...]:
