@@ -36,6 +36,9 @@ MATH_PAGES = ("trntensor/index.html", "df-mp2/index.html")
 ERROR_TEXT = re.compile(
     r"Traceback \(most recent call last\)|mkdocstrings.*(?:error|could not)|Could not collect", re.I
 )
+# A Markdown table that did not become a table leaves its delimiter row in the page's text (a
+# "|" inside a cell, e.g. in math, splits the row and breaks the table).
+RAW_TABLE = re.compile(r"\|\s*:?-{3,}:?\s*\|")
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -98,16 +101,21 @@ def main() -> int:
             problems += [f"{name}: {path} answered an error (broken link to an asset)" for path in missing]
             if ERROR_TEXT.search(dom):
                 problems.append(f"{name}: the page shows a build error")
+            if RAW_TABLE.search(dom):
+                problems.append(f"{name}: a Markdown table did not render (a '|' inside a cell?)")
             if "arithmatex" in dom and 'data-math="rendered"' not in dom:
                 state = re.search(r'data-math="([^"]*)"', dom)
                 why = state.group(1) if state else "no renderer ran"
                 problems.append(f"{name}: math not rendered ({why})")
             shot = (args.out / f"{name}.png").resolve()
-            chromium(browser, [f"--screenshot={shot}", "--window-size=1280,1600", url], profile)
+            chromium(browser, [f"--screenshot={shot}", "--window-size=1280,4000", url], profile)
             if not shot.exists() or shot.stat().st_size < 10_000:
                 problems.append(f"{name}: screenshot missing or blank ({shot})")
             print(f"checked {name:<10} {page}  -> {shot}")
     server.shutdown()
+    for html in sorted(args.site.rglob("*.html")):  # every page, not only those opened above
+        if RAW_TABLE.search(html.read_text(encoding="utf-8")):
+            problems.append(f"{html.relative_to(args.site)}: a Markdown table did not render")
     if problems:
         print("\n".join(["documentation check FAILED:", *problems]), file=sys.stderr)
         return 1
