@@ -25,7 +25,7 @@ from trncore import NkiDispatchError, NkiFallbackWarning, dispatch
 
 pytestmark = pytest.mark.simulator
 
-SHAPES = [(1, 1, 1), (7, 127, 129), (128, 128, 128), (129, 200, 7)]
+SHAPES = [(1, 1, 1), (7, 127, 129), (128, 128, 128), (129, 200, 7), (1000, 1000, 1000)]
 FLAGS = [(0, 0), (1, 0), (0, 1), (1, 1)]
 
 
@@ -176,7 +176,7 @@ def test_batched_gemm_with_c_broadcast(nki_sim):
 
 @pytest.mark.parametrize("lower", [0, 1])
 @pytest.mark.parametrize("trans", [0, 1])
-@pytest.mark.parametrize("nk", [(1, 1), (7, 129), (129, 7), (200, 128)], ids=str)
+@pytest.mark.parametrize("nk", [(1, 1), (7, 129), (129, 7), (200, 128), (1000, 129)], ids=str)
 def test_syrk_kernel_matches_scipy(target, nk, trans, lower):
     n, k = nk
     rng = np.random.default_rng(n + k + trans)
@@ -224,7 +224,7 @@ def _triangular(rng: np.random.Generator, n: int, lower: int, diag: int) -> np.n
 @pytest.mark.parametrize("trans_a", [0, 1])
 @pytest.mark.parametrize("lower", [0, 1])
 @pytest.mark.parametrize("side", [0, 1])
-@pytest.mark.parametrize("order", [1, 7, 129])
+@pytest.mark.parametrize("order", [1, 7, 129, 1000])
 def test_trsm_kernel_matches_scipy(target, order, side, lower, trans_a, diag):
     rng = np.random.default_rng(order + 2 * side + 4 * lower + 8 * trans_a + 16 * diag)
     a = _triangular(rng, order, lower, diag)
