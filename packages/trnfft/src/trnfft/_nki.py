@@ -196,6 +196,13 @@ def _c2c_along(ctx: KernelContext, x: torch.Tensor, dim: int, scale: float, inve
     return torch.complex(yr, yi).reshape(shape).movedim(-1, dim)
 
 
+def _named(driver: Any, name: str) -> Any:
+    """Name a generated driver after its transform (for tracebacks and the kernel report)."""
+    driver.__name__ = driver.__qualname__ = f"{name}_driver"
+    driver.__doc__ = f"NKI-route driver of ``{name}`` (``torch.fft.{name}`` semantics)."
+    return driver
+
+
 def _no_out(out: Any) -> None:
     if out is not None:
         raise KernelUnsupported("out= is not supported by the kernel route")
@@ -213,9 +220,7 @@ def _c2c_driver(inverse: bool, name: str) -> Any:
         x = _resize(x, dim, length)
         return _c2c_along(ctx, x, dim, _scale(length, norm, inverse), inverse)
 
-    driver.__name__ = driver.__qualname__ = f"{name}_driver"
-    driver.__doc__ = f"NKI-route driver of ``{name}`` (``torch.fft.{name}`` semantics)."
-    return driver
+    return _named(driver, name)
 
 
 fft_driver = _c2c_driver(False, "fft")
@@ -260,8 +265,7 @@ def _c2r_driver(inverse: bool, name: str) -> Any:
             ctx.caller_error(input, n, dim, norm)
         return _c2r_along(ctx, x, dim, length, _scale(length, norm, inverse), inverse)
 
-    driver.__name__ = driver.__qualname__ = f"{name}_driver"
-    return driver
+    return _named(driver, name)
 
 
 irfft_driver = _c2r_driver(True, "irfft")
@@ -326,9 +330,7 @@ def _nd_driver(inverse: bool, name: str, default_dims: Any) -> Any:
             x = _c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
         return x
 
-    driver.__name__ = driver.__qualname__ = f"{name}_driver"
-    driver.__doc__ = f"NKI-route driver of ``{name}`` (``torch.fft.{name}`` semantics)."
-    return driver
+    return _named(driver, name)
 
 
 def _rnd_driver(name: str, default_dims: Any) -> Any:
@@ -359,9 +361,7 @@ def _rnd_driver(name: str, default_dims: Any) -> Any:
             x = _c2c_along(ctx, x, d, _scale(size, norm, False), False)
         return x
 
-    driver.__name__ = driver.__qualname__ = f"{name}_driver"
-    driver.__doc__ = f"NKI-route driver of ``{name}`` (``torch.fft.{name}`` semantics)."
-    return driver
+    return _named(driver, name)
 
 
 def _irnd_driver(name: str, default_dims: Any) -> Any:
@@ -391,9 +391,7 @@ def _irnd_driver(name: str, default_dims: Any) -> Any:
         last, length = dims[-1], sizes[-1]
         return _c2r_along(ctx, x, last, length, _scale(length, norm, True), True)
 
-    driver.__name__ = driver.__qualname__ = f"{name}_driver"
-    driver.__doc__ = f"NKI-route driver of ``{name}`` (``torch.fft.{name}`` semantics)."
-    return driver
+    return _named(driver, name)
 
 
 def _nd_dims(x: torch.Tensor, s: Any, dim: Any) -> list[int] | None:
