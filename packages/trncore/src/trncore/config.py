@@ -14,7 +14,6 @@ from typing import Literal
 
 __all__ = [
     "BACKENDS",
-    "ENV_KEY_VIEW",
     "ENV_TRACKED",
     "GENERATION",
     "SUITE_PREFIX",
@@ -114,11 +113,11 @@ def _raw_values(library: str) -> tuple[object, ...]:
 
 _names: dict[str, tuple[str, ...]] = {}
 # A live view of the environment's keys: it follows every change without being rebuilt.
-ENV_KEY_VIEW = _ENV_DATA.keys() if _FAST_ENV else None
+_ENV_KEY_VIEW = _ENV_DATA.keys() if _FAST_ENV else None
 
 
 def steering_keys(library: str) -> frozenset[object]:
-    """The keys, as stored in ``ENV_KEY_VIEW``, of every variable that steers ``library``."""
+    """The keys, as the environment stores them, of every variable that steers ``library``."""
     names = _steering_names(library)
     return frozenset(_ENCODE(n) for n in names) if _FAST_ENV else frozenset(names)
 
@@ -131,8 +130,8 @@ def steering_unset(library: str, keys: frozenset[object] | None = None) -> bool:
     ``keys`` is ``steering_keys(library)``, precomputed by callers on a hot path.
     """
     keys = steering_keys(library) if keys is None else keys
-    if ENV_KEY_VIEW is not None:
-        return ENV_KEY_VIEW.isdisjoint(keys)
+    if _ENV_KEY_VIEW is not None:
+        return _ENV_KEY_VIEW.isdisjoint(keys)
     return not any(n in os.environ for n in keys)
 
 
@@ -169,13 +168,16 @@ class _TrackedEnviron(os._Environ):  # type: ignore[name-defined,misc]
 
 
 def _track_environ() -> bool:
-    if type(os.environ) is os._Environ:  # type: ignore[attr-defined]
-        try:
-            os.environ.__class__ = _TrackedEnviron
-        except TypeError:
-            return False
-        return True
-    return type(os.environ).__name__ == "_TrackedEnviron" and type(os.environ).__module__ == __name__
+    # Only the standard class is swapped. Anything else (another tool's replacement, or the
+    # subclass of an earlier import of this module, which bumps that import's counter) leaves
+    # tracking off, and dispatch checks the variables on every call.
+    if type(os.environ) is not os._Environ:  # type: ignore[attr-defined]
+        return False
+    try:
+        os.environ.__class__ = _TrackedEnviron
+    except TypeError:
+        return False
+    return True
 
 
 #: Whether :data:`GENERATION` follows environment changes (see above).

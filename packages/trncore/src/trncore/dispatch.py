@@ -215,7 +215,6 @@ class KernelContext:
             return _map_outputs(result, lambda t: t.to(device))
         raise RuntimeError(f"launch called on the {self.route.value} route")
 
-
     def caller_error(self, *args: Any, **kwargs: Any) -> NoReturn:
         """For input the driver finds invalid: raise the reference's own error to the caller.
 
