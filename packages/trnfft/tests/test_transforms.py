@@ -199,23 +199,28 @@ def test_shifts(shape, dim):
 
 @pytest.mark.parametrize("name", [n for n, _, _ in ONE_D + N_D] + ["stft", "istft"])
 def test_every_path_goes_through_the_operation_table(name, monkeypatch):
-    """Public functions call trnfft._ops by name, so declaring NKI operations there reroutes them all."""
-    from trnfft import _ops
+    """Every public function runs the declaration in trnfft._ops: on the PyTorch route its reference
+    (called directly on the fast path or by the operation), so one declaration reroutes them all."""
+    from trnfft import _ops, transforms
 
     calls = []
-    original = getattr(_ops, name)
+    operation = getattr(_ops, name)
+    original = operation.reference
 
     def spy(*args, **kwargs):
         calls.append(name)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(_ops, name, spy)
+    monkeypatch.setattr(operation, "reference", spy)
     if name in ("stft", "istft"):
         window = torch.hann_window(16, dtype=torch.float64)
         spec = trnfft.stft(random_tensor((64,), torch.float64), 16, window=window)
         trnfft.istft(spec, 16, window=window)
         assert calls == [name]
         return
+    # The fast path's binding is the operation's reference itself, nothing of its own.
+    assert getattr(transforms, f"_ref_{name}") is original
+    monkeypatch.setattr(transforms, f"_ref_{name}", spy)
     z = random_tensor((4, 6), torch.complex128)
     x = z.real if name in ("rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn") else z
     fn = getattr(trnfft, name)
@@ -228,3 +233,26 @@ def test_every_path_goes_through_the_operation_table(name, monkeypatch):
     if name not in ("rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn"):
         fn(trnfft.ComplexTensor.from_torch(z))
     assert len(calls) >= 3 and set(calls) == {name}
+
+
+def test_the_fast_path_follows_a_route_change(monkeypatch):
+    """After calls on the PyTorch route, a backend or environment change reaches the very next call."""
+    import trncore.sim as sim
+
+    x = random_tensor((4, 32), torch.complex64)
+    trnfft.fft(x)
+    trnfft.fft(x)  # the library now remembers that it runs torch.fft
+    previous = trnfft.get_backend()
+    monkeypatch.setenv("TRNFFT_USE_SIMULATOR", "1")
+    try:
+        trnfft.set_backend("nki")
+        with sim.count_keys() as keys:
+            y = trnfft.fft(x)
+        assert keys, "the kernel did not run after set_backend('nki')"
+        np.testing.assert_allclose(y.numpy(), np.fft.fft(x.numpy().astype(np.complex128)), rtol=0, atol=1e-4)
+        monkeypatch.setenv("TRNFFT_FORCE_BACKEND", "pytorch")  # an environment change alone
+        with sim.count_keys() as keys:
+            trnfft.fft(x)
+        assert not keys
+    finally:
+        trnfft.set_backend(previous)

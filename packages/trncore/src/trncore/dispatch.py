@@ -271,7 +271,7 @@ class Operation:
         # and nothing that could change that has happened since (config.GENERATION). Keeps a
         # small call (an FFT of 16 points, ~4 us in torch) within a few percent of calling the
         # reference directly.
-        if lib._reference_at == _GENERATION[0] or lib._reference_only():
+        if lib.reference_at == _GENERATION[0] or lib._reference_only():
             # Forwarding an empty **kwargs costs torch's argument parser ~0.3 us: avoid it.
             return self.reference(*args, **kwargs) if kwargs else self.reference(*args)
         env = config.env_settings(lib.name)
@@ -365,15 +365,26 @@ _libraries_lock = threading.Lock()
 
 @dataclass
 class Library:
-    """A trnsci library's dispatch state: its backend setting and its declared operations."""
+    """A trnsci library's dispatch state: its backend setting and its declared operations.
+
+    The reference fast path: :meth:`Operation.__call__` first checks
+    ``library.reference_at == trncore.config.GENERATION[0]`` and, when it holds, calls the
+    reference. A public function whose whole cost must stay within a few percent of a
+    microsecond-sized reference call (``trnfft.fft`` on 16 points) may make the same check itself
+    and call ``operation.reference`` directly, saving the operation's own frame and argument
+    packing; otherwise it calls the operation, which routes and refreshes ``reference_at``.
+    """
 
     name: str
     version: str = "0"
     _backend: config.Backend = "auto"
     operations: dict[str, Operation] = field(default_factory=dict)
     _steering: frozenset[object] = field(default=frozenset(), repr=False)
-    #: config.GENERATION at which calls were last found to run the reference (-1: not known).
-    _reference_at: int = field(default=-1, repr=False)
+    #: :data:`trncore.config.GENERATION` at which calls were last found to run the reference
+    #: (-1: not known). While ``reference_at == GENERATION[0]`` every operation of the library
+    #: runs its reference, and a front end may call ``operation.reference`` itself (see the class
+    #: docstring).
+    reference_at: int = field(default=-1, repr=False)
 
     def __post_init__(self) -> None:
         self._steering = config.steering_keys(self.name)
@@ -390,7 +401,7 @@ class Library:
             and (self._backend == "pytorch" or not _device_available_cached())
         )
         if plain and config.ENV_TRACKED:
-            self._reference_at = generation
+            self.reference_at = generation
         return plain
 
     @classmethod
@@ -411,7 +422,7 @@ class Library:
         ``<LIB>_FORCE_BACKEND`` / ``TRNSCI_FORCE_BACKEND``, when set, take precedence.
         """
         self._backend = config.check_backend(backend, what="backend")
-        self._reference_at = -1
+        self.reference_at = -1
 
     def get_backend(self) -> str:
         """The backend in effect: the forcing environment variable if set, else the setting."""
