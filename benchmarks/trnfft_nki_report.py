@@ -7,7 +7,9 @@ and prints the emulator's modelled figures on trn1 and trn2: TensorE utilisation
 peak; the useful flops are the ``5 n log2 n`` of the FFT, not the matmuls' own), HBM traffic over
 the minimum (inputs, tables and outputs once), SBUF peak, instruction counts and the modelled time
 (lower bound: engines fully overlapped). The default variant is also run on random data and its
-relative L2 error against ``numpy.fft`` (float64) printed. A MODEL, not a measurement.
+relative L2 error against ``numpy.fft`` (float64) printed. Then the real transforms: ``rfft`` of
+even ``n`` launches the kernel at ``n/2`` (the packed signal), so its modelled kernel time is set
+beside a full-length launch's, with the emulator's ``rfft`` error. A MODEL, not a measurement.
 
     ./scripts/python benchmarks/trnfft_nki_report.py [--sizes 256,1024,4096] [--batch 128]
         [--json benchmarks/results/trnfft_nki.json] [--no-accuracy]
@@ -72,8 +74,9 @@ def model(n: int, batch: int, grouping: str, gauss: bool, target: str) -> dict:
     }
 
 
-def accuracy(n: int, batch: int) -> float:
-    """Relative L2 error of the NKI route (emulator, default variant) against numpy.fft in float64."""
+def accuracy(n: int, batch: int, real: bool = False) -> float:
+    """Relative L2 error of the NKI route (emulator, default variant) against numpy.fft in float64:
+    ``fft`` of complex data, or ``rfft`` of real data with ``real``."""
     import os
 
     import trnfft
@@ -84,9 +87,12 @@ def accuracy(n: int, batch: int) -> float:
     trnfft.set_backend("nki")
     try:
         gen = torch.Generator().manual_seed(n)
-        x = torch.complex(torch.randn(batch, n, generator=gen), torch.randn(batch, n, generator=gen))
-        y = trnfft.fft(x).numpy()
-        ref = np.fft.fft(x.numpy().astype(np.complex128))
+        if real:
+            x = torch.randn(batch, n, generator=gen)
+            y, ref = trnfft.rfft(x).numpy(), np.fft.rfft(x.numpy().astype(np.float64))
+        else:
+            x = torch.complex(torch.randn(batch, n, generator=gen), torch.randn(batch, n, generator=gen))
+            y, ref = trnfft.fft(x).numpy(), np.fft.fft(x.numpy().astype(np.complex128))
         return float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
     finally:
         trnfft.set_backend(previous)
@@ -132,6 +138,20 @@ def main() -> None:
             err = accuracy(n, args.batch)
             result["rel_l2_error"][str(n)] = err
             print(f"n={n} batch={args.batch}: relative L2 error vs numpy.fft (float64) {err:.2e}")
+    grouping, gauss = _nki.KERNEL_OPTIONS.grouping, _nki.KERNEL_OPTIONS.gauss
+    print("\nrfft (real input): kernel launched at n/2 vs a full-length launch, default variant")
+    result["rfft"] = []
+    for n in sizes:
+        for target in TARGETS:
+            half = model(n // 2, args.batch, grouping, gauss, target)["modelled_time_us"]
+            full = model(n, args.batch, grouping, gauss, target)["modelled_time_us"]
+            row = {"n": n, "target": target, "half_length_kernel_us": half, "full_length_kernel_us": full}
+            if not args.no_accuracy and target == TARGETS[0]:
+                row["rel_l2_error"] = accuracy(n, args.batch, real=True)
+            result["rfft"].append(row)
+            err = f", relative L2 error {row['rel_l2_error']:.2e}" if "rel_l2_error" in row else ""
+            ratio = half / full
+            print(f"n={n:>5} {target}: {half:8.1f} us at n/2 vs {full:8.1f} us at n ({ratio:.2f}x){err}")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -195,14 +195,27 @@ def test_stage_tables_are_the_twiddled_dft():
     assert np.count_nonzero(w[0]) == stage.gk * stage.gb * 144
 
 
-@pytest.mark.parametrize("fn,n", [("fft", 12), ("ifft", 200), ("rfft", 130), ("irfft", 31), ("fft2", None)])
+@pytest.mark.parametrize(
+    "fn,n",
+    [
+        ("fft", 12),
+        ("ifft", 200),
+        ("rfft", 130),  # even lengths: the half-length real transforms
+        ("irfft", 64),
+        ("hfft", 38),
+        ("ihfft", 50),
+        ("irfft", 31),  # odd: the full-length ones
+        ("rfft", 45),
+        ("fft2", None),
+    ],
+)
 def test_gradients_through_the_kernels_match_torch(nki_route, fn, n):
     shape = (3, 10, 7) if fn == "fft2" else (3, 40)
-    dtype = torch.float32 if fn == "rfft" else torch.complex64
+    dtype = torch.float32 if fn in ("rfft", "ihfft") else torch.complex64
     x = random_tensor(shape, dtype, seed=12)
     kwargs = {} if n is None else {"n": n}
     weights = random_tensor(
-        (3, 10, 7) if fn == "fft2" else (3, {"rfft": n // 2 + 1}.get(fn, n)), torch.float32, 13
+        (3, 10, 7) if fn == "fft2" else (3, n // 2 + 1 if fn in ("rfft", "ihfft") else n), torch.float32, 13
     )
 
     def grad(module):

@@ -1,4 +1,4 @@
-"""NKI route of rfft2/irfft2/rfftn/irfftn, hfft/ihfft and stft/istft on the trncore.sim emulator.
+"""NKI route of the real and Hermitian transforms (1-D, 2-D, n-D) and stft/istft on the emulator.
 
 Every test forces the kernel route (backend ``nki``, simulator, ``TRNFFT_REQUIRE_NKI=1``) so that a
 silent fall back to torch fails, checks with ``count_keys`` that the stage kernel ran, and compares
@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.fft
 import torch
 from _trnfft_helpers import random_tensor, rel_err
 
@@ -90,6 +91,60 @@ def test_hfft_ihfft_norms_and_dims(nki_route, norm):
     real = random_tensor((5, 31), torch.float32, seed=28)
     assert rel_err(trnfft.hfft(half, n=12, dim=0, norm=norm), np.fft.hfft(_np(half), 12, 0, norm)) <= TOL
     assert rel_err(trnfft.ihfft(real, dim=-2, norm=norm), np.fft.ihfft(_np(real), None, -2, norm)) <= TOL
+
+
+@pytest.mark.parametrize("n", (2, 4, 6, 34, 256, 1000, 4094, 4096))
+@pytest.mark.parametrize("norm", (None, "ortho", "forward"))
+def test_even_real_transforms_run_at_half_length(nki_route, n, norm):
+    """rfft/ihfft/irfft/hfft of even length n transform n/2 complex points (the plan of n/2 runs,
+    the plan of n never does) and agree with numpy.fft in float64."""
+    from trnfft.plan import clear_plan_cache, create_plan
+
+    real = random_tensor((3, n), torch.float32, seed=n)
+    half = random_tensor((3, n // 2 + 1), torch.complex64, seed=n + 1)
+    clear_plan_cache()
+    results = {
+        "rfft": (trnfft.rfft(real, norm=norm), np.fft.rfft(_np(real), norm=norm)),
+        "ihfft": (trnfft.ihfft(real, norm=norm), np.fft.ihfft(_np(real), norm=norm)),
+        "irfft": (trnfft.irfft(half, n, norm=norm), np.fft.irfft(_np(half), n, norm=norm)),
+        "hfft": (trnfft.hfft(half, n, norm=norm), np.fft.hfft(_np(half), n, norm=norm)),
+    }
+    if n >= 4:
+        assert create_plan(n // 2).kernel_keys and not create_plan(n).kernel_keys
+    for name, (got, ref) in results.items():
+        assert got.shape == ref.shape, name
+        assert rel_err(got, ref) <= TOL, name
+
+
+HERMITIAN_ND_CASES = [
+    # function, input shape, kwargs (numpy's names: s, axes, norm)
+    ("hfft2", (6, 9), {}),
+    ("hfft2", (3, 5, 8), {"s": (4, 7), "norm": "ortho"}),
+    ("hfftn", (4, 6, 5), {"axes": (2, 0), "norm": "forward"}),
+    ("hfftn", (5, 17), {"s": (-1, 40)}),
+    ("ihfft2", (7, 12), {"norm": "forward"}),
+    ("ihfft2", (2, 9, 11), {"s": (5, 16), "axes": (0, 2)}),
+    ("ihfftn", (3, 4, 129), {"norm": "ortho"}),
+    ("ihfftn", (6, 10), {"axes": (1, 0)}),
+]
+
+
+@pytest.mark.parametrize(("name", "shape", "kwargs"), HERMITIAN_ND_CASES)
+def test_hermitian_2d_and_nd_match_scipy(nki_route, name, shape, kwargs):
+    """hfft2/hfftn and ihfft2/ihfftn run on the stage kernels and agree with scipy.fft in float64."""
+    real_input = name.startswith("ih")
+    x = random_tensor(shape, torch.float32 if real_input else torch.complex64, seed=len(shape) + shape[-1])
+    s = kwargs.get("s")
+    if s is not None and -1 in s:  # torch's "keep this length", which scipy spells as the length
+        axes = kwargs.get("axes", range(-len(s), 0))
+        s = tuple(shape[a] if v == -1 else v for v, a in zip(s, axes))
+    ref = getattr(scipy.fft, name)(_np(x), s=s, axes=kwargs.get("axes"), norm=kwargs.get("norm"))
+    with sim.count_keys() as keys:
+        y = getattr(trnfft, name)(x, **{{"axes": "dim"}.get(k, k): v for k, v in kwargs.items()})
+    assert keys, "the kernel did not run"
+    assert y.dtype == (torch.complex64 if real_input else torch.float32)
+    assert tuple(y.shape) == ref.shape
+    assert rel_err(y, ref) <= TOL
 
 
 STFT_CASES = [
@@ -172,6 +227,8 @@ def test_stft_istft_round_trip_on_trn1(nki_route, monkeypatch):
         ("irfft2", (torch.randn(4, 1, dtype=torch.complex64),), {}),  # default length 0
         ("ihfft", (torch.randn(4, 8, dtype=torch.complex64),), {}),  # complex input
         ("hfft", (torch.randn(4, 8, dtype=torch.complex64),), {"dim": 2}),
+        ("ihfft2", (torch.randn(4, 8, dtype=torch.complex64),), {}),  # complex input
+        ("hfftn", (torch.randn(4, 8, dtype=torch.complex64),), {"dim": (0, 0)}),  # repeated dim
         ("stft", (torch.randn(10), 16), {"center": False, "window": torch.ones(16)}),  # beyond the signal
         ("stft", (torch.randn(10), 8), {"hop_length": 0, "window": torch.ones(8)}),
         ("istft", (torch.randn(5, 3, dtype=torch.complex64), 16), {"window": torch.ones(16)}),  # 5 bins

@@ -10,8 +10,13 @@ kernel's bucket), and runs every transform of length ``n`` as launches of
   power-of-two kernel, ``FFT_m(x c) H`` then the inverse transform times ``conj(c)/m``;
 * inverse: ``n ifft(x) = swap(fft(swap(x)))`` with ``swap(a + ib) = b + ia`` (``swap(z) = i conj z``),
   so an inverse is the forward kernel with its planes exchanged: no extra tables, no extra work;
-* real input: a zero imaginary plane (``rfft``); ``irfft`` completes the Hermitian spectrum and keeps
-  the real plane of the inverse.
+* real signals of even length ``n = 2m`` (``rfft``, ``ihfft``, ``irfft``, ``hfft`` and the real
+  passes of their 2-D/N-D forms): one complex transform of length ``m`` whose real plane holds the
+  even samples and whose imaginary plane the odd ones, with ``O(n)`` torch arithmetic and the
+  plan's ``real_twiddles`` to separate (``rfft``) or combine (``irfft``) the two half spectra;
+  half the kernel work of a full-length transform. Odd lengths transform at full length: ``rfft``
+  with a zero imaginary plane, ``irfft`` by completing the Hermitian spectrum and keeping the real
+  plane.
 
 Inputs the kernels do not take (float64/complex128 — float64 stays float64 —, other dtypes,
 ``out=``) raise :class:`~trncore.dispatch.KernelUnsupported`, so trncore runs ``torch.fft`` with
@@ -227,29 +232,74 @@ fft_driver = _c2c_driver(False, "fft")
 ifft_driver = _c2c_driver(True, "ifft")
 
 
+def _real_twiddles(n: int, device: torch.device) -> torch.Tensor:
+    from trnfft.plan import create_plan  # plan imports transforms, which import this module
+
+    return create_plan(n, dtype=torch.complex64, device=device).real_twiddles
+
+
+def _r2c_along(
+    ctx: KernelContext, x: torch.Tensor, dim: int, length: int, scale: float, inverse: bool
+) -> torch.Tensor:
+    """The first ``length // 2 + 1`` bins of the transform of the real ``x`` (already ``length`` long)
+    along ``dim``; ``inverse`` gives the inverse transform's (the conjugate of the forward one)."""
+    m = length // 2
+    if length % 2 or m < 2:  # odd (or tiny): the full transform with a zero imaginary plane
+        full = _c2c_along(ctx, x, dim, scale, inverse)
+        return full.narrow(dim, 0, m + 1)
+    moved = x.movedim(dim, -1).float()
+    # z[j] = x[2j] + i x[2j+1] and Z = DFT_m(z) (the kernel); for k = 0 … m, with Z[m] = Z[0],
+    # the even samples' spectrum is E = (Z[k] + conj Z[m-k]) / 2, the odd ones' O = (Z[k] -
+    # conj Z[m-k]) / 2i, and X[k] = E[k] + exp(-2πi k/n) O[k].
+    z = _c2c_along(ctx, torch.complex(moved[..., 0::2], moved[..., 1::2]), -1, scale, False)
+    zk = torch.cat([z, z[..., :1]], dim=-1)
+    zc = zk.flip(-1).conj()
+    w = _real_twiddles(length, x.device)
+    half = 0.5 * (zk + zc) - 0.5j * w * (zk - zc)
+    return (half.conj().resolve_conj() if inverse else half).movedim(-1, dim)
+
+
 def rfft_driver(
     ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
 ) -> torch.Tensor:
-    """NKI-route driver of ``rfft``: the full transform of the real input, first ``n//2 + 1`` bins."""
+    """NKI-route driver of ``rfft``: the first ``n//2 + 1`` bins of the real input's transform."""
     x = _check_input(input)
     _no_out(out)
     if x.is_complex() or not _valid_1d(x, n, dim, norm):
         ctx.caller_error(input, n, dim, norm)
     length = x.shape[dim] if n is None else n
-    full = _c2c_along(ctx, _resize(x, dim, length), dim, _scale(length, norm, False), False)
-    return full.narrow(dim, 0, length // 2 + 1)
+    return _r2c_along(ctx, _resize(x, dim, length), dim, length, _scale(length, norm, False), False)
 
 
 def _c2r_along(
     ctx: KernelContext, x: torch.Tensor, dim: int, length: int, scale: float, inverse: bool
 ) -> torch.Tensor:
-    """Real plane of the transform of the Hermitian completion of ``x`` to ``length`` along ``dim``."""
+    """Real result of transforming the Hermitian completion of ``x`` to ``length`` along ``dim``."""
     half = _resize(x.to(torch.complex64), dim, length // 2 + 1)
-    # X[length - k] = conj(X[k]) for 0 < k < ceil(length / 2); the imaginary parts of the DC and
-    # Nyquist bins only add an imaginary constant / alternating term, which the real plane drops.
-    mirror = half.narrow(dim, 1, (length - 1) // 2).flip(dim).conj()
-    full = torch.cat([half, mirror], dim=dim)
-    return _c2c_along(ctx, full, dim, scale, inverse).real.contiguous()
+    m = length // 2
+    if length % 2 or m < 2:
+        # X[length - k] = conj(X[k]) for 0 < k < ceil(length / 2); the imaginary parts of the DC
+        # and Nyquist bins only add an imaginary constant / alternating term, dropped with the
+        # imaginary plane.
+        mirror = half.narrow(dim, 1, (length - 1) // 2).flip(dim).conj()
+        full = torch.cat([half, mirror], dim=dim)
+        return _c2c_along(ctx, full, dim, scale, inverse).real.contiguous()
+    spec = half.movedim(dim, -1)
+    if not inverse:
+        # The forward transform of a Hermitian array is real and equals the unnormalised
+        # inverse transform of its conjugate.
+        spec = spec.conj()
+    # The completion's DC and Nyquist bins are real (c2r ignores their imaginary parts). With
+    # A = X[k] + X[k+m] and B = (X[k] - X[k+m]) exp(2πi k/n), X[k+m] = conj X[m-k], k < m:
+    # x[2j] + i x[2j+1] = IDFT_m(A + iB)[j] (unnormalised, times the scale).
+    edges = torch.ones(m + 1, device=spec.device)
+    edges[0] = edges[m] = 0.0
+    spec = torch.complex(spec.real, spec.imag * edges)
+    low, high = spec[..., :m], spec[..., 1:].flip(-1).conj()  # X[k] and X[k+m]
+    w = _real_twiddles(length, x.device)[:m].conj()
+    z = _c2c_along(ctx, (low + high) + 1j * (low - high) * w, -1, scale, True)
+    out = torch.stack([z.real, z.imag], dim=-1).reshape(*z.shape[:-1], length)
+    return out.movedim(-1, dim).contiguous()
 
 
 def _c2r_driver(inverse: bool, name: str) -> Any:
@@ -269,23 +319,22 @@ def _c2r_driver(inverse: bool, name: str) -> Any:
 
 
 irfft_driver = _c2r_driver(True, "irfft")
-irfft_driver.__doc__ = "NKI-route driver of ``irfft``: the Hermitian completion's inverse, real plane."
-# hfft(a) = n irfft(conj a) = conj(DFT(completion(a))): its real plane is the forward transform's.
+irfft_driver.__doc__ = "NKI-route driver of ``irfft``: the real inverse transform of a half spectrum."
+# hfft(a) = n irfft(conj a): the forward transform of a's Hermitian completion, which is real.
 hfft_driver = _c2r_driver(False, "hfft")
-hfft_driver.__doc__ = "NKI-route driver of ``hfft``: the Hermitian completion's forward DFT, real plane."
+hfft_driver.__doc__ = "NKI-route driver of ``hfft``: the real forward transform of a half spectrum."
 
 
 def ihfft_driver(
     ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
 ) -> torch.Tensor:
-    """NKI-route driver of ``ihfft``: the inverse transform of the real input, first ``n//2 + 1`` bins."""
+    """NKI-route driver of ``ihfft``: the first ``n//2 + 1`` bins of the real input's inverse transform."""
     x = _check_input(input)
     _no_out(out)
     if x.is_complex() or not _valid_1d(x, n, dim, norm):
         ctx.caller_error(input, n, dim, norm)
     length = x.shape[dim] if n is None else n
-    full = _c2c_along(ctx, _resize(x, dim, length), dim, _scale(length, norm, True), True)
-    return full.narrow(dim, 0, length // 2 + 1)
+    return _r2c_along(ctx, _resize(x, dim, length), dim, length, _scale(length, norm, True), True)
 
 
 def _nd_args(
@@ -333,8 +382,9 @@ def _nd_driver(inverse: bool, name: str, default_dims: Any) -> Any:
     return _named(driver, name)
 
 
-def _rnd_driver(name: str, default_dims: Any) -> Any:
-    """``rfft2``/``rfftn``: the last dim's half spectrum, then full transforms along the others."""
+def _rnd_driver(name: str, default_dims: Any, inverse: bool = False) -> Any:
+    """``rfft2``/``rfftn`` (``ihfft2``/``ihfftn`` with ``inverse``): the last dim's half spectrum,
+    then full transforms along the others."""
 
     def driver(
         ctx: KernelContext,
@@ -356,16 +406,19 @@ def _rnd_driver(name: str, default_dims: Any) -> Any:
             x = _resize(x, d, size)
         last, length = dims[-1], sizes[-1]
         # The half spectrum first: the other dims then transform only length // 2 + 1 columns.
-        x = _c2c_along(ctx, x, last, _scale(length, norm, False), False).narrow(last, 0, length // 2 + 1)
+        x = _r2c_along(ctx, x, last, length, _scale(length, norm, inverse), inverse)
         for d, size in reversed(list(zip(dims[:-1], sizes[:-1]))):
-            x = _c2c_along(ctx, x, d, _scale(size, norm, False), False)
+            x = _c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
         return x
 
     return _named(driver, name)
 
 
-def _irnd_driver(name: str, default_dims: Any) -> Any:
-    """``irfft2``/``irfftn``: inverse transforms along the other dims, then the real inverse of the last."""
+def _irnd_driver(name: str, default_dims: Any, inverse: bool = True) -> Any:
+    """``irfft2``/``irfftn``: inverse transforms along the other dims, then the real inverse of the
+    last. ``hfft2``/``hfftn`` (not ``inverse``) are the same with forward transforms: the forward
+    transform of a Hermitian-symmetric array is real and equals the unnormalised inverse of its
+    conjugate, and transforming the other dims first keeps the last dim Hermitian."""
 
     def driver(
         ctx: KernelContext,
@@ -387,9 +440,9 @@ def _irnd_driver(name: str, default_dims: Any) -> Any:
         for d, size in zip(dims[:-1], sizes[:-1]):
             x = _resize(x, d, size)
         for d, size in reversed(list(zip(dims[:-1], sizes[:-1]))):
-            x = _c2c_along(ctx, x, d, _scale(size, norm, True), True)
+            x = _c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
         last, length = dims[-1], sizes[-1]
-        return _c2r_along(ctx, x, last, length, _scale(length, norm, True), True)
+        return _c2r_along(ctx, x, last, length, _scale(length, norm, inverse), inverse)
 
     return _named(driver, name)
 
@@ -417,6 +470,10 @@ rfft2_driver = _rnd_driver("rfft2", (-2, -1))
 rfftn_driver = _rnd_driver("rfftn", None)
 irfft2_driver = _irnd_driver("irfft2", (-2, -1))
 irfftn_driver = _irnd_driver("irfftn", None)
+hfft2_driver = _irnd_driver("hfft2", (-2, -1), inverse=False)
+hfftn_driver = _irnd_driver("hfftn", None, inverse=False)
+ihfft2_driver = _rnd_driver("ihfft2", (-2, -1), inverse=True)
+ihfftn_driver = _rnd_driver("ihfftn", None, inverse=True)
 
 
 def work_1d(input: Any, n: Any = None, dim: Any = -1, *args: Any, **kwargs: Any) -> int:

@@ -2,9 +2,10 @@
 
 Framing, windowing, centre padding and overlap-add are bookkeeping and stay in torch on the
 caller's device; the transform of the frames — one batched transform of ``n_fft`` points over
-every frame of every signal — is :func:`trnfft._nki._c2c_along` (``stft``, and ``istft`` with
-``return_complex``) or its Hermitian-completion form ``_c2r_along`` (``istft``), i.e. launches of
-the same stage kernel as ``fft``. The semantics are ``torch.stft(..., return_complex=True)`` and
+every frame of every signal — is :func:`trnfft._nki._c2c_along` (two-sided ``stft``, and
+``istft`` with ``return_complex``) or the real forms ``_r2c_along`` (one-sided ``stft``) and
+``_c2r_along`` (``istft``), which run even lengths as half-length complex transforms, i.e.
+launches of the same stage kernel as ``fft``. The semantics are ``torch.stft(..., return_complex=True)`` and
 ``torch.istft``; arguments they reject go to torch through ``ctx.caller_error`` so that the caller
 sees torch's own error.
 """
@@ -17,7 +18,7 @@ from typing import Any
 import torch
 
 from trncore.dispatch import KernelContext, KernelUnsupported
-from trnfft._nki import _c2c_along, _c2r_along, _check_input
+from trnfft._nki import _c2c_along, _c2r_along, _check_input, _r2c_along
 
 __all__ = ["istft_driver", "stft_driver", "work_stft"]
 
@@ -98,9 +99,10 @@ def stft_driver(
         ctx.caller_error(*args)
     frames = signal.unfold(-1, n_fft, hop) * w  # (B, frames, n_fft)
     scale = n_fft**-0.5 if normalized else 1.0
-    spec = _c2c_along(ctx, frames, 2, scale, False)
-    if onesided:
-        spec = spec.narrow(2, 0, n_fft // 2 + 1)
+    if onesided:  # real frames: the half-length transform
+        spec = _r2c_along(ctx, frames, 2, n_fft, scale, False)
+    else:
+        spec = _c2c_along(ctx, frames, 2, scale, False)
     spec = spec.transpose(1, 2)
     return spec if x.dim() == 2 else spec.squeeze(0)
 

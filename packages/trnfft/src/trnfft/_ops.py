@@ -3,10 +3,8 @@
 The public functions in :mod:`trnfft.transforms` and :mod:`trnfft.spectral` call these names
 positionally. Routing (PyTorch, simulator, device), backends, environment variables and fallbacks
 are trncore's (:mod:`trncore.dispatch`); on the PyTorch route an operation calls its reference
-directly. ``fft``, ``ifft``, ``rfft``, ``irfft``, ``hfft``, ``ihfft`` and the 2-D/n-D ``fft``,
-``ifft``, ``rfft`` and ``irfft`` have NKI drivers (:mod:`trnfft._nki`), as have ``stft`` and ``istft``
-(:mod:`trnfft._nki_spectral`: torch frames, the kernel transforms them); ``hfft2``, ``ihfft2``,
-``hfftn`` and ``ihfftn`` are ``torch.fft`` itself.
+directly. Every transform has an NKI driver (:mod:`trnfft._nki`), as have ``stft`` and ``istft``
+(:mod:`trnfft._nki_spectral`: torch frames, the kernel transforms them).
 """
 
 from __future__ import annotations
@@ -36,11 +34,11 @@ hfft = _op("hfft", torch.fft.hfft, _nki.hfft_driver, _nki.work_1d)
 ihfft = _op("ihfft", torch.fft.ihfft, _nki.ihfft_driver, _nki.work_1d)
 rfft2 = _op("rfft2", torch.fft.rfft2, _nki.rfft2_driver, _nki.work_nd)
 irfft2 = _op("irfft2", torch.fft.irfft2, _nki.irfft2_driver, _nki.work_nd)
-hfft2 = torch.fft.hfft2
-ihfft2 = torch.fft.ihfft2
+hfft2 = _op("hfft2", torch.fft.hfft2, _nki.hfft2_driver, _nki.work_nd)
+ihfft2 = _op("ihfft2", torch.fft.ihfft2, _nki.ihfft2_driver, _nki.work_nd)
 rfftn = _op("rfftn", torch.fft.rfftn, _nki.rfftn_driver, _nki.work_nd)
 irfftn = _op("irfftn", torch.fft.irfftn, _nki.irfftn_driver, _nki.work_nd)
-hfftn = torch.fft.hfftn
-ihfftn = torch.fft.ihfftn
+hfftn = _op("hfftn", torch.fft.hfftn, _nki.hfftn_driver, _nki.work_nd)
+ihfftn = _op("ihfftn", torch.fft.ihfftn, _nki.ihfftn_driver, _nki.work_nd)
 stft = _op("stft", torch.stft, _nki_spectral.stft_driver, _nki_spectral.work_stft)
 istft = _op("istft", torch.istft, _nki_spectral.istft_driver, _nki_spectral.work_stft)

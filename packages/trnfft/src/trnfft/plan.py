@@ -243,6 +243,24 @@ class FFTPlan:
                     self.__dict__["_twiddles"] = tables
         return tables
 
+    @property
+    def real_twiddles(self) -> torch.Tensor:
+        """``exp(-2πi k / n)`` for ``k = 0 … n // 2`` (complex, the plan's precision and device).
+
+        The NKI route transforms a real signal of even length ``n`` as a complex one of length
+        ``n / 2`` (even samples as the real plane, odd ones as the imaginary plane); these factors
+        separate the two halves' spectra afterwards. Built on first access, then reused.
+        """
+        table = self.__dict__.get("_real_twiddles")
+        if table is None:
+            with self._lock:
+                table = self.__dict__.get("_real_twiddles")
+                if table is None:
+                    w = _unit_root_powers(torch.arange(self.n // 2 + 1, dtype=torch.int64), self.n)
+                    table = w.to(device=self.device, dtype=self.dtype)
+                    self.__dict__["_real_twiddles"] = table
+        return table
+
     def _check_input(self, fn: str, x: TensorLike) -> None:
         if not isinstance(x, (torch.Tensor, ComplexTensor)):
             raise TypeError(
