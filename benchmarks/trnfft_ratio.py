@@ -10,13 +10,13 @@ ratio, and more pairs narrow the median. One intra-op thread by default: on a lo
 thread pool waits for preempted workers and both sides' times explode; ``--threads 0`` keeps
 torch's default.
 
-    ./scripts/python benchmarks/trnfft_ratio.py [--functions fft,rfft] [--rounds 41] [--case-seconds 0.6]
-        [--threads 1]
-        [--json PATH]
+    ./scripts/python benchmarks/trnfft_ratio.py [--functions fft,rfft] [--rounds 41]
+        [--case-seconds 0.6] [--threads 1] [--json PATH]
 
 Writes ``benchmarks/results/trnfft_ratio.json`` (rows, wrapper overhead, the bare-function floor,
 machine) and the plot ``docs/assets/bench/trnfft_ratio.png`` (ratio per size against the 1.1
-line) through ``benchmarks/_results.py``. The machine is shared: read the figures as medians under load.
+line) through ``benchmarks/_results.py``. The machine is shared: read the figures as medians
+under load.
 """
 
 from __future__ import annotations
@@ -51,14 +51,18 @@ def _calls_for(fn, x, budget_s: float) -> int:
     return max(1, int(budget_s / max(once, 1e-9)))
 
 
+def _signal(name: str, shape: tuple[int, ...], seed: int) -> torch.Tensor:
+    """A random input ``torch.fft.<name>`` takes: real for ``rfft``/``ihfft``, complex otherwise."""
+    gen = torch.Generator().manual_seed(seed)
+    real = torch.randn(shape, generator=gen)
+    return real if name in ("rfft", "ihfft") else torch.complex(real, torch.randn(shape, generator=gen))
+
+
 def measure(
     name: str, n: int, batch: int, rounds: int, budget_s: float, case_s: float = 0.0
 ) -> dict[str, float | int | str]:
     """Median per-call times and the median paired ratio for one function, size and batch."""
-    gen = torch.Generator().manual_seed(n)
-    shape = (batch, n) if batch > 1 else (n,)
-    real = torch.randn(shape, generator=gen)
-    x = real if name in ("rfft", "ihfft") else torch.complex(real, torch.randn(shape, generator=gen))
+    x = _signal(name, (batch, n) if batch > 1 else (n,), seed=n)
     mine, ref = getattr(trnfft, name), getattr(torch.fft, name)
     calls = _calls_for(ref, x, budget_s)
     _calls_for(mine, x, budget_s)
@@ -98,9 +102,7 @@ def python_floor(name: str, rounds: int, n: int = 16) -> float:
     def bare(x):
         return ref(x)
 
-    gen = torch.Generator().manual_seed(n)
-    real = torch.randn(n, generator=gen)
-    x = real if name in ("rfft", "ihfft") else torch.complex(real, torch.randn(n, generator=gen))
+    x = _signal(name, (n,), seed=n)
     calls = _calls_for(ref, x, 1e-3)
     ratios = []
     for r in range(rounds):
