@@ -9,8 +9,12 @@ directly. Every transform has an NKI driver (:mod:`trnfft._nki`), as have ``stft
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
+from trncore.dispatch import Operation
 from trnfft import _library, _nki, _nki_spectral
 
 #: Below this many flops (``5 N log2 N`` per row) ``auto`` keeps a call on ``torch.fft``: a kernel
@@ -18,7 +22,9 @@ from trnfft import _library, _nki, _nki_spectral
 MIN_WORK = 1 << 20
 
 
-def _op(name: str, reference, driver, work):  # type: ignore[no-untyped-def]
+def _op(
+    name: str, reference: Callable[..., Any], driver: Callable[..., Any], work: Callable[..., int]
+) -> Operation:
     return _library.operation(name, reference=reference, driver=driver, work=work, min_work=MIN_WORK)
 
 

@@ -114,7 +114,7 @@ class ComplexLinear(nn.Module):
         super().__init__()
         self.in_features = _positive_int("ComplexLinear", "in_features", in_features)
         self.out_features = _positive_int("ComplexLinear", "out_features", out_features)
-        kw = {"device": device, "dtype": _part_dtype("ComplexLinear", dtype)}
+        kw: dict[str, Any] = {"device": device, "dtype": _part_dtype("ComplexLinear", dtype)}
         bound = 1.0 / math.sqrt(2 * in_features)
         self.weight_real = nn.Parameter(torch.empty(out_features, in_features, **kw).uniform_(-bound, bound))
         self.weight_imag = nn.Parameter(torch.empty(out_features, in_features, **kw).uniform_(-bound, bound))
@@ -223,7 +223,7 @@ class ComplexConv1d(nn.Module):
         self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.padding_mode = padding_mode
-        kw = {"device": device, "dtype": _part_dtype(name, dtype)}
+        kw: dict[str, Any] = {"device": device, "dtype": _part_dtype(name, dtype)}
         shape = (out_channels, in_channels // groups, kernel_size)
         bound = 1.0 / math.sqrt(2 * (in_channels // groups) * kernel_size)
         self.weight_real = nn.Parameter(torch.empty(shape, **kw).uniform_(-bound, bound))
@@ -246,6 +246,7 @@ class ComplexConv1d(nn.Module):
         if self.padding == "same":
             total = self.dilation * (self.kernel_size - 1)
             return total // 2, total - total // 2
+        assert isinstance(self.padding, int)  # the constructor admits only these three forms
         return self.padding, self.padding
 
     def forward(self, input: TensorLike) -> TensorLike:
@@ -318,6 +319,10 @@ class ComplexBatchNorm1d(nn.Module):
         Where and in which precision to create parameters and buffers.
     """
 
+    running_mean: torch.Tensor  # registered buffers, declared for the type checker
+    running_cov: torch.Tensor
+    num_batches_tracked: torch.Tensor
+
     def __init__(
         self,
         num_features: int,
@@ -337,7 +342,7 @@ class ComplexBatchNorm1d(nn.Module):
             raise ValueError(f"{name}: momentum must be in [0, 1] or None, got {momentum!r}")
         self.eps, self.momentum, self.affine = eps, momentum, affine
         self.track_running_stats = track_running_stats
-        kw = {"device": device, "dtype": _part_dtype(name, dtype)}
+        kw: dict[str, Any] = {"device": device, "dtype": _part_dtype(name, dtype)}
         if affine:
             self.gamma_rr = nn.Parameter(torch.full((num_features,), 2**-0.5, **kw))
             self.gamma_ii = nn.Parameter(torch.full((num_features,), 2**-0.5, **kw))
@@ -433,7 +438,7 @@ class ComplexModReLU(nn.Module):
         if num_features is not None:
             _positive_int("ComplexModReLU", "num_features", num_features)
         self.num_features = num_features
-        kw = {"device": device, "dtype": _part_dtype("ComplexModReLU", dtype)}
+        kw: dict[str, Any] = {"device": device, "dtype": _part_dtype("ComplexModReLU", dtype)}
         self.bias = nn.Parameter(torch.full((num_features or 1,), float(bias_init), **kw))
 
     def forward(self, input: TensorLike) -> TensorLike:
