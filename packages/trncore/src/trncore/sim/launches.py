@@ -74,6 +74,19 @@ class LaunchRecord:
         """The distinct kernel keys launched."""
         return set(self._launches)
 
+    def programs(self, target: str) -> list[tuple[Any, int]]:
+        """Each distinct launched program traced for ``target``, with its launch count.
+
+        ``(program, count)`` pairs: ``trncore.sim.timeline(program)`` draws one launch,
+        ``program.report()`` models it.
+        """
+        from trncore.sim.runner import trace
+
+        return [
+            (trace(e.fn, *e.specs, target=target, lnc=e.lnc, **e.params), e.count)
+            for e in self._launches.values()
+        ]
+
     def counts(self) -> dict[str, int]:
         """Launches per kernel (by function name)."""
         total: Counter[str] = Counter()
