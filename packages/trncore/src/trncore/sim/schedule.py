@@ -297,20 +297,20 @@ def schedule(prog: Program, rules: TargetRules | None = None) -> Schedule:
         index = len(out)
         start, reason, after = 0.0, "start", None
         order = [f"{dma_queue(ins)}:{lane}" for lane in lanes] if engine == "dma" else list(lanes)
-        for key in order:
-            free = lane_free.get(key, 0.0)
+        for lane_key in order:
+            free = lane_free.get(lane_key, 0.0)
             if free > start:
-                start, reason, after = free, "queue", lane_last[key]
+                start, reason, after = free, "queue", lane_last[lane_key]
         access = getattr(ins, "access", None) or ((), ())
         rects = []
         for kind, accs in ((0, access[0]), (1, access[1])):
             for acc in accs:
                 alloc = acc[0]
-                key = id(alloc.storage)
-                space = spaces.get(key)
+                storage = id(alloc.storage)
+                space = spaces.get(storage)
                 rows = alloc.shape[0] if alloc.shape else 1
                 if space is None:
-                    space = spaces[key] = _Space(max(1, rows), max(1, _row_bytes(alloc)))
+                    space = spaces[storage] = _Space(max(1, rows), max(1, _row_bytes(alloc)))
                 if rows == space.rows and _row_bytes(alloc) == space.cols:
                     r0, r1, c0, c1 = _rect(acc, space.rows, space.cols)
                 else:  # recycled storage seen through another shape: the whole storage
@@ -355,9 +355,9 @@ def schedule(prog: Program, rules: TargetRules | None = None) -> Schedule:
                     if not (r0 <= a[0] and a[1] <= r1 and c0 <= a[2] and a[3] <= c1)
                 ]
                 space.writes.append((r0, r1, c0, c1, index))
-        for key in order:
-            lane_free[key] = end
-            lane_last[key] = index
+        for lane_key in order:
+            lane_free[lane_key] = end
+            lane_last[lane_key] = index
         for lane in lanes:
             if engine == "dma":
                 slots.setdefault(lane, _EngineSlots()).add(start, end, index)

@@ -86,7 +86,8 @@ class Timeline:
 
         busy = self.busy_by(color_by)
         ranked = sorted(busy, key=lambda k: -busy[k])[:max_legend]
-        palette = matplotlib.colormaps["tab20"].colors
+        cmap = matplotlib.colormaps["tab20"]
+        palette = [cmap(i) for i in range(cmap.N)]
         colours = {k: palette[i % len(palette)] for i, k in enumerate(ranked)}
         grey = (0.7, 0.7, 0.7)
         fig = Figure(figsize=(11, 1.2 + 0.42 * len(self.lanes)))
@@ -143,16 +144,17 @@ def program_timeline(prog: Program, sched: Schedule | None = None) -> Timeline:
                 members.setdefault(lane, []).append(item.index)
     dma_lanes = sorted(members, key=lambda name: int(name[3:]))
     merged: dict[str, str] = {}
-    run: list[str] = []
-    for lane in [*dma_lanes, None]:
-        adjacent = lane is not None and run and int(lane[3:]) == int(run[-1][3:]) + 1
-        if run and not (adjacent and members[lane] == members[run[0]]):
-            name = run[0] if len(run) == 1 else f"{run[0]}-{run[-1][3:]}"
-            for r in run:
-                merged[r] = name
-            run = []
-        if lane is not None:
-            run.append(lane)
+    runs: list[list[str]] = []
+    for dma in dma_lanes:
+        last = runs[-1] if runs else None
+        if last and int(dma[3:]) == int(last[-1][3:]) + 1 and members[dma] == members[last[0]]:
+            last.append(dma)
+        else:
+            runs.append([dma])
+    for run in runs:
+        name = run[0] if len(run) == 1 else f"{run[0]}-{run[-1][3:]}"
+        for r in run:
+            merged[r] = name
     used = {item.engine for item in sched.instrs}
     lanes = [e for e in COMPUTE_LANES if e in used] + list(dict.fromkeys(merged[d] for d in dma_lanes))
     bars = []
