@@ -265,11 +265,12 @@ def _critical_segments(sched: Any) -> list[dict[str, Any]]:
             last["count"] += 1
             last["seconds"] += item.end_s - item.start_s
             last["end_s"] = item.end_s
+            last["last_index"] = item.index
             continue
         segments.append({
             "engine": item.engine, "op": item.op, "line": line, "count": 1,
             "seconds": item.end_s - item.start_s, "start_s": item.start_s, "end_s": item.end_s,
-            "waited_for": item.waited_for,
+            "waited_for": item.waited_for, "first_index": item.index, "last_index": item.index,
         })
     return segments
 

@@ -14,6 +14,10 @@ of a program on a time line with the report's own per-instruction costs:
   is typically responsible for moving data for eight SBUF partitions", NKI DMA overview page,
   Neuron SDK 2.29+); HBM→HBM transfers use all 16. A transfer occupies all its engines from its
   start to its end, and its bytes split evenly between them.
+* **DMA queues.** Transfers of one queue run in order on each DMA engine; queues share an engine
+  round-robin (NKI DMA overview page, "DMA Queues"). The queue follows the trigger engine, which
+  the emulator does not know, so it queues by direction (:func:`dma_queue`): a load never waits
+  behind a store that waits for its data, and a transfer may use a gap an engine left earlier.
 * **Dependencies.** An instruction starts when all its lanes are free and, for every byte range
   it touches, the previous writers of overlapping bytes have finished (read after write), and for
   a write also the previous readers and writers (write after read, write after write). Byte
@@ -25,13 +29,16 @@ of a program on a time line with the report's own per-instruction costs:
   aws-samples/sample-spectral-dns-on-aws-neuron, NKI 0.6 / SDK 2.32).
 * **Costs.** Those of the report: TensorE ``max(N, 64)·f`` cycles, Vector/Scalar/GpSimd
   ``60 + max(64, e·F)`` cycles, DMA ``0.6 µs + bytes / (E · per-engine bandwidth)`` on each of
-  its E engines (see :mod:`trncore.sim.report` and docs/emulator.md for the sources).
+  its E engines (see :mod:`trncore.sim.report` and docs/emulator.md for the sources: the NKI
+  architecture guide's NeuronCore-v2 page for TensorE ``max(N, 64)``, fp32 ×4, VectorE ``N`` /
+  ``2N`` and the ~60-cycle access overhead, 16 DMA engines of 27 GiB/s each).
 
 Because every instruction starts at time 0 or at the end of an earlier one, the modelled time is
 never below the busiest lane's total (the lower bound) nor above the sum of all durations (the
 upper bound); :func:`schedule` asserts both. The scheduler is one pass in program order; each
-access is checked only against the live accesses of the same storage, and a write drops the
-accesses it fully covers, so the cost stays near-linear in the trace size.
+access is checked only against the live accesses of the same storage (in the same row buckets
+for tall HBM tensors), a write drops the accesses it fully covers, and each DMA engine keeps its
+busy intervals sorted (bisection), so the cost stays near-linear in the trace size.
 
 Not modelled: semaphore latency between engines (the DMA bandwidth guide quotes ~1300 ns
 cross-engine semaphore-to-start), engine pipelining across dependent instructions, the 100-cycle
@@ -60,6 +67,9 @@ __all__ = [
     "PARTITIONS_PER_DMA_ENGINE",
     "Schedule",
     "ScheduledInstr",
+    "dma_engines",
+    "dma_queue",
+    "dma_seconds",
     "record_access",
     "schedule",
 ]
@@ -133,16 +143,36 @@ def _row_bytes(alloc: Any) -> int:
 
 
 # ----------------------------------------------------------------------------------- footprints
-class _Space:
-    """The live accesses of one storage: rectangles (rows × byte columns) and who made them."""
+_Record = tuple[int, int, int, int, int]  # r0, r1, c0, c1 (half-open), instruction index
 
-    __slots__ = ("cols", "reads", "rows", "writes")
+
+class _Space:
+    """The live accesses of one storage: rectangles (rows × byte columns) and who made them.
+
+    Records are filed in buckets of ``bsize`` rows (one bucket for on-chip tiles, whose rows are
+    partitions; up to 256 for tall HBM tensors), so a tile-by-tile pass over a large HBM tensor
+    checks only the records of the rows it touches.
+    """
+
+    __slots__ = ("bsize", "cols", "reads", "rows", "writes")
 
     def __init__(self, rows: int, cols: int) -> None:
         self.rows = rows
         self.cols = cols
-        self.reads: list[tuple[int, int, int, int, int]] = []
-        self.writes: list[tuple[int, int, int, int, int]] = []
+        self.bsize = rows if rows <= 128 else max(32, -(-rows // 256))
+        self.reads: dict[int, list[_Record]] = {}
+        self.writes: dict[int, list[_Record]] = {}
+
+    def add(self, table: dict[int, list[_Record]], rec: _Record) -> None:
+        for b in range(rec[0] // self.bsize, (rec[1] - 1) // self.bsize + 1):
+            table.setdefault(b, []).append(rec)
+
+    def prune(self, table: dict[int, list[_Record]], r0: int, r1: int, c0: int, c1: int) -> None:
+        """Drop the records inside the rectangle (they lie only in its buckets)."""
+        for b in range(r0 // self.bsize, (r1 - 1) // self.bsize + 1):
+            lst = table.get(b)
+            if lst:
+                table[b] = [a for a in lst if not (r0 <= a[0] and a[1] <= r1 and c0 <= a[2] and a[3] <= c1)]
 
 
 def _rect(acc: Access, rows: int, cols: int) -> tuple[int, int, int, int]:
@@ -317,14 +347,16 @@ def schedule(prog: Program, rules: TargetRules | None = None) -> Schedule:
                     r0, r1, c0, c1 = 0, space.rows, 0, space.cols
                 rects.append((kind, space, r0, r1, c0, c1))
                 checks = (space.writes,) if kind == 0 else (space.writes, space.reads)
-                for lst in checks:
-                    for a0, a1, b0, b1, j in lst:
-                        if a0 < r1 and r0 < a1 and b0 < c1 and c0 < b1 and ends[j] > start:
-                            start, after = ends[j], j
-                            if kind == 0:
-                                reason = "RAW"
-                            else:
-                                reason = "WAW" if lst is space.writes else "WAR"
+                buckets = range(r0 // space.bsize, (r1 - 1) // space.bsize + 1)
+                for table in checks:
+                    for b in buckets:
+                        for a0, a1, b0, b1, j in table.get(b, ()):
+                            if a0 < r1 and r0 < a1 and b0 < c1 and c0 < b1 and ends[j] > start:
+                                start, after = ends[j], j
+                                if kind == 0:
+                                    reason = "RAW"
+                                else:
+                                    reason = "WAW" if table is space.writes else "WAR"
         if engine == "dma":
             # Each DMA engine moves one transfer at a time; transfers of other queues may use a
             # gap left earlier (round-robin between queues), so search the first common gap.
@@ -342,19 +374,13 @@ def schedule(prog: Program, rules: TargetRules | None = None) -> Schedule:
         end = start + duration
         for kind, space, r0, r1, c0, c1 in rects:
             if kind == 0:
-                space.reads.append((r0, r1, c0, c1, index))
+                space.add(space.reads, (r0, r1, c0, c1, index))
             else:
                 # A write supersedes every access it covers: later readers depend on it, and it
                 # ended after all of them (it waited for them).
-                space.reads = [
-                    a for a in space.reads
-                    if not (r0 <= a[0] and a[1] <= r1 and c0 <= a[2] and a[3] <= c1)
-                ]
-                space.writes = [
-                    a for a in space.writes
-                    if not (r0 <= a[0] and a[1] <= r1 and c0 <= a[2] and a[3] <= c1)
-                ]
-                space.writes.append((r0, r1, c0, c1, index))
+                space.prune(space.reads, r0, r1, c0, c1)
+                space.prune(space.writes, r0, r1, c0, c1)
+                space.add(space.writes, (r0, r1, c0, c1, index))
         for lane_key in order:
             lane_free[lane_key] = end
             lane_last[lane_key] = index
