@@ -180,15 +180,23 @@ def _exact_bytes(acc) -> tuple[int, np.ndarray]:
     return id(alloc.storage), (idx[:, None] * isz + np.arange(isz)).reshape(-1)
 
 
-@pytest.mark.parametrize(
-    ("m", "k", "n", "dtype"), [(256, 256, 640, "bfloat16"), (200, 130, 300, "float32")]
-)
-def test_schedule_orders_every_pair_of_conflicting_accesses(m, k, n, dtype) -> None:
-    """Independent check of the dependencies on the suite GEMM (aligned and ragged): every pair
-    of instructions touching a common byte, one of them writing, runs in program order."""
-    from trncore.kernels import gemm_kernel
+def tall_rows(a):
+    """Row-by-row stores into a tall HBM tensor, then reads of one row and of everything."""
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((1, a.shape[1]), a.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=1.0)
+    for i in range(a.shape[0]):
+        nisa.dma_copy(dst=out[i : i + 1, :], src=t)
+    row = nl.ndarray((16, a.shape[1]), a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row[8:9, :], src=out[150:151, :])  # partition 8: DMA engine 1, idle
+    whole = nl.ndarray((100, a.shape[0] * a.shape[1] // 100), a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=whole, src=out.reshape((100, a.shape[0] * a.shape[1] // 100)))
+    return out
 
-    prog = sim.trace(gemm_kernel, ((m, k), dtype), ((k, n), dtype))
+
+def _check_all_conflicts(prog) -> int:
+    """Assert that every pair of instructions touching a common byte (exact byte sets, one of
+    them writing) runs in program order; returns the number of such pairs."""
     sched = schedule(prog)
     instrs = [ins for ins in prog.instrs if ins.engine not in ("alloc", "debug")]
     touched = []
@@ -205,8 +213,40 @@ def test_schedule_orders_every_pair_of_conflicting_accesses(m, k, n, dtype) -> N
                     if si == sj and (wi or wj) and np.intersect1d(bi, bj).size:
                         assert sched.instrs[j].start_s >= sched.instrs[i].end_s - 1e-15, (i, j)
                         pairs += 1
-    assert pairs > len(instrs)  # the check saw real dependencies
     assert sched.lower_bound_s <= sched.makespan_s <= sched.upper_bound_s
+    return pairs
+
+
+@pytest.mark.parametrize(
+    ("m", "k", "n", "dtype"), [(256, 256, 640, "bfloat16"), (200, 130, 300, "float32")]
+)
+def test_schedule_orders_every_pair_of_conflicting_accesses(m, k, n, dtype) -> None:
+    """Independent check of the dependencies on the suite GEMM (aligned and ragged)."""
+    from trncore.kernels import gemm_kernel
+
+    prog = sim.trace(gemm_kernel, ((m, k), dtype), ((k, n), dtype))
+    assert _check_all_conflicts(prog) > len(prog)  # the check saw real dependencies
+
+
+def test_tall_hbm_tensors_keep_every_dependency() -> None:
+    """300 rows (more than one row bucket): the one-row read waits for its row's store only, the
+    whole-tensor read for every store."""
+    prog = sim.trace(tall_rows, ((300, 64), "float32"))
+    assert _check_all_conflicts(prog) >= 300 + 300
+    sched = schedule(prog)
+    stores, row_read, whole_read = sched.instrs[1:301], sched.instrs[301], sched.instrs[302]
+    assert row_read.waited_for == "RAW" and row_read.after == stores[150].index
+    assert whole_read.start_s >= max(s.end_s for s in stores)
+
+
+def test_a_store_waiting_for_data_does_not_hold_back_the_next_load() -> None:
+    """Loads and stores sit in different DMA queues: tile 1's load starts as soon as tile 0's
+    load is done, before tile 0's store, which waits for tile 0's compute."""
+    sched = schedule(sim.trace(scale_tiles, ((512, 512), "float32")))
+    dmas = [item for item in sched.instrs if item.engine == "dma"]
+    load0, store0, load1 = dmas[0], dmas[1], dmas[2]
+    assert (load0.op, store0.op, load1.op) == ("dma_copy",) * 3
+    assert load1.start_s == load0.end_s < store0.start_s
 
 
 def test_engines_run_their_instructions_in_program_order_one_at_a_time(target: str) -> None:
@@ -247,6 +287,18 @@ def test_timeline_data_and_pictures(target: str, tmp_path) -> None:
         tl.plot(tmp_path / "t.pdf")
     with pytest.raises(ValueError, match="color_by"):
         tl.plot(color_by="engine")
+
+
+def scale_tiles(a):
+    """The same kernel as KERNEL_FILE's, for in-process checks."""
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    for i in range(a.shape[0] // 128):
+        t = nl.ndarray((128, a.shape[1]), a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[i * 128 : (i + 1) * 128, :])
+        r = nl.ndarray((128, a.shape[1]), a.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=r, data=t, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=out[i * 128 : (i + 1) * 128, :], src=r)
+    return out
 
 
 KERNEL_FILE = '''

@@ -50,6 +50,7 @@ programs are scheduled as if on one core).
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -305,32 +306,40 @@ class _EngineSlots:
 
 
 def schedule(prog: Program, rules: TargetRules | None = None) -> Schedule:
-    """Place every instruction of ``prog`` on the time line (see the module docstring)."""
+    """Place every instruction of ``prog`` on the time line (see the module docstring).
+
+    Two passes. The first, in program order, finds each instruction's predecessors: the previous
+    instruction of its engine (of its queue on each of its DMA engines) and the earlier accesses
+    its bytes depend on (RAW, WAR, WAW). The second is a list scheduler: it takes the ready
+    instruction with the earliest ready time, starts it then (a DMA at the first time all its DMA
+    engines are free for its duration), and releases its successors.
+    """
     from trncore.sim.report import instr_seconds
     from trncore.sim.rules import rules_for
 
     rules = rules or rules_for(prog.target)
     spaces: dict[int, _Space] = {}
-    lane_free: dict[str, float] = {}  # compute lanes and (queue, DMA engine) pairs: in order
-    lane_last: dict[str, int] = {}
-    slots: dict[str, _EngineSlots] = {}
-    lane_busy: dict[str, float] = {}
-    out: list[ScheduledInstr] = []
-    ends: list[float] = []
-    total = 0.0
+    last_on: dict[str, int] = {}  # compute lanes and (queue, DMA engine) pairs: in order
+    durations: list[float] = []
+    lanes_of: list[tuple[str, ...]] = []
+    kept: list[Instr] = []
+    preds: list[dict[int, str]] = []
     for ins in prog.instrs:
         engine = ins.engine
         if engine != "dma" and engine not in COMPUTE_LANES:
             continue  # allocation markers and debug prints take no engine time
-        duration = instr_seconds(ins, rules)
+        index = len(kept)
+        kept.append(ins)
+        durations.append(instr_seconds(ins, rules))
         lanes = _lanes_of(ins)
-        index = len(out)
-        start, reason, after = 0.0, "start", None
+        lanes_of.append(lanes)
+        deps: dict[int, str] = {}
         order = [f"{dma_queue(ins)}:{lane}" for lane in lanes] if engine == "dma" else list(lanes)
         for lane_key in order:
-            free = lane_free.get(lane_key, 0.0)
-            if free > start:
-                start, reason, after = free, "queue", lane_last[lane_key]
+            j = last_on.get(lane_key)
+            if j is not None:
+                deps[j] = "queue"
+            last_on[lane_key] = index
         access = getattr(ins, "access", None) or ((), ())
         rects = []
         for kind, accs in ((0, access[0]), (1, access[1])):
@@ -349,58 +358,85 @@ def schedule(prog: Program, rules: TargetRules | None = None) -> Schedule:
                 checks = (space.writes,) if kind == 0 else (space.writes, space.reads)
                 buckets = range(r0 // space.bsize, (r1 - 1) // space.bsize + 1)
                 for table in checks:
-                    for b in buckets:
-                        for a0, a1, b0, b1, j in table.get(b, ()):
-                            if a0 < r1 and r0 < a1 and b0 < c1 and c0 < b1 and ends[j] > start:
-                                start, after = ends[j], j
-                                if kind == 0:
-                                    reason = "RAW"
-                                else:
-                                    reason = "WAW" if table is space.writes else "WAR"
-        if engine == "dma":
-            # Each DMA engine moves one transfer at a time; transfers of other queues may use a
-            # gap left earlier (round-robin between queues), so search the first common gap.
+                    label = "RAW" if kind == 0 else ("WAW" if table is space.writes else "WAR")
+                    for bk in buckets:
+                        for a0, a1, b0, b1, j in table.get(bk, ()):
+                            if a0 < r1 and r0 < a1 and b0 < c1 and c0 < b1 and j != index:
+                                deps[j] = label
+        for kind, space, r0, r1, c0, c1 in rects:
+            if kind == 0:
+                space.add(space.reads, (r0, r1, c0, c1, index))
+            else:
+                # A write supersedes every access it covers: later accesses depend on the write,
+                # which depends on every one of them (the dependency stays, transitively).
+                space.prune(space.reads, r0, r1, c0, c1)
+                space.prune(space.writes, r0, r1, c0, c1)
+                space.add(space.writes, (r0, r1, c0, c1, index))
+        preds.append(deps)
+
+    n = len(kept)
+    succs: list[list[int]] = [[] for _ in range(n)]
+    waiting = [len(d) for d in preds]
+    for i, deps in enumerate(preds):
+        for j in deps:
+            succs[j].append(i)
+    ready = [0.0] * n
+    binding: list[int | None] = [None] * n
+    starts = [0.0] * n
+    ends = [0.0] * n
+    after: list[int | None] = [None] * n
+    reasons = ["start"] * n
+    slots: dict[str, _EngineSlots] = {}
+    heap = [(0.0, i) for i in range(n) if waiting[i] == 0]
+    heapq.heapify(heap)
+    while heap:
+        t, i = heapq.heappop(heap)
+        start, why, who = t, ("start" if binding[i] is None else preds[i][binding[i]]), binding[i]
+        duration = durations[i]
+        if kept[i].engine == "dma":
+            # Each DMA engine moves one transfer at a time; queues share it round-robin, so a
+            # transfer takes the first time all its engines are free for its duration.
             moved = True
             while moved:
                 moved = False
-                for lane in lanes:
+                for lane in lanes_of[i]:
                     sl = slots.get(lane)
                     if sl is None:
                         continue
                     k = sl.conflict(start, duration)
                     if k >= 0:
-                        start, reason, after = sl.ends[k], "DMA engine busy", sl.owners[k]
+                        start, why, who = sl.ends[k], "DMA engine busy", sl.owners[k]
                         moved = True
-        end = start + duration
-        for kind, space, r0, r1, c0, c1 in rects:
-            if kind == 0:
-                space.add(space.reads, (r0, r1, c0, c1, index))
-            else:
-                # A write supersedes every access it covers: later readers depend on it, and it
-                # ended after all of them (it waited for them).
-                space.prune(space.reads, r0, r1, c0, c1)
-                space.prune(space.writes, r0, r1, c0, c1)
-                space.add(space.writes, (r0, r1, c0, c1, index))
-        for lane_key in order:
-            lane_free[lane_key] = end
-            lane_last[lane_key] = index
-        for lane in lanes:
-            if engine == "dma":
-                slots.setdefault(lane, _EngineSlots()).add(start, end, index)
-            lane_busy[lane] = lane_busy.get(lane, 0.0) + duration
-        total += duration
-        ends.append(end)
-        out.append(ScheduledInstr(index, ins.op, engine, lanes, start, end, ins.site, reason, after))
+            for lane in lanes_of[i]:
+                slots.setdefault(lane, _EngineSlots()).add(start, start + duration, i)
+        starts[i], ends[i], reasons[i], after[i] = start, start + duration, why, who
+        for k in succs[i]:
+            if binding[k] is None or ends[i] > ready[k]:
+                ready[k], binding[k] = ends[i], i
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                heapq.heappush(heap, (ready[k], k))
+
+    out = [
+        ScheduledInstr(i, kept[i].op, kept[i].engine, lanes_of[i], starts[i], ends[i],
+                       kept[i].site, reasons[i], after[i])
+        for i in range(n)
+    ]
+    lane_busy: dict[str, float] = {}
+    for i in range(n):
+        for lane in lanes_of[i]:
+            lane_busy[lane] = lane_busy.get(lane, 0.0) + durations[i]
+    total = sum(durations)
     makespan = max(ends, default=0.0)
     lower = max(lane_busy.values(), default=0.0)
     tol = 1e-9 * max(1e-12, total)
     assert lower - tol <= makespan <= total + tol, (lower, makespan, total)
     critical: list[int] = []
     if out:
-        i: int | None = max(range(len(out)), key=ends.__getitem__)
-        while i is not None:
-            critical.append(i)
-            i = out[i].after
+        c: int | None = max(range(n), key=ends.__getitem__)
+        while c is not None:
+            critical.append(c)
+            c = after[c]
         critical.reverse()
     return Schedule(
         target=prog.target,
