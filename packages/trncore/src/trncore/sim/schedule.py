@@ -391,7 +391,8 @@ def schedule(prog: Program, rules: TargetRules | None = None) -> Schedule:
     heapq.heapify(heap)
     while heap:
         t, i = heapq.heappop(heap)
-        start, why, who = t, ("start" if binding[i] is None else preds[i][binding[i]]), binding[i]
+        who = binding[i]
+        start, why = t, ("start" if who is None else preds[i][who])
         duration = durations[i]
         if kept[i].engine == "dma":
             # Each DMA engine moves one transfer at a time; queues share it round-robin, so a
