@@ -33,18 +33,24 @@ of a program on a time line with the report's own per-instruction costs:
   architecture guide's NeuronCore-v2 page for TensorE ``max(N, 64)``, fp32 ×4, VectorE ``N`` /
   ``2N`` and the ~60-cycle access overhead, 16 DMA engines of 27 GiB/s each).
 
-Because every instruction starts at time 0 or at the end of an earlier one, the modelled time is
-never below the busiest lane's total (the lower bound) nor above the sum of all durations (the
-upper bound); :func:`schedule` asserts both. The scheduler is one pass in program order; each
-access is checked only against the live accesses of the same storage (in the same row buckets
-for tall HBM tensors), a write drops the accesses it fully covers, and each DMA engine keeps its
-busy intervals sorted (bisection), so the cost stays near-linear in the trace size.
+* **Order.** A first pass in program order finds each instruction's predecessors (its engine's or
+  queue's previous instruction, and the accesses its bytes depend on); a list scheduler then
+  starts the ready instruction with the earliest ready time, so DMA transfers run in the order
+  they become ready.
+
+Because every instruction starts at time 0 or when another one ends, and no lane runs two
+instructions at once, the modelled time is never below the busiest lane's total (the lower bound)
+nor above the sum of all durations (the upper bound); :func:`schedule` asserts both. Each access
+is checked only against the live accesses of the same storage (in the same row buckets for tall
+HBM tensors), a write drops the accesses it fully covers, the ready instructions sit in a heap and
+each DMA engine keeps its busy intervals sorted (bisection), so the cost stays O(n log n)-ish in
+the trace size.
 
 Not modelled: semaphore latency between engines (the DMA bandwidth guide quotes ~1300 ns
 cross-engine semaphore-to-start), engine pipelining across dependent instructions, the 100-cycle
-static overhead of dependent tiny VectorE instructions, DMA queue round-robin between queues of
-one engine, HBM contention, descriptor generation on GpSimd (software DGE), and LNC=2 (both
-programs are scheduled as if on one core).
+static overhead of dependent tiny VectorE instructions, bandwidth shared by transfers that
+overlap on one DMA engine (the model runs them one after the other), HBM contention, descriptor
+generation on GpSimd (software DGE), and LNC=2 (both programs are scheduled as if on one core).
 """
 
 from __future__ import annotations

@@ -166,8 +166,10 @@ def program_timeline(prog: Program, sched: Schedule | None = None) -> Timeline:
                 Bar(lane, item.start_s, item.end_s, item.op, item.engine, line, item.index,
                     item.index in critical, item.waited_for)
             )
+    kernel = str(getattr(prog.key, "kernel", prog.key))
+    kernel = kernel.removeprefix("_trncore_cli_")  # modules the CLI loads from a file path
     return Timeline(
-        kernel=str(getattr(prog.key, "kernel", prog.key)),
+        kernel=kernel,
         target=prog.target,
         modelled_s=sched.makespan_s,
         lower_bound_s=sched.lower_bound_s,
