@@ -218,7 +218,9 @@ def program_report(prog: Program) -> Report:
     util_dtype = flops / dtype_capacity if dtype_capacity else 0.0
     notes = []
     if prog.lnc > 1:
-        notes.append(f"LNC={prog.lnc}: both instances' instructions are summed as if on one core")
+        notes.append(
+            f"LNC={prog.lnc}: both instances' instructions are summed and scheduled as if on one core"
+        )
     sched = schedule(prog, rules)
     compute_busy = [v for k, v in busy.items() if k != "dma"]
     lower = max([*compute_busy, *(v for k, v in sched.lane_busy_s.items() if k.startswith("dma"))])
