@@ -340,3 +340,23 @@ def test_import_trncore_sim_does_not_import_matplotlib() -> None:
     code = "import sys, trncore.sim; print(any(m.startswith('matplotlib') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_launch_records_sum_the_scheduled_time_of_every_launch() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((128, 512)).astype(np.float32)
+    tall = rng.standard_normal((256, 512)).astype(np.float32)
+    with sim.record_launches() as record:
+        sim.simulate(double_buffered)(x)
+        sim.simulate(double_buffered)(x)
+        sim.simulate(single_buffered)(tall)
+    for target in ("trn1", "trn2"):
+        one = sim.report(double_buffered, ((128, 512), "float32"), target=target)
+        two = sim.report(single_buffered, ((256, 512), "float32"), target=target)
+        model = record.model(target)
+        assert model.modelled_s == pytest.approx(2 * one.modelled_s + two.modelled_s)
+        assert model.lower_s <= model.modelled_s <= model.upper_s
+        assert model.as_dict()["modelled_s"] == model.modelled_s
+        progs = record.programs(target)
+        assert sorted(count for _, count in progs) == [1, 2]
+        assert all(isinstance(p, sim.Program) and p.target == target for p, _ in progs)
