@@ -149,6 +149,22 @@ def _row_bytes(alloc: Any) -> int:
     return math.prod(alloc.shape[1:]) * dtypes.itemsize(alloc.dtype)
 
 
+def _geometry(alloc: Any) -> tuple[int, int]:
+    """Rows × byte columns of an allocation for dependency tracking.
+
+    On chip the rows are the partitions. In HBM a tensor of two or more dimensions is a matrix of
+    its last dimension by all the others, so a tile of a batched tensor is an exact rectangle; a
+    1-D tensor is a column of elements (row buckets keep element-wise passes linear).
+    """
+    shape = alloc.shape
+    isz = dtypes.itemsize(alloc.dtype)
+    if not shape:
+        return 1, isz
+    if alloc.buffer.on_chip or len(shape) == 1:
+        return max(1, shape[0]), max(1, math.prod(shape[1:]) * isz)
+    return max(1, math.prod(shape[:-1])), max(1, shape[-1] * isz)
+
+
 # ----------------------------------------------------------------------------------- footprints
 _Record = tuple[int, int, int, int, int]  # r0, r1, c0, c1 (half-open), instruction index
 
@@ -353,10 +369,10 @@ def schedule(prog: Program, rules: TargetRules | None = None) -> Schedule:
                 alloc = acc[0]
                 storage = id(alloc.storage)
                 space = spaces.get(storage)
-                rows = alloc.shape[0] if alloc.shape else 1
+                rows, cols = _geometry(alloc)
                 if space is None:
-                    space = spaces[storage] = _Space(max(1, rows), max(1, _row_bytes(alloc)))
-                if rows == space.rows and _row_bytes(alloc) == space.cols:
+                    space = spaces[storage] = _Space(rows, cols)
+                if rows == space.rows and cols == space.cols:
                     r0, r1, c0, c1 = _rect(acc, space.rows, space.cols)
                 else:  # recycled storage seen through another shape: the whole storage
                     r0, r1, c0, c1 = 0, space.rows, 0, space.cols
