@@ -293,6 +293,10 @@ def test_timeline_data_and_pictures(target: str, tmp_path) -> None:
         tl.plot(tmp_path / "t.pdf")
     with pytest.raises(ValueError, match="color_by"):
         tl.plot(color_by="engine")
+    fig = tl.plot(window=(0.0, tl.modelled_s / 2))
+    assert fig.axes[0].get_xlim() == pytest.approx((0.0, tl.modelled_s / 2 * 1e6))
+    with pytest.raises(ValueError, match="window"):
+        tl.plot(window=(2e-6, 1e-6))
 
 
 def scale_tiles(a):

@@ -69,15 +69,20 @@ class Timeline:
         color_by: str = "line",
         max_legend: int = 12,
         title: str | None = None,
+        window: tuple[float, float] | None = None,
     ) -> Any:
         """Draw the lanes over time (µs); save to ``path`` (``.png`` or ``.svg``) if given.
 
         ``color_by`` is ``"line"`` (kernel line) or ``"op"`` (instruction kind); the
         ``max_legend`` busiest keys get their own colour, the rest are grey. Critical-path bars
-        are underlined in black. Returns the matplotlib figure.
+        are underlined in black. ``window=(start_s, end_s)`` zooms on part of a long schedule.
+        Returns the matplotlib figure.
         """
         if color_by not in ("line", "op"):
             raise ValueError(f"color_by must be 'line' or 'op', got {color_by!r}")
+        lo, hi = (0.0, self.modelled_s) if window is None else (float(window[0]), float(window[1]))
+        if not 0.0 <= lo < hi:
+            raise ValueError(f"window must be (start_s, end_s) with 0 <= start_s < end_s, got {window!r}")
         if path is not None and Path(path).suffix.lower() not in _FORMATS:
             raise ValueError(f"timeline file must end in .png or .svg, got {str(path)!r}")
         import matplotlib
@@ -97,6 +102,8 @@ class Timeline:
         crit: dict[str, list[tuple[float, float]]] = {}
         us = 1e6
         for b in self.bars:
+            if b.end_s < lo or b.start_s > hi:
+                continue
             key = getattr(b, color_by)
             colour = colours.get(key, grey)
             groups.setdefault((b.lane, colour), []).append((b.start_s * us, (b.end_s - b.start_s) * us))
@@ -109,7 +116,7 @@ class Timeline:
         ax.set_yticks(range(len(self.lanes)))
         ax.set_yticklabels(list(reversed(self.lanes)))
         ax.set_xlabel("modelled time (µs)")
-        ax.set_xlim(0, max(self.modelled_s * us, 1e-3))
+        ax.set_xlim(lo * us, max(hi * us, lo * us + 1e-3))
         ax.set_ylim(-0.6, len(self.lanes) - 0.4)
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(
