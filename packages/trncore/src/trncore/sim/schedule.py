@@ -99,16 +99,22 @@ Access = tuple[Any, Any, int, tuple[tuple[int, int], ...]]
 
 
 def record_access(reads: Sequence[Any], writes: Sequence[Any]) -> tuple[tuple[Access, ...], ...]:
-    """The (reads, writes) accesses of one instruction, for :func:`schedule` (called by emit)."""
+    """The (reads, writes) accesses of one instruction, for :func:`schedule` (called by emit).
+
+    Operands that are not tensor views (no ``alloc``) carry no memory dependency and are skipped.
+    """
+    reads = [t for t in reads if getattr(t, "alloc", None) is not None]
+    writes = [t for t in writes if getattr(t, "alloc", None) is not None]
     r = [_access(t) for t in reads]
     for t in (*reads, *writes):
-        if t.dynamic is not None:  # the offset tensor is read when the instruction runs
-            r.append(_access(t.dynamic.tensor))
+        offset = getattr(t, "dynamic", None)
+        if offset is not None and getattr(offset, "tensor", None) is not None:
+            r.append(_access(offset.tensor))  # the offset tensor is read when the instruction runs
     return tuple(r), tuple(_access(t) for t in writes)
 
 
 def _access(t: Any) -> Access:
-    if t.dynamic is not None:
+    if getattr(t, "dynamic", None) is not None:
         return (t.alloc, None, 0, ())
     return (t.alloc, t.dtype, t.offset, t.dims)
 
