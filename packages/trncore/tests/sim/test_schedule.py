@@ -370,3 +370,25 @@ def test_launch_records_sum_the_scheduled_time_of_every_launch() -> None:
         progs = record.programs(target)
         assert sorted(count for _, count in progs) == [1, 2]
         assert all(isinstance(p, sim.Program) and p.target == target for p, _ in progs)
+
+
+def gather_rows(a, rows):
+    """An indirect DMA: its row indices are read from SBUF when it runs."""
+    vidx = nl.ndarray((3, 1), nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=vidx, src=rows)
+    g = nl.ndarray((3, 16), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=g, src=a.ap([[16, 3], [1, 16]], vector_offset=vidx))
+    out = nl.ndarray((3, 16), nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=g)
+    return out
+
+
+def test_an_indirect_dma_waits_for_its_index_tile(target: str) -> None:
+    a = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    rows = np.array([[7], [0], [3]], dtype=np.int32)
+    np.testing.assert_array_equal(sim.simulate(gather_rows)(a, rows), a[[7, 0, 3]])
+    sched = schedule(sim.trace(gather_rows, a, rows))
+    load, gather, store = sched.instrs
+    assert gather.waited_for == "RAW" and gather.after == load.index
+    assert store.waited_for == "RAW" and store.after == gather.index
+    assert sched.makespan_s == pytest.approx(sched.upper_bound_s)  # a strict chain
