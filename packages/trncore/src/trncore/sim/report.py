@@ -42,7 +42,11 @@ from trncore.sim.schedule import dma_seconds, schedule
 __all__ = ["Report", "instr_seconds", "program_report", "report"]
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
+#: SBUF/PSUM access overhead of a compute instruction, ~60 cycles ("Tensor access overhead", NKI
+#: architecture guide, Trainium/Inferentia2 = NeuronCore-v2 page, Neuron SDK 2.29 / NKI 0.3.0).
 _FIXED_CYCLES = 60
+#: Minimum initiation interval, 64 cycles: TensorE ``MM_INIT_LATENCY`` ("max(N, MM_INIT_LATENCY)",
+#: same page, Tensor Engine cost model; fp32 "roughly 4x higher"), also used for the other engines.
 _MIN_II = 64
 
 

@@ -147,6 +147,9 @@ def _partitions(acc: Access) -> tuple[int, int]:
 def dma_seconds(ins: Instr, rules: TargetRules) -> float:
     """One DMA's duration on each of its engines: fixed cost + its share of bytes / engine rate."""
     first, last = dma_engines(ins)
+    # trn1: 27 GiB/s per engine ("Each DMA engine can process one DMA transfer at a time driving a
+    # peak bandwidth of 27 GiB/s", NKI architecture guide, NeuronCore-v2 page, SDK 2.29/NKI 0.3.0);
+    # trn2: the chip's 3.5 TB/s of DMA over 8 cores (Trainium2 architecture page), per engine.
     per_engine = rules.dma_bytes_per_s / DMA_ENGINES
     return DMA_FIXED_S + ins.meta.get("bytes", 0) / ((last - first + 1) * per_engine)
 
