@@ -244,7 +244,8 @@ def report(r: dict[str, object]) -> str:
         for target, m in r["energy_step_model"].items():
             lines.append(
                 f"  energy step on {target}, MODELLED (trncore.sim cost model, not a measurement): "
-                f"{m['lower_s'] * 1e6:.0f}-{m['upper_s'] * 1e6:.0f} us, bound by {m['bound']}"
+                f"{m['modelled_s'] * 1e6:.0f} us scheduled (bounds {m['lower_s'] * 1e6:.0f}-"
+                f"{m['upper_s'] * 1e6:.0f} us), bound by {m['bound']}"
             )
     return "\n".join(lines)
 

@@ -9,7 +9,8 @@ Third-party files that ``import nki`` run after :func:`install`. Every ISA call 
 against the target's rules (trn1 / trn2, from ``NEURON_PLATFORM_TARGET_OVERRIDE``, default trn2);
 a violation raises an :class:`NkiValidationError` subclass naming the rule and the kernel line.
 The first call of a kernel key traces it into an instruction list; later calls replay the list.
-:func:`report` gives the program's modelled cost. See docs/emulator.md.
+:func:`report` gives the program's modelled cost, :func:`timeline` its modelled schedule as
+lanes of instructions over time. See docs/emulator.md.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from trncore.sim.runner import (
     strict_mode,
     trace,
 )
+from trncore.sim.timeline import Timeline, timeline
 
 __all__ = [
     "ENGINE",
@@ -41,6 +43,7 @@ __all__ = [
     "Program",
     "Report",
     "StepModel",
+    "Timeline",
     "cache_info",
     "clear_cache",
     "count_keys",
@@ -55,6 +58,7 @@ __all__ = [
     "run_kernel",
     "simulate",
     "strict_mode",
+    "timeline",
     "trace",
     "uninstall",
 ]

@@ -2,6 +2,7 @@
 
     python -m trncore.sim run FILE::KERNEL --shapes 128x512:float32,128x512:float32
     python -m trncore.sim report FILE::KERNEL --shapes 1024x1024:bfloat16,... --target trn1
+    python -m trncore.sim report FILE::KERNEL --shapes ... --timeline gemm.png   # or .svg
 
 ``FILE`` may ``import nki`` (the emulator is installed first when the real package is absent).
 Compile-time parameters: ``--param name=value`` (value parsed as a Python literal).
@@ -113,7 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "--listing", type=int, default=0, metavar="N",
                 help="also print the first N instructions of the program",
             )  # fmt: skip
+            p.add_argument(
+                "--timeline", type=Path, default=None, metavar="FILE",
+                help="draw the modelled schedule, one lane per engine / DMA engine (.png or .svg)",
+            )  # fmt: skip
     args = parser.parse_args(argv)
+    timeline_file = getattr(args, "timeline", None)
+    if timeline_file is not None and timeline_file.suffix.lower() not in (".png", ".svg"):
+        parser.error(f"--timeline FILE must end in .png or .svg, got {str(timeline_file)!r}")
     kernel = _load(args.kernel)
     specs = parse_shapes(args.shapes)
     params = _params(args.param)
@@ -127,6 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(rep.as_dict(), indent=2) if args.json else rep)
         if args.listing:
             print(prog.listing(limit=args.listing))
+        if args.timeline is not None:
+            from trncore.sim.timeline import program_timeline
+
+            program_timeline(prog).plot(args.timeline)
+            print(f"timeline written to {args.timeline}", file=sys.stderr)
         return 0
     rng = np.random.default_rng(args.seed)
     arrays = [_random(s, rng) for s in specs]

@@ -38,11 +38,14 @@ class StepModel:
     upper_s: float  #: nothing overlaps: the sum over engines
     busy_s: dict[str, float]  #: modelled busy seconds per engine, summed over launches
     bound: str  #: the engine with the most busy time ("-" when nothing ran)
+    #: the dependency-aware schedule of each launch (trncore.sim.schedule), summed: launches run
+    #: one after another, so this lies within [lower_s, upper_s]
+    modelled_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready view."""
         return {"target": self.target, "lower_s": self.lower_s, "upper_s": self.upper_s,
-                "busy_s": dict(self.busy_s), "bound": self.bound}
+                "modelled_s": self.modelled_s, "busy_s": dict(self.busy_s), "bound": self.bound}
 
 
 @dataclass
@@ -71,6 +74,19 @@ class LaunchRecord:
         """The distinct kernel keys launched."""
         return set(self._launches)
 
+    def programs(self, target: str) -> list[tuple[Any, int]]:
+        """Each distinct launched program traced for ``target``, with its launch count.
+
+        ``(program, count)`` pairs: ``trncore.sim.timeline(program)`` draws one launch,
+        ``program.report()`` models it.
+        """
+        from trncore.sim.runner import trace
+
+        return [
+            (trace(e.fn, *e.specs, target=target, lnc=e.lnc, **e.params), e.count)
+            for e in self._launches.values()
+        ]
+
     def counts(self) -> dict[str, int]:
         """Launches per kernel (by function name)."""
         total: Counter[str] = Counter()
@@ -84,17 +100,18 @@ class LaunchRecord:
 
         wanted = None if kernels is None else {getattr(k, "func", k) for k in kernels}
         busy: Counter[str] = Counter()
-        lower = upper = 0.0
+        lower = upper = modelled = 0.0
         for entry in self._launches.values():
             if wanted is not None and entry.fn not in wanted:
                 continue
             rep = report(entry.fn, *entry.specs, target=target, lnc=entry.lnc, **entry.params)
             lower += entry.count * rep.lower_bound_s
             upper += entry.count * rep.upper_bound_s
+            modelled += entry.count * rep.modelled_s
             for engine, seconds in rep.busy_seconds.items():
                 busy[engine] += entry.count * seconds
         bound = max(busy, key=busy.__getitem__) if any(busy.values()) else "-"
-        return StepModel(target, lower, upper, dict(busy), bound)
+        return StepModel(target, lower, upper, dict(busy), bound, modelled)
 
 
 @contextlib.contextmanager

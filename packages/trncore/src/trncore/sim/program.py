@@ -27,6 +27,7 @@ from trncore.sim import context, dtypes
 from trncore.sim.blas import blas_threads
 from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
 from trncore.sim.rules import TargetRules
+from trncore.sim.schedule import record_access
 from trncore.sim.tensor import (
     PSUM,
     SBUF,
@@ -49,6 +50,8 @@ class Instr:
     site: tuple[str, int] | None
     run: Callable[[], None]
     meta: dict[str, Any] = field(default_factory=dict)
+    #: (reads, writes) as recorded by :func:`trncore.sim.schedule.record_access`, for the schedule
+    access: tuple[Any, ...] | None = None
 
 
 @dataclass
@@ -285,7 +288,8 @@ class TraceContext:
                 self.written.add(t.alloc.id)
             if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None:
                 t.flags_array()[...] = False
-        self.instrs.append(Instr(op, engine, site, run, meta or {}))
+        access = record_access(reads, writes)
+        self.instrs.append(Instr(op, engine, site, run, meta or {}, access))
         if self.execute:
             run()
 

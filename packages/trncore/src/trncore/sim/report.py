@@ -14,14 +14,20 @@ Per-instruction costs (cycles of the engine's clock):
 * VectorE / ScalarE / GpSimd: ``60 + max(64, e * F)`` with F elements per partition, e = 2 for
   ``tensor_tensor``/scans (§3.6 "≈ 2N cycles"), else 1; 60 cycles of SRAM access overhead and a
   64-cycle minimum initiation interval (§4.1).
-* DMA: ``0.6 µs + bytes / B`` with B the bandwidth of one core's 16 DMA engines; 0.6 µs is the
-  documented hardware-DGE per-instruction cost (§3.3), used for every DMA.
+* DMA: ``0.6 µs + bytes / (E · b)`` on each of the E DMA engines the transfer uses (those of its
+  SBUF partitions, 8 partitions per engine, all 16 for a full-height tile or HBM→HBM), b the rate
+  of one engine; 0.6 µs is the documented hardware-DGE per-instruction cost (§3.3), used for every
+  DMA (:mod:`trncore.sim.schedule`).
 
-Not modelled (what only hardware can tell): dependencies and the schedule, engine concurrency
-limits on shared SBUF/PSUM ports, DMA queue assignment and descriptor costs, HBM contention, cache
-effects, instruction fetch, semaphores between engines, LNC=2 (instances are summed as if on one
-core), and the compiler's own transformations. Use it to compare variants of a kernel, not to
-predict wall time.
+Bounds and schedule: the lower bound is the busiest lane (an engine, or one DMA engine), the upper
+bound the sum of all durations; :func:`trncore.sim.schedule.schedule` places the instructions in
+dependency order and gives the modelled time between them, its critical path, per-lane idle time
+and what each lane waited for.
+
+Not modelled (what only hardware can tell): engine concurrency limits on shared SBUF/PSUM ports,
+descriptor costs, HBM contention, cache effects, instruction fetch, semaphore latency between
+engines, LNC=2 (instances are scheduled as if on one core), and the compiler's own
+transformations. Use it to compare variants of a kernel, not to predict wall time.
 """
 
 from __future__ import annotations
@@ -31,13 +37,17 @@ from typing import Any
 
 from trncore.sim.program import Program
 from trncore.sim.rules import TargetRules, rules_for
+from trncore.sim.schedule import dma_seconds, schedule
 
-__all__ = ["Report", "program_report", "report"]
+__all__ = ["Report", "instr_seconds", "program_report", "report"]
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
+#: SBUF/PSUM access overhead of a compute instruction, ~60 cycles ("Tensor access overhead", NKI
+#: architecture guide, Trainium/Inferentia2 = NeuronCore-v2 page, Neuron SDK 2.29 / NKI 0.3.0).
 _FIXED_CYCLES = 60
+#: Minimum initiation interval, 64 cycles: TensorE ``MM_INIT_LATENCY`` ("max(N, MM_INIT_LATENCY)",
+#: same page, Tensor Engine cost model; fp32 "roughly 4x higher"), also used for the other engines.
 _MIN_II = 64
-_DMA_FIXED_S = 0.6e-6
 
 
 @dataclass
@@ -63,6 +73,16 @@ class Report:
     tensor_utilisation: float
     tensor_utilisation_dtype: float
     notes: list[str] = field(default_factory=list)
+    #: the dependency-aware schedule's length (trncore.sim.schedule), within [lower, upper]
+    modelled_s: float = 0.0
+    #: achieved overlap: 0 at the upper bound (nothing overlaps), 1 at the lower bound
+    overlap: float = 0.0
+    #: idle seconds per lane (engine or DMA engine) over the modelled time
+    idle_seconds: dict[str, float] = field(default_factory=dict)
+    #: per lane, idle seconds by what it waited for ("RAW on dma", "WAR on tensor", ...)
+    waits_seconds: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: the critical path, consecutive instructions of one engine/op/kernel line merged
+    critical_path: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain dicts/lists/numbers (JSON-serializable), e.g. for ``--json`` output."""
@@ -87,10 +107,47 @@ class Report:
             f"{self.tensor_utilisation_dtype:.1%} of the peak for the operand dtypes "
             f"({self.useful_flops} useful flops)",
         ]
+        lines += _schedule_lines(self)
         return "\n".join(lines + [f"note: {n}" for n in self.notes])
 
 
-def _instr_seconds(ins: Any, rules: TargetRules) -> float:
+def _schedule_lines(rep: Report) -> list[str]:
+    """The schedule's part of the printed report: modelled time, critical path, idle lanes."""
+    us = 1e6
+    lines = [
+        f"modelled (us): {rep.modelled_s * us:.2f} (dependency-aware schedule, within "
+        f"[{rep.lower_bound_s * us:.2f}, {rep.upper_bound_s * us:.2f}]); achieved overlap "
+        f"{rep.overlap:.0%}"
+    ]
+    if rep.critical_path:
+        by_engine: dict[str, float] = {}
+        for seg in rep.critical_path:
+            by_engine[seg["engine"]] = by_engine.get(seg["engine"], 0.0) + seg["seconds"]
+        count = sum(seg["count"] for seg in rep.critical_path)
+        lines.append(
+            f"critical path: {count} instructions; "
+            + ", ".join(f"{k} {v * us:.2f} us" for k, v in sorted(by_engine.items(), key=lambda kv: -kv[1]))
+        )
+        top = sorted(rep.critical_path, key=lambda seg: -seg["seconds"])[:5]
+        for seg in top:
+            lines.append(
+                f"  {seg['seconds'] * us:10.2f} us  {seg['engine']:<6} {seg['op']:<20} "
+                f"{seg['line']} (x{seg['count']}, from {seg['start_s'] * us:.2f} us)"
+            )
+    compute = [lane for lane in rep.idle_seconds if not lane.startswith("dma")]
+    dma = [lane for lane in rep.idle_seconds if lane.startswith("dma")]
+    for lane in compute + dma[:1]:
+        waits = rep.waits_seconds.get(lane, {})
+        what = ", ".join(
+            f"{k} {v * us:.2f}" for k, v in sorted(waits.items(), key=lambda kv: -kv[1])[:3]
+        )
+        name = lane if lane in compute else f"{lane} (of {len(dma)} DMA engines used)"
+        lines.append(f"idle (us) {name}: {rep.idle_seconds[lane] * us:.2f}; waited for: {what or '-'}")
+    return lines
+
+
+def instr_seconds(ins: Any, rules: TargetRules) -> float:
+    """Modelled duration of one instruction on its engine (a DMA: on each of its DMA engines)."""
     meta = ins.meta
     if ins.engine == "tensor":
         factor = meta.get("factor", 1.0)
@@ -98,7 +155,7 @@ def _instr_seconds(ins: Any, rules: TargetRules) -> float:
             factor /= rules.fp8_speedup
         return max(meta.get("N", 1), _MIN_II) * factor / rules.tensor_hz
     if ins.engine == "dma":
-        return _DMA_FIXED_S + meta.get("bytes", 0) / rules.dma_bytes_per_s
+        return dma_seconds(ins, rules)
     hz = {"vector": rules.vector_hz, "scalar": rules.scalar_hz, "gpsimd": rules.gpsimd_hz}.get(
         ins.engine
     )
@@ -106,6 +163,9 @@ def _instr_seconds(ins: Any, rules: TargetRules) -> float:
         return 0.0
     cycles = _FIXED_CYCLES + max(_MIN_II, meta.get("per_elem", 1.0) * meta.get("free", 1))
     return cycles / hz
+
+
+_instr_seconds = instr_seconds  # the name before the schedule made it public
 
 
 def program_report(prog: Program) -> Report:
@@ -119,7 +179,7 @@ def program_report(prog: Program) -> Report:
         if ins.engine not in counts:
             continue
         counts[ins.engine] += 1
-        seconds = _instr_seconds(ins, rules)
+        seconds = instr_seconds(ins, rules)
         busy[ins.engine] += seconds
         if ins.engine == "tensor":
             flops += ins.meta.get("flops", 0)
@@ -143,7 +203,7 @@ def program_report(prog: Program) -> Report:
                 / factor
                 * (rules.fp8_speedup if ins.meta.get("fp8") else 1.0)
             )
-            dtype_capacity += rate * _instr_seconds(ins, rules)
+            dtype_capacity += rate * instr_seconds(ins, rules)
     input_bytes = sum(a.flat.nbytes for a in prog.inputs)
     output_bytes = sum(t.size * t.array().itemsize for t in prog.outputs)
     minimum = input_bytes + output_bytes
@@ -164,7 +224,17 @@ def program_report(prog: Program) -> Report:
     util_dtype = flops / dtype_capacity if dtype_capacity else 0.0
     notes = []
     if prog.lnc > 1:
-        notes.append(f"LNC={prog.lnc}: both instances' instructions are summed as if on one core")
+        notes.append(
+            f"LNC={prog.lnc}: both instances' instructions are summed and scheduled as if on one core"
+        )
+    sched = schedule(prog, rules)
+    compute_busy = [v for k, v in busy.items() if k != "dma"]
+    lower = max([*compute_busy, *(v for k, v in sched.lane_busy_s.items() if k.startswith("dma"))])
+    upper = sum(busy.values())
+    # The schedule never beats the busiest lane nor exceeds running everything back to back.
+    tol = 1e-9 * max(upper, 1e-12)
+    assert lower - tol <= sched.makespan_s <= upper + tol, (lower, sched.makespan_s, upper)
+    overlap = 1.0 if upper - lower <= 0 else (upper - sched.makespan_s) / (upper - lower)
     return Report(
         kernel=str(prog.key.kernel),
         target=prog.target,
@@ -179,13 +249,39 @@ def program_report(prog: Program) -> Report:
         psum_peak_bytes=prog.psum_peak,
         psum_peak_banks=prog.psum_banks_peak,
         busy_seconds=busy,
-        lower_bound_s=max(busy.values()),
-        upper_bound_s=sum(busy.values()),
+        lower_bound_s=lower,
+        upper_bound_s=upper,
         useful_flops=flops,
         tensor_utilisation=util,
         tensor_utilisation_dtype=util_dtype,
         notes=notes,
+        modelled_s=sched.makespan_s,
+        overlap=min(1.0, max(0.0, overlap)),
+        idle_seconds=sched.lane_idle_s(),
+        waits_seconds=sched.lane_waits_s,
+        critical_path=_critical_segments(sched),
     )
+
+
+def _critical_segments(sched: Any) -> list[dict[str, Any]]:
+    """The critical path as segments: runs of consecutive instructions of one engine, op and line."""
+    segments: list[dict[str, Any]] = []
+    for item in sched.critical_path():
+        line = f"{item.site[0].rsplit('/', 1)[-1]}:{item.site[1]}" if item.site else "?"
+        last = segments[-1] if segments else None
+        if last and (last["engine"], last["op"], last["line"]) == (item.engine, item.op, line):
+            last["count"] += 1
+            last["seconds"] += item.end_s - item.start_s
+            last["end_s"] = item.end_s
+            last["last_index"] = item.index
+            continue
+        segments.append({
+            "engine": item.engine, "op": item.op, "line": line, "count": 1,
+            "seconds": item.end_s - item.start_s, "start_s": item.start_s, "end_s": item.end_s,
+            "waited_for": item.waited_for, "first_index": item.index, "last_index": item.index,
+        })
+    return segments
+
 
 
 def report(

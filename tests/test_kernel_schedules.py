@@ -1,0 +1,114 @@
+"""Every NKI kernel of the suite, scheduled by the emulator's cost model: the modelled time lies
+within the bounds (busiest lane ≤ modelled ≤ everything back to back), on aligned and ragged
+shapes, on trn1 and trn2. The kernels are discovered from the four packages' ``kernels`` modules,
+so a new kernel without an entry here fails the test."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+import torch
+
+import trncore.sim as sim
+from trncore.sim.schedule import schedule
+
+pytestmark = pytest.mark.simulator
+
+F32, BF16 = "float32", "bfloat16"
+
+
+def _fft_specs(n: int) -> tuple[list, dict]:
+    """The arguments trnfft's NKI route passes for a batch-8 complex64 transform of length n."""
+    import trnfft
+
+    setup = trnfft.create_plan(n, dtype=torch.complex64).kernel_setup("plan")
+    geo = setup.geometry
+    padded = geo.padded_batch(8)
+    specs = [((padded, n), F32)] * 2 + [((t.numel(),), F32) for t in setup.tables]
+    params = {"stages": geo.stage_params(), "batch_tile": geo.tile_for(padded), "gauss": False,
+              "scale": 1.0}
+    return specs, params
+
+
+def _cases() -> dict[str, list[tuple[list, dict]]]:
+    """Per kernel name: (argument specs, compile-time parameters), aligned then ragged."""
+    def mp2(ni, nocc, nvir):
+        return [((ni * nvir, nocc * nvir), F32), ((ni,), F32), ((nocc,), F32), ((nvir,), F32)]
+
+    def mp2_df(ni, nocc, nvir, naux, dt=F32):
+        return [((ni * nvir, naux), dt), ((nocc * nvir, naux), dt), ((ni,), F32), ((nocc,), F32),
+                ((nvir,), F32)]
+
+    def planes(c, m, extra):
+        return [((c, m), F32)] * 2 + extra
+
+    def block(ni, nj, naux, na, nb):
+        return [((ni, naux, na), F32), ((nj, naux, nb), F32), ((nj, naux, na), F32),
+                ((ni, naux, nb), F32), ((ni, na), F32), ((nj, nb), F32)]
+
+    return {
+        "gemm_kernel": [([((256, 384), BF16), ((384, 1024), BF16)], {}),
+                        ([((200, 130), F32), ((300, 130), F32)], {"trans_b": 1})],
+        "gemm_update_kernel": [([((256, 256), F32), ((256, 512), F32), ((256, 512), F32)], {}),
+                               ([((130, 70), F32), ((130, 90), F32), ((70, 90), F32)], {"trans_a": 1})],
+        "syrk_kernel": [([((256, 128), F32)], {"trans": 0, "lower": 1}),
+                        ([((100, 200), F32)], {"trans": 1, "lower": 0})],
+        "mp2_energy_kernel": [(mp2(2, 4, 128), {}), (mp2(3, 5, 37), {})],
+        "mp2_energy_df_kernel": [(mp2_df(2, 4, 128, 256, BF16), {}), (mp2_df(3, 5, 37, 129), {})],
+        "complex_matmul_kernel": [
+            ([((128, 256), F32)] * 2 + [((256, 512), F32)] * 2 + [((512,), F32)] * 2, {}),
+            ([((70, 33), F32)] * 2 + [((33, 90), F32)] * 2 + [((90,), F32)] * 2, {}),
+        ],
+        "batchnorm_forward_kernel": [(planes(128, 512, [((128, 5), F32)] * 2), {}),
+                                     (planes(37, 100, [((37, 5), F32)] * 2), {})],
+        "batchnorm_backward_kernel": [(planes(128, 512, planes(128, 512, [((128, 5), F32)] * 2)), {}),
+                                      (planes(37, 100, planes(37, 100, [((37, 5), F32)] * 2)), {})],
+        "modrelu_kernel": [(planes(128, 512, [((128,), F32)]), {}),
+                           (planes(37, 100, [((37,), F32)]), {})],
+        "modrelu_backward_kernel": [(planes(128, 512, [((128,), F32), *planes(128, 512, [])]), {}),
+                                    (planes(37, 100, [((37,), F32), *planes(37, 100, [])]), {})],
+        "fft_stages_kernel": [_fft_specs(256), _fft_specs(48)],
+        "ao_to_mo_kernel": [([((128, 128 * 64), F32), ((128, 8), F32), ((128, 120), F32)], {}),
+                            ([((30, 30 * 20), F32), ((30, 5), F32), ((30, 25), F32)], {})],
+        "mp2_energy_block_kernel": [(block(2, 2, 128, 128, 128), {}), (block(3, 2, 70, 25, 19), {})],
+    }
+
+
+def _suite_kernels() -> dict[str, object]:
+    found = {}
+    for package in ("trncore.kernels", "trnblas.kernels", "trnfft.kernels", "trntensor.kernels"):
+        mod = importlib.import_module(package)
+        modules = [mod] + [
+            importlib.import_module(f"{package}.{info.name}")
+            for info in pkgutil.iter_modules(mod.__path__)
+        ]
+        for m in modules:
+            for name, fn in vars(m).items():
+                if name.endswith("_kernel") and inspect.isfunction(fn) and fn.__module__ == m.__name__:
+                    found[name] = fn
+    return found
+
+
+KERNELS = _suite_kernels()
+CASES = _cases()
+
+
+def test_every_suite_kernel_has_cases() -> None:
+    assert set(KERNELS) == set(CASES)
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_modelled_time_lies_within_the_bounds(name: str, target: str) -> None:
+    for specs, params in CASES[name]:
+        prog = sim.trace(KERNELS[name], *specs, target=target, **params)
+        rep = prog.report()
+        assert 0 < rep.lower_bound_s <= rep.modelled_s * (1 + 1e-9)
+        assert rep.modelled_s <= rep.upper_bound_s * (1 + 1e-9)
+        assert 0.0 <= rep.overlap <= 1.0
+        sched = schedule(prog)
+        assert sched.makespan_s == rep.modelled_s
+        assert sched.critical and sched.instrs[sched.critical[-1]].end_s == sched.makespan_s
