@@ -17,10 +17,12 @@ __all__ = [
     "ENV_TRACKED",
     "GENERATION",
     "SUITE_PREFIX",
+    "TARGET_ENV",
     "Backend",
     "EnvSettings",
     "bump_generation",
     "check_backend",
+    "current_target",
     "env_settings",
     "read_bool",
     "read_choice",
@@ -209,3 +211,27 @@ def env_settings(library: str) -> EnvSettings:
     )
     _settings_cache[library] = (raw, settings)
     return settings
+
+
+#: The hardware target NKI checks kernels against. NKI 0.3.0 takes it from this variable only
+#: (``nki.jit``'s ``platform_target=`` raises there), with the spellings below (AWS Neuron docs,
+#: "NKI 0.3.0 update guide" and the ``nki.simulate`` API page, Neuron SDK 2.29).
+TARGET_ENV = "NEURON_PLATFORM_TARGET_OVERRIDE"
+_TARGET_ALIASES = {"trn1": "trn1", "gen2": "trn1", "trn2": "trn2", "gen3": "trn2"}
+
+
+def current_target() -> str:
+    """The hardware target kernels are checked against: ``trn1`` or ``trn2`` (default ``trn2``).
+
+    NKI 0.3.0 reads ``NEURON_PLATFORM_TARGET_OVERRIDE``; its simulator defaults to trn3 when unset,
+    which no library here targets, so this project defaults to trn2.
+    """
+    raw = os.environ.get(TARGET_ENV, "").strip().lower()
+    if not raw:
+        return "trn2"
+    if raw not in _TARGET_ALIASES:
+        raise ValueError(
+            f"{TARGET_ENV}={raw!r} is not a supported target; allowed values: "
+            + ", ".join(sorted(_TARGET_ALIASES))
+        )
+    return _TARGET_ALIASES[raw]

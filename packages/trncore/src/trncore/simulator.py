@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from trncore import platform
+from trncore.config import TARGET_ENV, current_target
 
 __all__ = [
     "ENGINE_ENV",
@@ -35,10 +36,6 @@ __all__ = [
 ]
 
 ENGINE_ENV = "TRNSCI_SIM_ENGINE"
-TARGET_ENV = "NEURON_PLATFORM_TARGET_OVERRIDE"
-
-#: Spellings of each target accepted in ``NEURON_PLATFORM_TARGET_OVERRIDE`` (NKI 0.3.0 §1.2).
-_TARGET_ALIASES = {"trn1": "trn1", "gen2": "trn1", "trn2": "trn2", "gen3": "trn2"}
 
 
 @runtime_checkable
@@ -127,20 +124,3 @@ def get_engine(name: str | None = None) -> SimulatorEngine:
             )
         return VendorSimulator()
     raise ValueError(f"unknown simulator engine {name!r}")
-
-
-def current_target() -> str:
-    """The hardware target kernels are checked against: ``trn1`` or ``trn2`` (default ``trn2``).
-
-    NKI 0.3.0 reads ``NEURON_PLATFORM_TARGET_OVERRIDE``; its simulator defaults to trn3 when unset,
-    which no library here targets, so this project defaults to trn2.
-    """
-    raw = os.environ.get(TARGET_ENV, "").strip().lower()
-    if not raw:
-        return "trn2"
-    if raw not in _TARGET_ALIASES:
-        raise ValueError(
-            f"{TARGET_ENV}={raw!r} is not a supported target; allowed values: "
-            + ", ".join(sorted(_TARGET_ALIASES))
-        )
-    return _TARGET_ALIASES[raw]

@@ -97,8 +97,8 @@ def get_nc_version() -> nc_version:
     """§3.0: the target's NeuronCore generation (gen2 = trn1, gen3 = trn2)."""
     ctx = maybe_current()
     if ctx is None:
+        from trncore.config import current_target
         from trncore.sim.rules import rules_for
-        from trncore.simulator import current_target
 
         return nc_version(rules_for(current_target()).nc_version)
     return nc_version(ctx.rules.nc_version)

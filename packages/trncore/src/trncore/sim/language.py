@@ -83,7 +83,7 @@ class _TileSize:
         ctx = _maybe_current()
         if ctx is not None:
             return ctx.rules.sbuf_bytes
-        from trncore.simulator import current_target
+        from trncore.config import current_target
 
         return rules_for(current_target()).sbuf_bytes
 

@@ -263,7 +263,7 @@ def _def_site(fn: Callable[..., Any]) -> tuple[str, int] | None:
 
 def _target(target: str | None) -> str:
     if target is None:
-        from trncore.simulator import current_target
+        from trncore.config import current_target
 
         target = current_target()
     return rules_for(target).name
