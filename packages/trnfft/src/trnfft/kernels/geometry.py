@@ -35,6 +35,7 @@ __all__ = [
     "PARTITIONS",
     "KernelGeometry",
     "KernelStage",
+    "build_matrix_tables",
     "build_stage_tables",
     "group_radices",
     "kernel_geometry",
@@ -197,4 +198,25 @@ def build_stage_tables(
     """
     blocks = [_stage_blocks(s).reshape(-1) for s in geometry.stages]
     w = torch.cat(blocks) if blocks else torch.zeros(0, dtype=torch.complex128)
+    return w.real.to(dtype).contiguous(), w.imag.to(dtype).contiguous()
+
+
+def build_matrix_tables(
+    geometry: KernelGeometry, matrix: torch.Tensor, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stationary planes that make a one-stage geometry apply ``matrix`` instead of the DFT.
+
+    ``geometry`` must be the single stage of ``kernel_geometry(n, (n,))`` (the ``dft_gemm`` case);
+    ``matrix`` is ``(n, n)``, real or complex, with ``y = matrix @ x`` per row. The block of batch
+    group ``bh`` holds ``matrix[j, p]`` at ``[(bh, p), (bh, j)]``, exactly where
+    :func:`build_stage_tables` puts ``F_n[j, p]``; the real-to-real transforms of n <= 128 use it
+    with their whole (extension, twiddles, scaling) matrix folded into the stationary.
+    """
+    if len(geometry.stages) != 1 or geometry.stages[0].L != 1:
+        raise ValueError("build_matrix_tables needs a one-stage geometry (n <= 128)")
+    stage = geometry.stages[0]
+    if tuple(matrix.shape) != (stage.R, stage.R):
+        raise ValueError(f"matrix must be ({stage.R}, {stage.R}), got {tuple(matrix.shape)}")
+    transposed = matrix.to(torch.complex128).T.contiguous()
+    w = torch.kron(torch.eye(stage.gb, dtype=torch.complex128), transposed).reshape(-1)
     return w.real.to(dtype).contiguous(), w.imag.to(dtype).contiguous()

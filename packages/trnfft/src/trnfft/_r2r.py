@@ -1,0 +1,349 @@
+"""Real-to-real transforms (DCT and DST, types 1-4) in torch: the operations' PyTorch references.
+
+Each transform is reduced to one FFT of a real or complex sequence plus ``O(n)`` element-wise
+work, so it costs what an FFT costs and is differentiable through torch's autograd. The FFTs are
+taken from an :class:`FFTPrimitives` (torch.fft here; the NKI drivers pass kernel-backed ones and
+reuse the same algebra). Definitions (``N`` points, unnormalised, scipy.fft's):
+
+=======  ============================================================================
+DCT-I    ``y[k] = x[0] + (-1)^k x[N-1] + 2 sum_{n=1}^{N-2} x[n] cos(pi k n / (N-1))``
+DCT-II   ``y[k] = 2 sum_n x[n] cos(pi k (2n+1) / (2N))``
+DCT-III  ``y[k] = x[0] + 2 sum_{n>=1} x[n] cos(pi n (2k+1) / (2N))``
+DCT-IV   ``y[k] = 2 sum_n x[n] cos(pi (2k+1)(2n+1) / (4N))``
+DST-I    ``y[k] = 2 sum_n x[n] sin(pi (k+1)(n+1) / (N+1))``
+DST-II   ``y[k] = 2 sum_n x[n] sin(pi (k+1)(2n+1) / (2N))``
+DST-III  ``y[k] = (-1)^k x[N-1] + 2 sum_{n<N-1} x[n] sin(pi (2k+1)(n+1) / (2N))``
+DST-IV   ``y[k] = 2 sum_n x[n] sin(pi (2k+1)(2n+1) / (4N))``
+=======  ============================================================================
+
+Algorithms: DCT-I / DST-I are the real FFT of the even / odd extension (length ``2(N-1)`` /
+``2(N+1)``); DCT-II is Makhoul's (the FFT of ``x`` reordered as even samples then odd ones
+reversed, times ``exp(-i pi k / 2N)``; a real FFT of length ``N`` gives both ``y[k]`` and
+``y[N-k]``); DCT-III is its inverse (an inverse real FFT); DCT-IV / DST-IV are the real and
+imaginary parts of one complex FFT of length ``2N`` with pre- and post-twiddles; DST-II and
+DST-III are DCT-II and DCT-III of the sign-alternated / reversed sequence
+(``DST2(x) = flip(DCT2((-1)^n x))``, ``DST3(x) = (-1)^k DCT3(flip(x))``).
+
+Normalisation and ``orthogonalize`` follow scipy.fft: the scale ``M`` is ``2(N-1)`` for DCT-I,
+``2(N+1)`` for DST-I and ``2N`` otherwise; ``"backward"`` leaves the forward transform unscaled,
+``"forward"`` divides it by ``M``, ``"ortho"`` by ``sqrt(M)``, and the inverse of type ``t`` is the
+forward transform of type ``1, 3, 2, 4`` (for ``t = 1, 2, 3, 4``) with the opposite scaling.
+``orthogonalize`` multiplies the boundary samples so that the ``"ortho"`` matrices are orthogonal:
+DCT-I ``x[0], x[N-1]`` by ``sqrt 2`` and ``y[0], y[N-1]`` by ``1/sqrt 2``; DCT-II ``y[0]`` and DST-II
+``y[N-1]`` by ``1/sqrt 2``; DCT-III ``x[0]`` and DST-III ``x[N-1]`` by ``sqrt 2``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+__all__ = [
+    "INVERSE_TYPE",
+    "TORCH_PRIMITIVES",
+    "FFTPrimitives",
+    "check_dtype",
+    "dct",
+    "dctn",
+    "dst",
+    "dstn",
+    "idct",
+    "idctn",
+    "idst",
+    "idstn",
+    "r2r",
+    "r2r_matrix",
+    "r2rn",
+    "resize",
+    "scale_length",
+]
+
+#: The forward type whose transform inverts type ``t`` (up to the scale ``M``).
+INVERSE_TYPE = {1: 1, 2: 3, 3: 2, 4: 4}
+_SQRT2 = math.sqrt(2.0)
+
+
+@dataclass(frozen=True)
+class FFTPrimitives:
+    """The three FFTs the real-to-real algorithms need, all along the last dimension.
+
+    ``rfft(x)``: first ``m // 2 + 1`` bins of the unnormalised DFT of the real ``(..., m)`` input;
+    ``irfft(X, m)``: the real unnormalised inverse DFT (no ``1/m``) of length ``m`` of a half spectrum;
+    ``fft(z)``: the unnormalised DFT of the complex ``(..., m)`` input.
+    """
+
+    rfft: Callable[[torch.Tensor], torch.Tensor]
+    irfft: Callable[[torch.Tensor, int], torch.Tensor]
+    fft: Callable[[torch.Tensor], torch.Tensor]
+
+
+#: The PyTorch route's primitives: ``torch.fft``.
+TORCH_PRIMITIVES = FFTPrimitives(
+    rfft=lambda x: torch.fft.rfft(x),
+    irfft=lambda X, m: torch.fft.irfft(X, m, norm="forward"),
+    fft=lambda z: torch.fft.fft(z),
+)
+
+
+def scale_length(kind: str, type: int, n: int) -> int:
+    """scipy.fft's normalisation length ``M`` of a transform of ``n`` points."""
+    if type == 1:
+        return 2 * (n - 1) if kind == "dct" else 2 * (n + 1)
+    return 2 * n
+
+
+def resize(x: torch.Tensor, dim: int, n: int) -> torch.Tensor:
+    """Zero-pad or crop ``x`` along ``dim`` to ``n`` (scipy.fft's ``n`` / ``s`` semantics)."""
+    size = x.shape[dim]
+    if size == n:
+        return x
+    if size > n:
+        return x.narrow(dim, 0, n)
+    pad = [0, 0] * (x.dim() - 1 - dim % x.dim()) + [0, n - size]
+    return torch.nn.functional.pad(x, pad)
+
+
+def _angles(numerator: torch.Tensor, denominator: int, x: torch.Tensor) -> torch.Tensor:
+    """``exp(-i pi numerator / denominator)`` in ``x``'s complex precision on ``x``'s device.
+
+    The integer numerator is reduced modulo ``2 denominator`` first, so the angle is exact to the
+    working precision whatever ``n``.
+    """
+    reduced = torch.remainder(numerator, 2 * denominator).to(torch.float64) * (-math.pi / denominator)
+    w = torch.polar(torch.ones_like(reduced), reduced)
+    return w.to(device=x.device, dtype=torch.complex128 if x.dtype == torch.float64 else torch.complex64)
+
+
+def _index(values: list[int], x: torch.Tensor) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.int64, device=x.device)
+
+
+def _dct1(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
+    n = x.shape[-1]
+    ext = torch.cat([x, x[..., 1 : n - 1].flip(-1)], dim=-1)  # even extension, length 2(n-1)
+    return fft.rfft(ext).real
+
+
+def _dst1(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
+    n = x.shape[-1]
+    zero = x.new_zeros(*x.shape[:-1], 1)
+    ext = torch.cat([zero, x, zero, -x.flip(-1)], dim=-1)  # odd extension, length 2(n+1)
+    return -fft.rfft(ext).imag[..., 1 : n + 1]
+
+
+def _dct2(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
+    n = x.shape[-1]
+    order = list(range(0, n, 2)) + list(range(n - 1 if n % 2 == 0 else n - 2, 0, -2))
+    v = x.index_select(-1, _index(order, x))
+    k = torch.arange(n // 2 + 1, dtype=torch.int64)
+    z = 2.0 * _angles(k, 2 * n, x) * fft.rfft(v)  # 2 exp(-i pi k / 2N) V[k], k <= N/2
+    # y[k] = Re z[k]; y[N-k] = -Im z[k]
+    return torch.cat([z.real, -z.imag[..., 1 : (n - 1) // 2 + 1].flip(-1)], dim=-1)
+
+
+def _dct3(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
+    n = x.shape[-1]
+    half = n // 2 + 1
+    k = torch.arange(half, dtype=torch.int64)
+    mirrored = torch.cat([x.new_zeros(*x.shape[:-1], 1), x.flip(-1)[..., : half - 1]], dim=-1)  # x[N-k]
+    spectrum = torch.complex(x[..., :half], -mirrored) * _angles(-k, 2 * n, x)
+    v = fft.irfft(spectrum, n)
+    # x[2j] = v[j], x[2j+1] = v[N-1-j]
+    order = [j // 2 if j % 2 == 0 else n - 1 - j // 2 for j in range(n)]
+    return v.index_select(-1, _index(order, x))
+
+
+def _alternate(x: torch.Tensor) -> torch.Tensor:
+    signs = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
+    signs[1::2] = -1.0
+    return x * signs
+
+
+def _type4(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
+    """``2 exp(-i pi (2k+1) / 4N) sum_n x[n] exp(-i pi n / 2N) exp(-2 pi i k n / 2N)``, ``k < N``:
+    DCT-IV is its real part, DST-IV minus its imaginary part."""
+    n = x.shape[-1]
+    idx = torch.arange(n, dtype=torch.int64)
+    z = torch.nn.functional.pad(x * _angles(idx, 2 * n, x), (0, n))
+    return 2.0 * _angles(2 * idx + 1, 4 * n, x) * fft.fft(z)[..., :n]
+
+
+def _transform(kind: str, type: int, x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
+    """Unnormalised transform of the real ``x`` along its last dimension."""
+    if kind == "dct":
+        if type == 1:
+            return _dct1(x, fft)
+        if type == 2:
+            return _dct2(x, fft)
+        if type == 3:
+            return _dct3(x, fft)
+        return _type4(x, fft).real
+    if type == 1:
+        return _dst1(x, fft)
+    if type == 2:
+        return _dct2(_alternate(x), fft).flip(-1)
+    if type == 3:
+        return _alternate(_dct3(x.flip(-1), fft))
+    return -_type4(x, fft).imag
+
+
+def _boundary(x: torch.Tensor, first: float | None, last: float | None) -> torch.Tensor:
+    """``x`` with its first / last sample along the last dim multiplied by ``first`` / ``last``."""
+    w = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
+    if first is not None:
+        w[0] = w[0] * first
+    if last is not None:
+        w[-1] = w[-1] * last
+    return x * w
+
+
+_PRE = {("dct", 1): (_SQRT2, _SQRT2), ("dct", 3): (_SQRT2, None), ("dst", 3): (None, _SQRT2)}
+_POST = {("dct", 1): (1 / _SQRT2, 1 / _SQRT2), ("dct", 2): (1 / _SQRT2, None), ("dst", 2): (None, 1 / _SQRT2)}
+
+
+def _scale(norm: str | None, m: int, inverse: bool) -> float:
+    if norm == "ortho":
+        return 1.0 / math.sqrt(m)
+    if (norm == "forward") != inverse:
+        return 1.0 / m
+    return 1.0
+
+
+def _r2r_last(
+    kind: str,
+    type: int,
+    x: torch.Tensor,
+    norm: str | None,
+    orthogonalize: bool | None,
+    inverse: bool,
+    fft: FFTPrimitives,
+) -> torch.Tensor:
+    """One real-to-real transform of ``x``'s last dimension, scipy's scaling and weights applied."""
+    if x.is_complex():  # scipy: real and imaginary parts transformed separately
+        re = _r2r_last(kind, type, x.real, norm, orthogonalize, inverse, fft)
+        im = _r2r_last(kind, type, x.imag, norm, orthogonalize, inverse, fft)
+        return torch.complex(re, im)
+    n = x.shape[-1]
+    t = INVERSE_TYPE[type] if inverse else type
+    ortho = norm == "ortho" if orthogonalize is None else bool(orthogonalize)
+    if ortho and (kind, t) in _PRE:
+        x = _boundary(x, *_PRE[kind, t])
+    y = _transform(kind, t, x, fft)
+    if ortho and (kind, t) in _POST:
+        y = _boundary(y, *_POST[kind, t])
+    scale = _scale(norm, scale_length(kind, type, n), inverse)
+    return y * scale if scale != 1.0 else y
+
+
+def r2r(
+    kind: str,
+    inverse: bool,
+    x: torch.Tensor,
+    type: int = 2,
+    n: int | None = None,
+    axis: int = -1,
+    norm: str | None = None,
+    orthogonalize: bool | None = None,
+    fft: FFTPrimitives = TORCH_PRIMITIVES,
+) -> torch.Tensor:
+    """``dct``/``dst`` (``idct``/``idst`` with ``inverse``) of ``x`` along ``axis`` (arguments checked)."""
+    if n is not None:
+        x = resize(x, axis, n)
+    moved = x.movedim(axis, -1)
+    return _r2r_last(kind, type, moved, norm, orthogonalize, inverse, fft).movedim(-1, axis)
+
+
+def r2rn(
+    kind: str,
+    inverse: bool,
+    x: torch.Tensor,
+    type: int = 2,
+    s: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+    norm: str | None = None,
+    orthogonalize: bool | None = None,
+    fft: FFTPrimitives = TORCH_PRIMITIVES,
+) -> torch.Tensor:
+    """The n-D form: one-dimensional transforms along each of ``axes`` (normalised, checked)."""
+    axes = list(range(x.dim())) if axes is None else list(axes)
+    for i, axis in enumerate(axes):
+        size = None if s is None or s[i] == -1 else s[i]
+        x = r2r(kind, inverse, x, type, size, axis, norm, orthogonalize, fft)
+    if not axes:
+        x = x.clone()
+    return x
+
+
+def r2r_matrix(
+    kind: str, type: int, n: int, norm: str | None, orthogonalize: bool | None, inverse: bool
+) -> torch.Tensor:
+    """The ``n x n`` float64 matrix ``A`` of a transform (``y = A x``), built by transforming the identity."""
+    eye = torch.eye(n, dtype=torch.float64)
+    return _r2r_last(kind, type, eye, norm, orthogonalize, inverse, TORCH_PRIMITIVES).T.contiguous()
+
+
+# --------------------------------------------------------------------------- the references
+
+_REAL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+
+
+def check_dtype(fn: str, x: torch.Tensor) -> None:
+    """Raise a clear ``TypeError`` for a dtype the PyTorch route cannot transform."""
+    if x.dtype not in _REAL_DTYPES:
+        from trnfft.errors import FFTTypeError
+
+        raise FFTTypeError(
+            f"{fn}: input dtype {str(x.dtype).removeprefix('torch.')} is not supported on the PyTorch "
+            "route; use float32, float64, complex64 or complex128"
+        )
+
+
+def _reference(kind: str, inverse: bool) -> Callable[..., torch.Tensor]:
+    name = ("i" if inverse else "") + kind
+
+    def reference(
+        x: torch.Tensor,
+        type: int = 2,
+        n: int | None = None,
+        axis: int = -1,
+        norm: str | None = None,
+        orthogonalize: bool | None = None,
+    ) -> torch.Tensor:
+        check_dtype(name, x)
+        return r2r(kind, inverse, x, type, n, axis, norm, orthogonalize)
+
+    reference.__name__ = reference.__qualname__ = name
+    reference.__doc__ = f"PyTorch reference of ``{name}`` (arguments already checked)."
+    return reference
+
+
+def _reference_nd(kind: str, inverse: bool) -> Callable[..., torch.Tensor]:
+    name = ("i" if inverse else "") + kind + "n"
+
+    def reference(
+        x: torch.Tensor,
+        type: int = 2,
+        s: Sequence[int] | None = None,
+        axes: Sequence[int] | None = None,
+        norm: str | None = None,
+        orthogonalize: bool | None = None,
+    ) -> torch.Tensor:
+        check_dtype(name, x)
+        return r2rn(kind, inverse, x, type, s, axes, norm, orthogonalize)
+
+    reference.__name__ = reference.__qualname__ = name
+    reference.__doc__ = f"PyTorch reference of ``{name}`` (arguments already checked)."
+    return reference
+
+
+dct = _reference("dct", False)
+idct = _reference("dct", True)
+dst = _reference("dst", False)
+idst = _reference("dst", True)
+dctn = _reference_nd("dct", False)
+idctn = _reference_nd("dct", True)
+dstn = _reference_nd("dst", False)
+idstn = _reference_nd("dst", True)
