@@ -115,7 +115,8 @@ def test_gradcheck(kind, type_, inverse):
     for n in (4, 5):
         x = random_tensor((2, n), torch.float64, seed=n).requires_grad_()
         for norm, ortho in ((None, None), ("ortho", None), ("forward", True)):
-            assert torch.autograd.gradcheck(lambda t: fn(t, type_, n + 1, 1, norm, orthogonalize=ortho), (x,))
+            args = (type_, n + 1, 1, norm)
+            assert torch.autograd.gradcheck(lambda t, a=args, o=ortho: fn(t, *a, orthogonalize=o), (x,))
     fn_nd = getattr(trnfft, _name(kind, inverse, True))
     x = random_tensor((3, 4), torch.float64, seed=1).requires_grad_()
     assert torch.autograd.gradcheck(lambda t: fn_nd(t, type_, s=(3, 6), norm="ortho"), (x,))
