@@ -112,7 +112,7 @@ def test_n_dimensional_matches_scipy(kind, type_, inverse):
 @pytest.mark.parametrize(("kind", "type_", "inverse"), CASES)
 def test_gradcheck(kind, type_, inverse):
     fn = getattr(trnfft, _name(kind, inverse))
-    for n in (4, 5):
+    for n in (4, 5, 129, 130):  # the short-length matrix and the FFT algorithms (> 128)
         x = random_tensor((2, n), torch.float64, seed=n).requires_grad_()
         for norm, ortho in ((None, None), ("ortho", None), ("forward", True)):
             args = (type_, n + 1, 1, norm)

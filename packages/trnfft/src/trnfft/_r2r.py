@@ -19,10 +19,13 @@ DST-IV   ``y[k] = 2 sum_n x[n] sin(pi (2k+1)(2n+1) / (4N))``
 Algorithms: DCT-I / DST-I are the real FFT of the even / odd extension (length ``2(N-1)`` /
 ``2(N+1)``); DCT-II is Makhoul's (the FFT of ``x`` reordered as even samples then odd ones
 reversed, times ``exp(-i pi k / 2N)``; a real FFT of length ``N`` gives both ``y[k]`` and
-``y[N-k]``); DCT-III is its inverse (an inverse real FFT); DCT-IV / DST-IV are the real and
-imaginary parts of one complex FFT of length ``2N`` with pre- and post-twiddles; DST-II and
+``y[N-k]``); DCT-III is its inverse (an inverse real FFT); DCT-IV of even ``N`` is one complex FFT of length
+``N/2`` of ``x[2j] + i x[N-1-2j]`` with pre- and post-twiddles (odd ``N``: the real part of a
+twiddled length-``2N`` FFT); DST-IV is ``(-1)^k DCT4(flip(x))``; DST-II and
 DST-III are DCT-II and DCT-III of the sign-alternated / reversed sequence
-(``DST2(x) = flip(DCT2((-1)^n x))``, ``DST3(x) = (-1)^k DCT3(flip(x))``).
+(``DST2(x) = flip(DCT2((-1)^n x))``, ``DST3(x) = (-1)^k DCT3(flip(x))``). Up to
+:data:`MATRIX_MAX` points the PyTorch route multiplies by the transform's matrix instead (built
+once from the algorithms in float64).
 
 Normalisation and ``orthogonalize`` follow scipy.fft: the scale ``M`` is ``2(N-1)`` for DCT-I,
 ``2(N+1)`` for DST-I and ``2N`` otherwise; ``"backward"`` leaves the forward transform unscaled,
@@ -35,6 +38,7 @@ DCT-I ``x[0], x[N-1]`` by ``sqrt 2`` and ``y[0], y[N-1]`` by ``1/sqrt 2``; DCT-I
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -88,6 +92,13 @@ TORCH_PRIMITIVES = FFTPrimitives(
 )
 
 
+#: The same primitives as an object of its own: the algorithms without the short-length matrix.
+_FFT_ONLY = FFTPrimitives(TORCH_PRIMITIVES.rfft, TORCH_PRIMITIVES.irfft, TORCH_PRIMITIVES.fft)
+#: Up to this length the PyTorch route multiplies by the transform's cached matrix (built in float64
+#: by the FFT algorithms; one GEMM beats their eight small torch operations there, batched or not).
+MATRIX_MAX = 128
+
+
 def scale_length(kind: str, type: int, n: int) -> int:
     """scipy.fft's normalisation length ``M`` of a transform of ``n`` points."""
     if type == 1:
@@ -106,19 +117,41 @@ def resize(x: torch.Tensor, dim: int, n: int) -> torch.Tensor:
     return torch.nn.functional.pad(x, pad)
 
 
-def _angles(numerator: torch.Tensor, denominator: int, x: torch.Tensor) -> torch.Tensor:
-    """``exp(-i pi numerator / denominator)`` in ``x``'s complex precision on ``x``'s device.
+def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.complex128 if dtype in (torch.float64, torch.complex128) else torch.complex64
 
-    The integer numerator is reduced modulo ``2 denominator`` first, so the angle is exact to the
-    working precision whatever ``n``.
+
+@functools.lru_cache(maxsize=1024)
+def _table(what: str, n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The constant vectors of the length-``n`` algorithms, built once per dtype and device.
+
+    Angles ``exp(-i pi e / d)`` are computed in float64 from the integer exponent reduced modulo
+    ``2 d`` (exact to the working precision whatever ``n``) and rounded once to ``dtype``'s
+    complex precision; index vectors are int64.
     """
+    if what == "dct2_order":  # even samples, then odd samples reversed
+        order = list(range(0, n, 2)) + list(range(n - 1 if n % 2 == 0 else n - 2, 0, -2))
+        return torch.tensor(order, dtype=torch.int64, device=device)
+    if what == "dct3_order":  # x[2j] = v[j], x[2j+1] = v[N-1-j]
+        order = [j // 2 if j % 2 == 0 else n - 1 - j // 2 for j in range(n)]
+        return torch.tensor(order, dtype=torch.int64, device=device)
+    if what == "signs":
+        signs = torch.ones(n, dtype=dtype)
+        signs[1::2] = -1.0
+        return signs.to(device)
+    count = {"dct2_post": n // 2 + 1, "dct3_pre": n // 2 + 1, "dct4_pre": n // 2, "dct4_post": n // 2}
+    k = torch.arange(count.get(what, n), dtype=torch.int64)
+    numerator, denominator, factor = {
+        "dct4_pre": (4 * k + 1, 4 * n, 1.0),  # exp(-i pi (4j+1) / 4N), even N
+        "dct4_post": (k, n, 2.0),  # 2 exp(-i pi k / N), even N
+        "dct2_post": (k, 2 * n, 2.0),  # 2 exp(-i pi k / 2N), k <= N/2
+        "dct3_pre": (-k, 2 * n, 1.0),  # exp(+i pi k / 2N), k <= N/2
+        "type4_pre": (k, 2 * n, 1.0),  # exp(-i pi n / 2N)
+        "type4_post": (2 * k + 1, 4 * n, 2.0),  # 2 exp(-i pi (2k+1) / 4N)
+    }[what]
     reduced = torch.remainder(numerator, 2 * denominator).to(torch.float64) * (-math.pi / denominator)
-    w = torch.polar(torch.ones_like(reduced), reduced)
-    return w.to(device=x.device, dtype=torch.complex128 if x.dtype == torch.float64 else torch.complex64)
-
-
-def _index(values: list[int], x: torch.Tensor) -> torch.Tensor:
-    return torch.tensor(values, dtype=torch.int64, device=x.device)
+    w = factor * torch.polar(torch.ones_like(reduced), reduced)
+    return w.to(device=device, dtype=_complex_dtype(dtype))
 
 
 def _dct1(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
@@ -136,10 +169,8 @@ def _dst1(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
 
 def _dct2(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
     n = x.shape[-1]
-    order = list(range(0, n, 2)) + list(range(n - 1 if n % 2 == 0 else n - 2, 0, -2))
-    v = x.index_select(-1, _index(order, x))
-    k = torch.arange(n // 2 + 1, dtype=torch.int64)
-    z = 2.0 * _angles(k, 2 * n, x) * fft.rfft(v)  # 2 exp(-i pi k / 2N) V[k], k <= N/2
+    v = x.index_select(-1, _table("dct2_order", n, x.dtype, x.device))
+    z = _table("dct2_post", n, x.dtype, x.device) * fft.rfft(v)  # 2 exp(-i pi k / 2N) V[k], k <= N/2
     # y[k] = Re z[k]; y[N-k] = -Im z[k]
     return torch.cat([z.real, -z.imag[..., 1 : (n - 1) // 2 + 1].flip(-1)], dim=-1)
 
@@ -147,28 +178,34 @@ def _dct2(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
 def _dct3(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
     n = x.shape[-1]
     half = n // 2 + 1
-    k = torch.arange(half, dtype=torch.int64)
     mirrored = torch.cat([x.new_zeros(*x.shape[:-1], 1), x.flip(-1)[..., : half - 1]], dim=-1)  # x[N-k]
-    spectrum = torch.complex(x[..., :half], -mirrored) * _angles(-k, 2 * n, x)
+    spectrum = torch.complex(x[..., :half], -mirrored) * _table("dct3_pre", n, x.dtype, x.device)
     v = fft.irfft(spectrum, n)
-    # x[2j] = v[j], x[2j+1] = v[N-1-j]
-    order = [j // 2 if j % 2 == 0 else n - 1 - j // 2 for j in range(n)]
-    return v.index_select(-1, _index(order, x))
+    return v.index_select(-1, _table("dct3_order", n, x.dtype, x.device))
 
 
 def _alternate(x: torch.Tensor) -> torch.Tensor:
-    signs = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
-    signs[1::2] = -1.0
-    return x * signs
+    return x * _table("signs", x.shape[-1], x.dtype, x.device)
 
 
 def _type4(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
     """``2 exp(-i pi (2k+1) / 4N) sum_n x[n] exp(-i pi n / 2N) exp(-2 pi i k n / 2N)``, ``k < N``:
     DCT-IV is its real part, DST-IV minus its imaginary part."""
     n = x.shape[-1]
-    idx = torch.arange(n, dtype=torch.int64)
-    z = torch.nn.functional.pad(x * _angles(idx, 2 * n, x), (0, n))
-    return 2.0 * _angles(2 * idx + 1, 4 * n, x) * fft.fft(z)[..., :n]
+    z = torch.nn.functional.pad(x * _table("type4_pre", n, x.dtype, x.device), (0, n))
+    return _table("type4_post", n, x.dtype, x.device) * fft.fft(z)[..., :n]
+
+
+def _dct4(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
+    """DCT-IV; for even ``N`` through one complex FFT of length ``N/2``: with
+    ``t[j] = (x[2j] + i x[N-1-2j]) exp(-i pi (4j+1) / 4N)`` and ``c = 2 exp(-i pi k / N) FFT(t)[k]``,
+    ``y[2k] = Re c[k]`` and ``y[N-1-2k] = -Im c[k]``. Odd ``N``: the length-``2N`` form."""
+    n = x.shape[-1]
+    if n % 2:
+        return _type4(x, fft).real
+    t = torch.complex(x[..., 0::2], x.flip(-1)[..., 0::2]) * _table("dct4_pre", n, x.dtype, x.device)
+    c = _table("dct4_post", n, x.dtype, x.device) * fft.fft(t)
+    return torch.stack([c.real, -c.imag.flip(-1)], dim=-1).reshape(x.shape)
 
 
 def _transform(kind: str, type: int, x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
@@ -180,24 +217,31 @@ def _transform(kind: str, type: int, x: torch.Tensor, fft: FFTPrimitives) -> tor
             return _dct2(x, fft)
         if type == 3:
             return _dct3(x, fft)
-        return _type4(x, fft).real
+        return _dct4(x, fft)
     if type == 1:
         return _dst1(x, fft)
     if type == 2:
         return _dct2(_alternate(x), fft).flip(-1)
     if type == 3:
         return _alternate(_dct3(x.flip(-1), fft))
-    return -_type4(x, fft).imag
+    return _alternate(_dct4(x.flip(-1), fft))  # DST4(x) = (-1)^k DCT4(flip(x))
 
 
-def _boundary(x: torch.Tensor, first: float | None, last: float | None) -> torch.Tensor:
-    """``x`` with its first / last sample along the last dim multiplied by ``first`` / ``last``."""
-    w = torch.ones(x.shape[-1], dtype=x.dtype, device=x.device)
+@functools.lru_cache(maxsize=256)
+def _weights(
+    n: int, first: float | None, last: float | None, dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
+    w = torch.ones(n, dtype=dtype)
     if first is not None:
         w[0] = w[0] * first
     if last is not None:
         w[-1] = w[-1] * last
-    return x * w
+    return w.to(device)
+
+
+def _boundary(x: torch.Tensor, first: float | None, last: float | None) -> torch.Tensor:
+    """``x`` with its first / last sample along the last dim multiplied by ``first`` / ``last``."""
+    return x * _weights(x.shape[-1], first, last, x.dtype, x.device)
 
 
 _PRE = {("dct", 1): (_SQRT2, _SQRT2), ("dct", 3): (_SQRT2, None), ("dst", 3): (None, _SQRT2)}
@@ -227,8 +271,10 @@ def _r2r_last(
         im = _r2r_last(kind, type, x.imag, norm, orthogonalize, inverse, fft)
         return torch.complex(re, im)
     n = x.shape[-1]
-    t = INVERSE_TYPE[type] if inverse else type
     ortho = norm == "ortho" if orthogonalize is None else bool(orthogonalize)
+    if n <= MATRIX_MAX and fft is TORCH_PRIMITIVES:
+        return x @ _matrix_t(kind, type, n, norm, ortho, inverse, x.dtype, x.device)
+    t = INVERSE_TYPE[type] if inverse else type
     if ortho and (kind, t) in _PRE:
         x = _boundary(x, *_PRE[kind, t])
     y = _transform(kind, t, x, fft)
@@ -277,12 +323,27 @@ def r2rn(
     return x
 
 
+@functools.lru_cache(maxsize=256)
+def _matrix_t(
+    kind: str,
+    type: int,
+    n: int,
+    norm: str | None,
+    ortho: bool,
+    inverse: bool,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> torch.Tensor:
+    """``A^T`` of a short transform in ``dtype`` on ``device`` (``y = x @ A^T`` along the last dim)."""
+    return r2r_matrix(kind, type, n, norm, ortho, inverse).T.to(device=device, dtype=dtype).contiguous()
+
+
 def r2r_matrix(
     kind: str, type: int, n: int, norm: str | None, orthogonalize: bool | None, inverse: bool
 ) -> torch.Tensor:
     """The ``n x n`` float64 matrix ``A`` of a transform (``y = A x``), built by transforming the identity."""
     eye = torch.eye(n, dtype=torch.float64)
-    return _r2r_last(kind, type, eye, norm, orthogonalize, inverse, TORCH_PRIMITIVES).T.contiguous()
+    return _r2r_last(kind, type, eye, norm, orthogonalize, inverse, _FFT_ONLY).T.contiguous()
 
 
 # --------------------------------------------------------------------------- the references
