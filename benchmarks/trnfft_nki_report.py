@@ -1,8 +1,10 @@
 """trnfft's NKI route on the trncore.sim emulator: the cost model's report for batched 1-D FFTs.
 
-For n = 256, 1024, 4096 (batch 128, complex64) and each variant of the stage kernel — stages of the
-plan's radices 8/4 (``plan``) or consecutive radices fused up to 128 (``fused``), four or three
-(``gauss``) real multiplications per complex product — it traces the kernel the NKI route launches
+For n = 256, 1024, 4096 (batch 128, complex64) and each variant of the staged kernel — stages of
+the plan's radices 8/4 (``plan``) or consecutive radices fused up to 128 (``fused``), four or three
+(``gauss``) real multiplications per complex product, every stage's output through HBM — and the
+on-chip kernel (``onchip``: two stages, the intermediate kept in SBUF, the default where it
+applies) it traces the kernel the NKI route launches
 and prints the emulator's modelled figures on trn1 and trn2: TensorE utilisation (of the fp32
 peak; the useful flops are the ``5 n log2 n`` of the FFT, not the matmuls' own), HBM traffic over
 the minimum (inputs, tables and outputs once), SBUF peak, instruction counts and the modelled time
@@ -27,15 +29,25 @@ import torch
 
 import trncore.sim as sim
 from trnfft import _nki, create_plan
-from trnfft.kernels.fft import fft_stages_kernel
+from trnfft.kernels.fft import fft_onchip_kernel, fft_stages_kernel
+from trnfft.kernels.geometry import onchip_geometry
 
-VARIANTS = (("plan", False), ("plan", True), ("fused", False), ("fused", True))
+VARIANTS = (("plan", False), ("plan", True), ("fused", False), ("fused", True), ("onchip", True))
+#: The must-show of issue 18: on trn1 at batch 128 the on-chip kernel's HBM traffic at most 1.1x
+#: the minimum and its modelled time below the staged kernel's before the change.
+BEFORE_US = {256: 10.3, 1024: 18.8, 4096: 57.5}
 TARGETS = ("trn1", "trn2")
 FP32_PEAK = {"trn1": 23e12, "trn2": 20e12}  # nki-0.3.md §4.1, dense fp32 TensorE per core
 
 
 def _specs(n: int, batch: int, grouping: str, gauss: bool) -> tuple[list, dict]:
     plan = create_plan(n, dtype=torch.complex64)
+    if grouping == "onchip":
+        setup = plan.kernel_setup()
+        onchip = setup.onchip
+        padded = onchip.padded_batch(batch)
+        specs = [((padded, n), "float32")] * 2 + [(tuple(t.shape), "float32") for t in setup.onchip_tables]
+        return specs, {**onchip.params(padded), "scale": 1.0}
     setup = plan.kernel_setup(grouping)
     geo = setup.geometry
     padded = geo.padded_batch(batch)
@@ -44,10 +56,18 @@ def _specs(n: int, batch: int, grouping: str, gauss: bool) -> tuple[list, dict]:
     return specs, params
 
 
+def default_variant(n: int) -> tuple[str, bool]:
+    """The kernel the NKI route launches for length ``n``: on-chip where it applies, else staged."""
+    if _nki.KERNEL_OPTIONS.onchip and onchip_geometry(n) is not None:
+        return "onchip", True
+    return _nki.KERNEL_OPTIONS.grouping, _nki.KERNEL_OPTIONS.gauss
+
+
 def model(n: int, batch: int, grouping: str, gauss: bool, target: str) -> dict:
     """The emulator's cost report for one configuration, with FFT-flop utilisation added."""
     specs, params = _specs(n, batch, grouping, gauss)
-    rep = sim.report(fft_stages_kernel, *specs, target=target, **params)
+    kernel = fft_onchip_kernel if grouping == "onchip" else fft_stages_kernel
+    rep = sim.report(kernel, *specs, target=target, **params)
     d = rep.as_dict()
     fft_flops = 5 * batch * n * math.log2(n)
     tensor_s = d["busy_seconds"]["tensor"]
@@ -57,7 +77,7 @@ def model(n: int, batch: int, grouping: str, gauss: bool, target: str) -> dict:
         "grouping": grouping,
         "gauss": gauss,
         "target": target,
-        "stages": [s[1] for s in params["stages"]],
+        "stages": [params["n1"], params["n2"]] if grouping == "onchip" else [s[1] for s in params["stages"]],
         "modelled_time_us": d["lower_bound_s"] * 1e6,
         "modelled_time_upper_us": d["upper_bound_s"] * 1e6,
         "busy_us": {k: v * 1e6 for k, v in d["busy_seconds"].items()},
@@ -130,24 +150,49 @@ def main() -> None:
                 )
     result = {
         "rows": rows,
-        "default": {"grouping": _nki.KERNEL_OPTIONS.grouping, "gauss": _nki.KERNEL_OPTIONS.gauss},
+        "default": {
+            "grouping": _nki.KERNEL_OPTIONS.grouping,
+            "gauss": _nki.KERNEL_OPTIONS.gauss,
+            "onchip": _nki.KERNEL_OPTIONS.onchip,
+        },
     }
+    print("\nmust-show (trn1, batch 128): on-chip kernel vs the staged kernel before issue 18")
+    result["must_show"] = []
+    for n in sizes:
+        row = next(
+            (r for r in rows if (r["n"], r["grouping"], r["target"]) == (n, "onchip", "trn1")), None
+        )
+        if row is None or n not in BEFORE_US:
+            continue
+        ok = row["traffic_over_min"] <= 1.1 and row["modelled_time_us"] < BEFORE_US[n]
+        result["must_show"].append(
+            {
+                "n": n,
+                "traffic_over_min": row["traffic_over_min"],
+                "modelled_time_us": row["modelled_time_us"],
+                "before_us": BEFORE_US[n],
+                "pass": ok,
+            }
+        )
+        print(
+            f"n={n:>5}: traffic/min {row['traffic_over_min']:.3f} (<= 1.1), modelled "
+            f"{row['modelled_time_us']:.1f} us (before {BEFORE_US[n]} us) -> {'PASS' if ok else 'FAIL'}"
+        )
     if not args.no_accuracy:
         result["rel_l2_error"] = {}
         for n in sizes:
             err = accuracy(n, args.batch)
             result["rel_l2_error"][str(n)] = err
             print(f"n={n} batch={args.batch}: relative L2 error vs numpy.fft (float64) {err:.2e}")
-    grouping, gauss = _nki.KERNEL_OPTIONS.grouping, _nki.KERNEL_OPTIONS.gauss
     print("\nrfft (real input): kernel launched at n/2 vs a full-length launch, default variant")
     result["rfft"] = []
     for n in sizes:
         for target in TARGETS:
-            half = model(n // 2, args.batch, grouping, gauss, target)["modelled_time_us"]
+            half = model(n // 2, args.batch, *default_variant(n // 2), target)["modelled_time_us"]
             full = next(  # the full-length launch is one of the rows above
                 r["modelled_time_us"]
                 for r in rows
-                if (r["n"], r["grouping"], r["gauss"], r["target"]) == (n, grouping, gauss, target)
+                if (r["n"], r["grouping"], r["gauss"], r["target"]) == (n, *default_variant(n), target)
             )
             row = {"n": n, "target": target, "half_length_kernel_us": half, "full_length_kernel_us": full}
             if not args.no_accuracy and target == TARGETS[0]:

@@ -37,9 +37,10 @@ def nki_route(monkeypatch):
 
 @pytest.fixture
 def variant():
-    saved = (_nki.KERNEL_OPTIONS.grouping, _nki.KERNEL_OPTIONS.gauss)
-    yield _nki.KERNEL_OPTIONS
-    _nki.KERNEL_OPTIONS.grouping, _nki.KERNEL_OPTIONS.gauss = saved
+    options = _nki.KERNEL_OPTIONS
+    saved = (options.grouping, options.gauss, options.onchip)
+    yield options
+    options.grouping, options.gauss, options.onchip = saved
 
 
 def _np(x):
@@ -120,7 +121,7 @@ def test_complex_tensor_input(nki_route):
 @pytest.mark.parametrize("grouping,gauss", [("plan", False), ("plan", True), ("fused", False)])
 @pytest.mark.parametrize("n", (24, 256, 1000, 1031))
 def test_kernel_variants(nki_route, variant, grouping, gauss, n):
-    variant.grouping, variant.gauss = grouping, gauss
+    variant.grouping, variant.gauss, variant.onchip = grouping, gauss, False  # the staged kernel
     x = random_tensor((3, n), torch.complex64, seed=n)
     assert rel_err(trnfft.fft(x), np.fft.fft(_np(x))) <= TOL
 
@@ -254,3 +255,50 @@ def test_bad_arguments_on_the_kernel_route_give_torchs_error(nki_route, monkeypa
             call(x, **kwargs)
     assert not isinstance(on_kernel.value, trnfft.NkiDispatchError)  # ... nor a dispatch error
     assert str(on_kernel.value) == str(on_pytorch.value)
+
+
+# ------------------------------------------------------------------ stages kept on chip
+
+
+@pytest.mark.parametrize("onchip", (True, False))
+@pytest.mark.parametrize(
+    ("n", "batch"), [(200, 3), (256, 130), (360, 5), (1000, 2), (1009, 3), (4096, 2), (8192, 3)]
+)
+def test_onchip_and_staged_kernels_match_numpy(nki_route, variant, onchip, n, batch):
+    """Aligned and ragged lengths (13-smooth, prime through Bluestein) and batches that are not a
+    multiple of the on-chip kernel's row group, on both kernels."""
+    variant.onchip = onchip
+    x = random_tensor((batch, n), torch.complex64, seed=n + batch)
+    with sim.count_keys() as keys:
+        y = trnfft.fft(x)
+        z = trnfft.ifft(x, norm="ortho")
+    assert keys
+    assert rel_err(y, np.fft.fft(_np(x))) <= TOL
+    assert rel_err(z, np.fft.ifft(_np(x), norm="ortho")) <= TOL
+
+
+def test_onchip_kernel_runs_by_default_and_moves_data_through_hbm_once(nki_route):
+    from trnfft.kernels.fft import fft_onchip_kernel
+
+    trnfft.clear_plan_cache()
+    trnfft.fft(random_tensor((4, 1024), torch.complex64, seed=1))
+    plan = trnfft.create_plan(1024)
+    assert [ident[2] for ident in plan.kernel_keys] == ["fft_onchip_kernel"]
+    geo = plan.kernel_setup().onchip
+    assert (geo.n1, geo.n2) == (8, 128)
+    specs = [((16, 1024), "float32")] * 2 + [
+        (tuple(t.shape), "float32") for t in plan.kernel_setup().onchip_tables
+    ]
+    report = sim.report(fft_onchip_kernel, *specs, target="trn1", **geo.params(16), scale=1.0)
+    # inputs, tables and outputs cross HBM once: no scratch round trip between the stages
+    assert report.traffic_over_min == pytest.approx(1.0)
+
+
+def test_onchip_geometry_limits():
+    assert geometry.onchip_geometry(128) is None  # one stage: the DFT GEMM
+    assert geometry.onchip_geometry(16384).n1 == 128
+    assert geometry.onchip_geometry(32768) is None  # three stages: the staged kernel
+    assert geometry.onchip_geometry(13**3) is None  # no factorisation into two factors <= 128
+    for n in (129 * 2, 360, 1000, 4096):
+        g = geometry.onchip_geometry(n)
+        assert g.n1 * g.n2 == n and g.group * g.n1 <= 128 and g.batch_tile % g.group == 0

@@ -38,7 +38,7 @@ import torch
 
 from trncore.dispatch import KernelContext, KernelUnsupported
 from trncore.keys import KernelKey
-from trnfft.kernels.fft import fft_stages_kernel
+from trnfft.kernels.fft import fft_onchip_kernel, fft_stages_kernel
 
 __all__ = ["KERNEL_OPTIONS", "KernelOptions", "PlanesFFT", "transform_planes"]
 
@@ -58,6 +58,7 @@ class KernelOptions:
 
     grouping: str = "fused"
     gauss: bool = True
+    onchip: bool = True
 
 
 #: The variant used by every NKI-route transform.
@@ -73,14 +74,19 @@ def _scale(n: int, norm: str | None, inverse: bool) -> float:
 
 
 def _launch(
-    ctx: KernelContext, plan: Any, tensors: Sequence[torch.Tensor], params: dict[str, Any], tag: str
+    ctx: KernelContext,
+    plan: Any,
+    tensors: Sequence[torch.Tensor],
+    params: dict[str, Any],
+    tag: str,
+    kernel: Any = fft_stages_kernel,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Launch the stage kernel and remember its key on the plan (one entry per distinct key)."""
-    ident = (ctx.target, tag, tuple(tensors[0].shape), tuple(sorted(params.items())))
+    """Launch a transform kernel and remember its key on the plan (one entry per distinct key)."""
+    ident = (ctx.target, tag, kernel.__name__, tuple(tensors[0].shape), tuple(sorted(params.items())))
     if ident not in plan.kernel_keys:
         specs = [(tuple(t.shape), "float32") for t in tensors]
-        plan.kernel_keys[ident] = KernelKey.build(fft_stages_kernel, specs, params, target=ctx.target)
-    yr, yi = ctx.launch(fft_stages_kernel, *tensors, **params)
+        plan.kernel_keys[ident] = KernelKey.build(kernel, specs, params, target=ctx.target)
+    yr, yi = ctx.launch(kernel, *tensors, **params)
     return yr, yi
 
 
@@ -94,12 +100,20 @@ def transform_planes(
     plan = create_plan(n, dtype=torch.complex64, device=xr.device)
     setup = plan.kernel_setup(KERNEL_OPTIONS.grouping)
     geo = setup.geometry
-    padded = geo.padded_batch(batch)
-    params: dict[str, Any] = {
-        "stages": geo.stage_params(),
-        "batch_tile": geo.tile_for(padded),
-        "gauss": bool(KERNEL_OPTIONS.gauss),
-    }
+    onchip = setup.onchip if KERNEL_OPTIONS.onchip else None
+    kernel: Any = fft_stages_kernel
+    tables: tuple[torch.Tensor, ...] = setup.tables
+    if onchip is not None:
+        padded = onchip.padded_batch(batch)
+        params: dict[str, Any] = dict(onchip.params(padded))
+        kernel, tables = fft_onchip_kernel, setup.onchip_tables
+    else:
+        padded = geo.padded_batch(batch)
+        params = {
+            "stages": geo.stage_params(),
+            "batch_tile": geo.tile_for(padded),
+            "gauss": bool(KERNEL_OPTIONS.gauss),
+        }
     length = geo.n  # n, or Bluestein's m
     planes = []
     for p in (xr, xi):
@@ -107,21 +121,23 @@ def transform_planes(
             p = torch.nn.functional.pad(p, (0, length - n, 0, padded - batch))
         planes.append(p.contiguous())
     if setup.pre is None:
-        yr, yi = _launch(ctx, plan, [*planes, *setup.tables], {**params, "scale": float(scale)}, "fft")
+        yr, yi = _launch(ctx, plan, [*planes, *tables], {**params, "scale": float(scale)}, "fft", kernel)
     else:
         vr, vi = _launch(
             ctx,
             plan,
-            [*planes, *setup.tables, *setup.post, *setup.pre],
+            [*planes, *tables, *setup.post, *setup.pre],
             {**params, "scale": 1.0},
             "bluestein-forward",
+            kernel,
         )
         zr, zi = _launch(
             ctx,
             plan,
-            [vi, vr, *setup.tables, *setup.post_inverse],
+            [vi, vr, *tables, *setup.post_inverse],
             {**params, "scale": float(scale)},
             "bluestein-inverse",
+            kernel,
         )
         yr, yi = zi, zr
     return yr[:batch, :n], yi[:batch, :n]

@@ -33,7 +33,7 @@ from typing import Any
 from trncore.kernels import evict
 from trncore.lang import nisa, nl
 
-__all__ = ["fft_stages_kernel"]
+__all__ = ["fft_onchip_kernel", "fft_stages_kernel"]
 
 _MOVING_MAX = 512  # nc_matmul moving free size, v2/v3 (§3.1)
 
@@ -232,4 +232,165 @@ def fft_stages_kernel(
                 for plane, tile in zip(dst, out):
                     nisa.dma_copy(dst=plane.ap(out_pattern, offset=out_offset), src=tile)
         src = dst
+    return yr, yi
+
+
+def fft_onchip_kernel(
+    xr: Any,
+    xi: Any,
+    mr: Any,
+    mi: Any,
+    fr: Any,
+    fi: Any,
+    twr: Any,
+    twi: Any,
+    post_r: Any = None,
+    post_i: Any = None,
+    pre_r: Any = None,
+    pre_i: Any = None,
+    n1: int = 1,
+    n2: int = 1,
+    group: int = 1,
+    batch_tile: int = 1,
+    scale: float = 1.0,
+) -> Any:
+    """Forward DFT (times ``scale``) of each row of ``xr + i xi`` (``(B, n)``, ``n = n1 n2``), both
+    stages on chip; returns ``(yr, yi)``.
+
+    With ``j = n2 j1 + j2`` and ``k = k1 + n1 k2``:
+    ``X[k] = sum_j2 F_n2[k2, j2] w_n^{j2 k1} sum_j1 F_n1[k1, j1] x[j]``.
+
+    * Stage 1 (transposing): ``group`` rows of ``x`` viewed as ``(row, j1) x j2`` are the
+      *stationary* and the block-diagonal ``F_n1`` (``mr, mi``: ``(group n1, group n1)``) the
+      moving matrix, so the Tensor Engine returns ``Z[j2, (row, k1)]`` with ``j2`` on the
+      partitions — the layout stage 2 contracts over, with no transpose and no HBM round trip.
+      Complex products: ``(Xr + Xi)^T Fr``, ``Xr^T (Fi - Fr)``, ``Xi^T (Fr + Fi)`` (three matmuls).
+    * Stage 2 (per ``k1``): stationary ``F_n2[k2, j2] w_n^{j2 k1}`` built on chip from ``F_n2``
+      (``fr, fi``: ``(n2, n2)``) and the twiddle column ``w_n^{j2 k1}`` (``twr, twi``:
+      ``(n2, n1)``) by per-partition scalings (ScalarE, VectorE, GpSimd) — only ``n`` twiddles
+      travel from HBM, not ``n1`` whole stationaries; moving: the ``Z`` columns of that ``k1``.
+
+    One DMA per plane loads a batch tile and one writes its result (``k = k1 + n1 k2`` as the
+    access pattern); the intermediate ``Z`` never leaves SBUF. Optional ``pre`` multiplies the input
+    before stage 1 and ``post`` the output after stage 2 (Bluestein's tables, length ``n``).
+    ``batch_tile`` divides the batch and is a multiple of ``group``; ``group * n1 <= 128``,
+    ``n2 <= 128``, ``batch_tile <= 512``.
+    """
+    f32 = nl.float32
+    batch, n = xr.shape
+    yr = nl.ndarray((batch, n), dtype=f32, buffer=nl.shared_hbm)
+    yi = nl.ndarray((batch, n), dtype=f32, buffer=nl.shared_hbm)
+    parts = group * n1  # stage-1 contraction rows: (row in group, j1)
+    cols = group * n1  # stage-1 output columns: (row in group, k1)
+    groups = batch_tile // group
+    # Constant tables, loaded once: stage-1 moving planes (Fr, Fi - Fr, Fr + Fi), F_n2, twiddles.
+    m_r = nl.ndarray((parts, cols), dtype=f32, buffer=nl.sbuf)
+    m_i = nl.ndarray((parts, cols), dtype=f32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=m_r, src=mr)
+    nisa.dma_copy(dst=m_i, src=mi)
+    m_d = nl.ndarray((parts, cols), dtype=f32, buffer=nl.sbuf)
+    m_s = nl.ndarray((parts, cols), dtype=f32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=m_d, data1=m_i, data2=m_r, op=nl.subtract)
+    nisa.tensor_tensor(dst=m_s, data1=m_r, data2=m_i, op=nl.add, engine=nisa.gpsimd_engine)
+    f_r = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+    f_i = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=f_r, src=fr)
+    nisa.dma_copy(dst=f_i, src=fi)
+    t_r = nl.ndarray((n2, n1), dtype=f32, buffer=nl.sbuf)
+    t_i = nl.ndarray((n2, n1), dtype=f32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t_r, src=twr)
+    nisa.dma_copy(dst=t_i, src=twi)
+    t_n = nl.ndarray((n2, n1), dtype=f32, buffer=nl.sbuf)
+    nisa.activation(dst=t_n, op=nl.copy, data=t_i, scale=-1.0)
+    pre = None
+    if pre_r is not None:  # pre[n2 j1 + j2] on partitions (row, j1), free j2
+        pre = []
+        for plane in (pre_r, pre_i):
+            tile = nl.ndarray((parts, n2), dtype=f32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tile, src=plane.ap([[0, group], [n2, n1], [1, n2]], offset=0))
+            pre.append(tile.ap([[n2, parts], [0, groups], [1, n2]]))
+    post = None
+    if post_r is not None:  # post[k1 + n1 k2] on partitions k2, free k1
+        post = []
+        for plane in (post_r, post_i):
+            tile = nl.ndarray((n2, n1), dtype=f32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tile, src=plane.ap([[n1, n2], [1, n1]], offset=0))
+            post.append(tile.ap([[n1, n2], [1, n1], [0, batch_tile]]))
+    for b0 in range(0, batch, batch_tile):
+        # x[b0 + g group + r, n2 j1 + j2] -> partitions (r, j1), free (g, j2): one DMA per plane
+        x_pattern = [[n, group], [n2, n1], [group * n, groups], [1, n2]]
+        x = []
+        for plane in (xr, xi):
+            tile = nl.ndarray((parts, groups * n2), dtype=f32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tile, src=plane.ap(x_pattern, offset=b0 * n))
+            x.append(tile)
+        if pre is not None:
+            views = [t.ap([[groups * n2, parts], [n2, groups], [1, n2]]) for t in x]
+            _pointwise_multiply(views[0], views[1], pre[0], pre[1], (parts, groups, n2))
+        x_s = nl.ndarray((parts, groups * n2), dtype=f32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=x_s, data1=x[0], data2=x[1], op=nl.add, engine=nisa.gpsimd_engine)
+        # Stage 1: Z[j2, (b, k1)] for the whole tile (b = g group + r), in SBUF
+        z_r = nl.ndarray((n2, batch_tile * n1), dtype=f32, buffer=nl.sbuf)
+        z_i = nl.ndarray((n2, batch_tile * n1), dtype=f32, buffer=nl.sbuf)
+        for g in range(groups):
+            stat = [_columns(t, (parts, groups * n2, g * n2, n2)) for t in (x_s, x[0], x[1])]
+            k1 = nl.ndarray((n2, cols), dtype=f32, buffer=nl.psum)
+            k2 = nl.ndarray((n2, cols), dtype=f32, buffer=nl.psum)
+            k3 = nl.ndarray((n2, cols), dtype=f32, buffer=nl.psum)
+            nisa.nc_matmul(dst=k1, stationary=stat[0], moving=m_r, accumulate=False)
+            nisa.nc_matmul(dst=k2, stationary=stat[1], moving=m_d, accumulate=False)
+            nisa.nc_matmul(dst=k3, stationary=stat[2], moving=m_s, accumulate=False)
+            common = nl.ndarray((n2, cols), dtype=f32, buffer=nl.sbuf)
+            evict(common, k1, on_scalar=True)
+            at = (n2, batch_tile * n1, g * cols, cols)
+            nisa.scalar_tensor_tensor(
+                dst=_columns(z_r, at), data=k3, op0=nl.multiply, operand0=-1.0, op1=nl.add, operand1=common
+            )
+            nisa.scalar_tensor_tensor(
+                dst=_columns(z_i, at), data=k2, op0=nl.multiply, operand0=1.0, op1=nl.add, operand1=common
+            )
+        z_s = nl.ndarray((n2, batch_tile * n1), dtype=f32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=z_s, data1=z_r, data2=z_i, op=nl.add, engine=nisa.gpsimd_engine)
+        # Stage 2, one k1 at a time: out[k2, (k1, b)]
+        out = [nl.ndarray((n2, n1 * batch_tile), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
+        for c in range(n1):
+            # W = F_n2 * w^{j2 c} row by row (j2 on the partitions): Wr = Fr tr - Fi ti, Wi = Fr ti + Fi tr
+            col = [t.ap([[n1, n2], [1, 1]], offset=c) for t in (t_r, t_i, t_n)]
+            a = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+            b = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+            nisa.activation(dst=a, op=nl.copy, data=f_r, scale=col[0])
+            nisa.activation(dst=b, op=nl.copy, data=f_i, scale=col[0])
+            w_r = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+            w_i = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+            for dst, data, factor, other in ((w_r, f_i, col[2], a), (w_i, f_r, col[1], b)):
+                nisa.scalar_tensor_tensor(
+                    dst=dst, data=data, op0=nl.multiply, operand0=factor, op1=nl.add, operand1=other
+                )
+            w_s = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+            w_d = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+            nisa.tensor_tensor(dst=w_s, data1=w_r, data2=w_i, op=nl.add, engine=nisa.gpsimd_engine)
+            nisa.tensor_tensor(dst=w_d, data1=w_i, data2=w_r, op=nl.subtract, engine=nisa.gpsimd_engine)
+            moving = [t.ap([[batch_tile * n1, n2], [n1, batch_tile]], offset=c) for t in (z_r, z_i, z_s)]
+            at = (n2, n1 * batch_tile, c * batch_tile, batch_tile)
+            _complex_pass(
+                _columns(out[0], at),
+                _columns(out[1], at),
+                moving[0],
+                moving[1],
+                moving[2],
+                w_r,
+                w_s,
+                w_d,
+                n2,
+                batch_tile,
+                True,
+                scale,
+            )
+        if post is not None:
+            views = [o.ap([[n1 * batch_tile, n2], [batch_tile, n1], [1, batch_tile]]) for o in out]
+            _pointwise_multiply(views[0], views[1], post[0], post[1], (n2, n1, batch_tile))
+        # y[b0 + b, k1 + n1 k2] <- out[k2, k1 batch_tile + b]
+        y_pattern = [[n1, n2], [1, n1], [n, batch_tile]]
+        for plane, tile in zip((yr, yi), out):
+            nisa.dma_copy(dst=plane.ap(y_pattern, offset=b0 * n), src=tile)
     return yr, yi

@@ -35,10 +35,13 @@ __all__ = [
     "PARTITIONS",
     "KernelGeometry",
     "KernelStage",
+    "OnChipGeometry",
     "build_matrix_tables",
+    "build_onchip_tables",
     "build_stage_tables",
     "group_radices",
     "kernel_geometry",
+    "onchip_geometry",
 ]
 
 #: Partitions of SBUF/PSUM and rows of the PE array (nki-0.3.md §2.8 ``pmax``).
@@ -220,3 +223,92 @@ def build_matrix_tables(
     transposed = matrix.to(torch.complex128).T.contiguous()
     w = torch.kron(torch.eye(stage.gb, dtype=torch.complex128), transposed).reshape(-1)
     return w.real.to(dtype).contiguous(), w.imag.to(dtype).contiguous()
+
+
+#: SBUF bytes per partition the on-chip kernel's data tiles may use (of 180224 on trn1, §2.8):
+#: the rest holds its constant tables and per-chunk stationaries.
+_ONCHIP_DATA_BYTES = 140 * 1024
+
+
+@dataclass(frozen=True)
+class OnChipGeometry:
+    """Compile-time facts of :func:`trnfft.kernels.fft.fft_onchip_kernel` for one length.
+
+    ``n = n1 * n2`` (``n2`` the largest divisor of ``n`` not above 128, ``n1 <= 128``); ``group``
+    rows share one stage-1 pass (``group * n1 <= 128`` contraction rows); ``batch_tile`` rows are
+    transformed per SBUF load (a multiple of ``group``, at most 512, sized so that the input, the
+    intermediate and the output of a tile fit ``_ONCHIP_DATA_BYTES`` per partition).
+    """
+
+    n: int
+    n1: int
+    n2: int
+    group: int
+    batch_tile: int
+
+    @property
+    def batch_multiple(self) -> int:
+        """Batches are padded to a multiple of this."""
+        return self.group
+
+    def padded_batch(self, batch: int) -> int:
+        """The batch the kernel runs for ``batch`` rows (geometric buckets, then whole tiles)."""
+        padded = bucket_dim(batch, self.group, geometric=True)
+        if padded <= self.batch_tile:
+            return padded
+        return bucket_dim(batch, self.batch_tile)
+
+    def tile_for(self, padded: int) -> int:
+        """The batch tile the kernel loops over for a padded batch."""
+        return min(padded, self.batch_tile)
+
+    def params(self, padded: int) -> dict[str, int]:
+        """The kernel's compile-time parameters for a padded batch."""
+        return {"n1": self.n1, "n2": self.n2, "group": self.group, "batch_tile": self.tile_for(padded)}
+
+
+def onchip_geometry(n: int) -> OnChipGeometry | None:
+    """The on-chip two-stage layout of length ``n``, or None where it does not apply.
+
+    It applies to ``128 < n <= 128 * 128`` with a factorisation ``n = n1 * n2``, both factors at
+    most 128, and a batch tile of at least ``group`` rows within the SBUF budget. Beyond (``n >
+    16384``, or a factor above 128 such as ``2197 = 13^3``) the staged kernel runs, its stages
+    exchanging data through HBM.
+    """
+    if n <= PARTITIONS or n > PARTITIONS * PARTITIONS:
+        return None
+    n2 = _largest_divisor_at_most(n, PARTITIONS)
+    n1 = n // n2
+    if n1 > PARTITIONS:
+        return None
+    group = PARTITIONS // n1
+    # per row of a tile: input planes (re, im, re + im) hold n2 / group values per partition,
+    # the intermediate (three planes) and the output (two) n1 each
+    per_row = 4 * (3 * n2 / group + 5 * n1)
+    tile = min(512, int(_ONCHIP_DATA_BYTES // per_row)) // group * group
+    if tile < group:
+        return None
+    return OnChipGeometry(n, n1, n2, group, tile)
+
+
+def build_onchip_tables(
+    geometry: OnChipGeometry, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, ...]:
+    """The on-chip kernel's constants as float32 planes, rounded once from complex128.
+
+    ``(mr, mi)``: the stage-1 moving matrix, ``group`` copies of ``F_n1[j1, k1]`` on the diagonal
+    (``(group n1, group n1)``); ``(fr, fi)``: ``F_n2[j2, k2]`` (``(n2, n2)``); ``(twr, twi)``: the
+    twiddles ``w_n^{j2 k1}`` (``(n2, n1)``). ``n`` twiddles and two small DFT matrices in all,
+    where the staged kernel's second stage loads ``n1`` twiddled stationaries.
+    """
+    n, n1, n2, group = geometry.n, geometry.n1, geometry.n2, geometry.group
+    i1 = torch.arange(n1, dtype=torch.int64)
+    i2 = torch.arange(n2, dtype=torch.int64)
+    f1 = _roots(torch.outer(i1, i1), n1)
+    moving = torch.kron(torch.eye(group, dtype=torch.complex128), f1)
+    f2 = _roots(torch.outer(i2, i2), n2)
+    tw = _roots(torch.outer(i2, i1), n)
+    out: list[torch.Tensor] = []
+    for table in (moving, f2, tw):
+        out += [table.real.to(dtype).contiguous(), table.imag.to(dtype).contiguous()]
+    return tuple(out)
