@@ -302,3 +302,44 @@ def test_onchip_geometry_limits():
     for n in (129 * 2, 360, 1000, 4096):
         g = geometry.onchip_geometry(n)
         assert g.n1 * g.n2 == n and g.group * g.n1 <= 128 and g.batch_tile % g.group == 0
+
+
+# ------------------------------------------------------------------ half-precision inputs
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+@pytest.mark.parametrize("n", (7, 100, 129, 256, 1000, 1009, 4096))
+def test_half_precision_inputs_at_any_length(nki_route, dtype, n):
+    """The kernel computes in float32 what the half-precision values are: against the float64
+    transform of those values the float32 bound holds; against the float64 data they were rounded
+    from, the input rounding dominates, bounded by the unit roundoff (2^-8 bfloat16, 2^-11 float16)
+    since the DFT scales every error alike."""
+    data = random_tensor((3, n), torch.float64, seed=n)
+    x = data.to(dtype)
+    rounded = x.double().numpy()
+    with sim.count_keys() as keys:
+        y, r = trnfft.fft(x), trnfft.rfft(x)
+    assert keys
+    assert y.dtype == r.dtype == torch.complex64
+    assert rel_err(y, np.fft.fft(rounded)) <= TOL
+    assert rel_err(r, np.fft.rfft(rounded)) <= TOL
+    input_rounding = 2.0**-8 if dtype == torch.bfloat16 else 2.0**-11
+    assert rel_err(y, np.fft.fft(data.numpy())) <= input_rounding
+    spectrum = torch.complex(x[:, : n // 2 + 1].float(), x[:, : n // 2 + 1].flip(-1).float())
+    back = trnfft.irfft(spectrum.to(torch.complex32) if dtype == torch.float16 else spectrum, n=n)
+    assert back.dtype == torch.float32
+    assert rel_err(back, np.fft.irfft(spectrum.numpy().astype(np.complex128), n=n)) <= TOL
+
+
+def test_half_precision_nd_and_gradients(nki_route):
+    x = random_tensor((4, 20, 30), torch.float32, seed=2).to(torch.bfloat16)
+    assert rel_err(trnfft.fftn(x, dim=(1, 2)), np.fft.fftn(_np(x.float()), axes=(1, 2))) <= TOL
+    assert rel_err(trnfft.rfft2(x), np.fft.rfft2(_np(x.float()))) <= TOL
+    leaf = x.detach().requires_grad_()
+    trnfft.fft(leaf, norm="ortho").real.sum().backward()
+    # d/dx sum(Re F x / sqrt n) = Re(F^T 1) / sqrt n = sqrt(n) at k = 0 for every row, 0 elsewhere
+    assert leaf.grad.dtype == torch.bfloat16
+    want = np.zeros((4, 20, 30))
+    want[..., 0] = np.sqrt(30)
+    assert rel_err(leaf.grad.float(), want) <= 1e-2  # the gradient is rounded to bfloat16

@@ -101,3 +101,12 @@ def test_float64_falls_back_with_one_warning(monkeypatch):
         assert any(issubclass(w.category, NkiFallbackWarning) for w in caught)
     finally:
         trnfft.set_backend(previous)
+
+
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+def test_half_precision_inputs(nki_route, dtype):
+    for n in (16, 97, 200):
+        x = random_tensor((3, n), torch.float32, seed=n).to(dtype)
+        got = trnfft.dst(x, 3, norm="ortho")
+        assert got.dtype == torch.float32
+        assert rel_err(got, sf.dst(x.double().numpy(), 3, norm="ortho")) <= TOL

@@ -43,6 +43,11 @@ from trnfft.kernels.fft import fft_onchip_kernel, fft_stages_kernel
 __all__ = ["KERNEL_OPTIONS", "KernelOptions", "PlanesFFT", "transform_planes"]
 
 _KERNEL_DTYPES = (torch.float32, torch.complex64)
+#: Half-precision inputs the transform drivers also take: their planes go to the kernel as they are
+#: and the DMA that loads them into SBUF casts to float32 (nki-0.3.md §3.3), so they cross HBM at
+#: half the bytes; the kernel computes in float32 and the result is complex64 / float32.
+_HALF_DTYPES = (torch.float16, torch.bfloat16, torch.complex32)
+_DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _NORMS = (None, "backward", "forward", "ortho")
 
 
@@ -84,7 +89,7 @@ def _launch(
     """Launch a transform kernel and remember its key on the plan (one entry per distinct key)."""
     ident = (ctx.target, tag, kernel.__name__, tuple(tensors[0].shape), tuple(sorted(params.items())))
     if ident not in plan.kernel_keys:
-        specs = [(tuple(t.shape), "float32") for t in tensors]
+        specs = [(tuple(t.shape), _DTYPE_NAMES[t.dtype]) for t in tensors]
         plan.kernel_keys[ident] = KernelKey.build(kernel, specs, params, target=ctx.target)
     yr, yi = ctx.launch(kernel, *tensors, **params)
     return yr, yi
@@ -164,10 +169,11 @@ class PlanesFFT(torch.autograd.Function):
 # --------------------------------------------------------------------------- argument handling
 
 
-def _check_input(input: Any) -> torch.Tensor:
+def _check_input(input: Any, halves: bool = False) -> torch.Tensor:
+    """``input`` if the kernels take its dtype (with ``halves``: also float16, bfloat16, complex32)."""
     if not isinstance(input, torch.Tensor):
         raise KernelUnsupported(f"kernel takes a torch.Tensor, got {type(input).__name__}")
-    if input.dtype not in _KERNEL_DTYPES:
+    if input.dtype not in _KERNEL_DTYPES and not (halves and input.dtype in _HALF_DTYPES):
         hint = (
             " (float64 stays float64: the reference keeps full precision)"
             if input.dtype in (torch.float64, torch.complex128)
@@ -198,23 +204,31 @@ def _resize(x: torch.Tensor, dim: int, n: int) -> torch.Tensor:
     return torch.nn.functional.pad(x, pad)
 
 
-def _c2c_along(ctx: KernelContext, x: torch.Tensor, dim: int, scale: float, inverse: bool) -> torch.Tensor:
-    """Complex64 transform of ``x`` along ``dim`` (already of the transform length)."""
-    moved = x.movedim(dim, -1)
-    shape = moved.shape
+def _planes_last(
+    ctx: KernelContext, re: torch.Tensor, im: torch.Tensor, scale: float, inverse: bool
+) -> torch.Tensor:
+    """Complex64 transform along the last dim of the complex signal given as two real planes
+    (float32, or a half-precision dtype the kernel's DMA casts on load)."""
+    shape = re.shape
     n = shape[-1]
-    flat = moved.reshape(-1, n)
-    if flat.shape[0] == 0 or n == 0:
-        return x.to(torch.complex64) * 0
-    if x.is_complex():
-        xr, xi = flat.real.float(), flat.imag.float()
-    else:
-        xr, xi = flat.float(), torch.zeros_like(flat, dtype=torch.float32)
+    xr, xi = re.reshape(-1, n), im.reshape(-1, n)
+    if xr.shape[0] == 0 or n == 0:
+        return torch.zeros(shape, dtype=torch.complex64, device=re.device)
     if inverse:
         yi, yr = PlanesFFT.apply(ctx, xi, xr, scale)
     else:
         yr, yi = PlanesFFT.apply(ctx, xr, xi, scale)
-    return torch.complex(yr, yi).reshape(shape).movedim(-1, dim)
+    return torch.complex(yr, yi).reshape(shape)
+
+
+def _c2c_along(ctx: KernelContext, x: torch.Tensor, dim: int, scale: float, inverse: bool) -> torch.Tensor:
+    """Complex64 transform of ``x`` along ``dim`` (already of the transform length)."""
+    moved = x.movedim(dim, -1)
+    if x.is_complex():
+        re, im = moved.real, moved.imag
+    else:
+        re, im = moved, torch.zeros_like(moved)
+    return _planes_last(ctx, re, im, scale, inverse).movedim(-1, dim)
 
 
 def _named(driver: Any, name: str) -> Any:
@@ -233,7 +247,7 @@ def _c2c_driver(inverse: bool, name: str) -> Any:
     def driver(
         ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
     ) -> torch.Tensor:
-        x = _check_input(input)
+        x = _check_input(input, halves=True)
         _no_out(out)
         if not _valid_1d(x, n, dim, norm):
             ctx.caller_error(input, n, dim, norm)  # torch's own error
@@ -263,11 +277,11 @@ def _r2c_along(
     if length % 2 or m < 2:  # odd (or tiny): the full transform with a zero imaginary plane
         full = _c2c_along(ctx, x, dim, scale, inverse)
         return full.narrow(dim, 0, m + 1)
-    moved = x.movedim(dim, -1).float()
+    moved = x.movedim(dim, -1)
     # z[j] = x[2j] + i x[2j+1] and Z = DFT_m(z) (the kernel); for k = 0 … m, with Z[m] = Z[0],
     # the even samples' spectrum is E = (Z[k] + conj Z[m-k]) / 2, the odd ones' O = (Z[k] -
     # conj Z[m-k]) / 2i, and X[k] = E[k] + exp(-2πi k/n) O[k].
-    z = _c2c_along(ctx, torch.complex(moved[..., 0::2], moved[..., 1::2]), -1, scale, False)
+    z = _planes_last(ctx, moved[..., 0::2], moved[..., 1::2], scale, False)
     zk = torch.cat([z, z[..., :1]], dim=-1)
     zc = zk.flip(-1).conj()
     w = _real_twiddles(length, x.device)
@@ -279,7 +293,7 @@ def rfft_driver(
     ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
 ) -> torch.Tensor:
     """NKI-route driver of ``rfft``: the first ``n//2 + 1`` bins of the real input's transform."""
-    x = _check_input(input)
+    x = _check_input(input, halves=True)
     _no_out(out)
     if x.is_complex() or not _valid_1d(x, n, dim, norm):
         ctx.caller_error(input, n, dim, norm)
@@ -322,7 +336,7 @@ def _c2r_driver(inverse: bool, name: str) -> Any:
     def driver(
         ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
     ) -> torch.Tensor:
-        x = _check_input(input)
+        x = _check_input(input, halves=True)
         _no_out(out)
         if not _valid_1d(x, n, dim, norm):
             ctx.caller_error(input, n, dim, norm)
@@ -345,7 +359,7 @@ def ihfft_driver(
     ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
 ) -> torch.Tensor:
     """NKI-route driver of ``ihfft``: the first ``n//2 + 1`` bins of the real input's inverse transform."""
-    x = _check_input(input)
+    x = _check_input(input, halves=True)
     _no_out(out)
     if x.is_complex() or not _valid_1d(x, n, dim, norm):
         ctx.caller_error(input, n, dim, norm)
@@ -386,7 +400,7 @@ def _nd_driver(inverse: bool, name: str, default_dims: Any) -> Any:
         *,
         out: Any = None,
     ) -> torch.Tensor:
-        x = _check_input(input)
+        x = _check_input(input, halves=True)
         _no_out(out)
         dims, sizes = _nd_args(ctx, x, s, dim, norm)
         for d, size in zip(dims, sizes):
@@ -411,7 +425,7 @@ def _rnd_driver(name: str, default_dims: Any, inverse: bool = False) -> Any:
         *,
         out: Any = None,
     ) -> torch.Tensor:
-        x = _check_input(input)
+        x = _check_input(input, halves=True)
         _no_out(out)
         if x.is_complex():
             ctx.caller_error(input, s, dim, norm)
@@ -445,7 +459,7 @@ def _irnd_driver(name: str, default_dims: Any, inverse: bool = True) -> Any:
         *,
         out: Any = None,
     ) -> torch.Tensor:
-        x = _check_input(input)
+        x = _check_input(input, halves=True)
         _no_out(out)
         if not x.dim():
             ctx.caller_error(input, s, dim, norm)

@@ -16,8 +16,10 @@ transform length ``N`` along each axis:
   element-wise operations on the caller's device; gradients flow through the kernel transforms'
   own backward.
 
-Inputs: float32 and complex64 (float64 stays float64: it falls back to the PyTorch route with one
-``NkiFallbackWarning``, as every trnfft transform does).
+Inputs: float32 and complex64, and float16 / bfloat16 / complex32, computed in float32 (their
+planes reach the kernel as they are and its DMA casts them on load; above 128 points they are
+converted in torch first) with float32 / complex64 results. float64 stays float64: it falls back
+to the PyTorch route with one ``NkiFallbackWarning``, as every trnfft transform does.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ __all__ = [
 
 #: Largest length transformed as one matrix in the stationary (the PE array's 128 rows).
 MATRIX_MAX = 128
-_KERNEL_DTYPES = (torch.float32, torch.complex64)
+_KERNEL_DTYPES = (torch.float32, torch.complex64, torch.float16, torch.bfloat16, torch.complex32)
 _NORMS = (None, "backward", "forward", "ortho")
 
 
@@ -149,7 +151,8 @@ def _check_input(x: Any) -> torch.Tensor:
             else ""
         )
         raise KernelUnsupported(
-            f"kernel takes float32 or complex64, got {str(x.dtype).removeprefix('torch.')}{hint}"
+            f"kernel takes float32, complex64 or a half-precision dtype, got "
+            f"{str(x.dtype).removeprefix('torch.')}{hint}"
         )
     return x
 
@@ -173,6 +176,8 @@ def _along(
         ortho = norm == "ortho" if orthogonalize is None else bool(orthogonalize)
         config = (kind, type, length, norm, ortho, inverse)
         return _by_matrix(ctx, x.movedim(axis, -1), config).movedim(-1, axis)
+    if x.dtype in (torch.float16, torch.bfloat16, torch.complex32):
+        x = x.to(torch.complex64 if x.is_complex() else torch.float32)
     return _r2r.r2r(kind, inverse, x, type, None, axis, norm, orthogonalize, _kernel_primitives(ctx))
 
 
