@@ -119,6 +119,78 @@ def accuracy(n: int, batch: int, real: bool = False) -> float:
         del os.environ["TRNFFT_USE_SIMULATOR"], os.environ["TRNFFT_REQUIRE_NKI"]
 
 
+#: Lengths of the half-precision error table: DFT GEMM, odd, prime (Bluestein), on-chip, staged.
+HALF_LENGTHS = (16, 100, 127, 128, 129, 1000, 1009, 1024, 4096, 16384, 32768)
+
+
+def half_precision_errors(lengths: tuple[int, ...], batch: int = 8) -> list[dict]:
+    """``fft`` of float16 / bfloat16 rows on the emulator: relative L2 error against the float64
+    transform of the same half-precision values (the kernel's own error) and against the float64
+    transform of the float64 data the inputs were rounded from (input rounding included)."""
+    import os
+
+    import trnfft
+
+    os.environ["TRNFFT_USE_SIMULATOR"] = "1"
+    os.environ["TRNFFT_REQUIRE_NKI"] = "1"
+    previous = trnfft.get_backend()
+    trnfft.set_backend("nki")
+    rows = []
+    try:
+        for n in lengths:
+            data = torch.randn(batch, n, generator=torch.Generator().manual_seed(n), dtype=torch.float64)
+            for dtype in (torch.bfloat16, torch.float16):
+                x = data.to(dtype)
+                y = trnfft.fft(x).numpy()
+                same = np.fft.fft(x.double().numpy())
+                exact = np.fft.fft(data.numpy())
+                rows.append(
+                    {
+                        "n": n,
+                        "dtype": str(dtype).removeprefix("torch."),
+                        "kernel_error": float(np.linalg.norm(y - same) / np.linalg.norm(same)),
+                        "total_error": float(np.linalg.norm(y - exact) / np.linalg.norm(exact)),
+                    }
+                )
+    finally:
+        trnfft.set_backend(previous)
+        del os.environ["TRNFFT_USE_SIMULATOR"], os.environ["TRNFFT_REQUIRE_NKI"]
+    return rows
+
+
+#: Lengths of the DCT/DST error table: the matrix path (<= 128) and the FFT path beyond.
+R2R_LENGTHS = (16, 97, 128, 131, 256, 1000, 4096)
+
+
+def r2r_errors(lengths: tuple[int, ...], batch: int = 8) -> list[dict]:
+    """dct/idct/dst/idst of types 1-4 (norm "ortho") of float32 rows on the emulator: relative L2
+    error against scipy.fft in float64, per length and transform."""
+    import os
+
+    import scipy.fft as sf
+
+    import trnfft
+
+    os.environ["TRNFFT_USE_SIMULATOR"] = "1"
+    os.environ["TRNFFT_REQUIRE_NKI"] = "1"
+    previous = trnfft.get_backend()
+    trnfft.set_backend("nki")
+    rows = []
+    try:
+        for n in lengths:
+            x = torch.randn(batch, n, generator=torch.Generator().manual_seed(n))
+            for name in ("dct", "idct", "dst", "idst"):
+                for t in (1, 2, 3, 4):
+                    y = getattr(trnfft, name)(x, t, norm="ortho").numpy()
+                    ref = getattr(sf, name)(x.double().numpy(), t, norm="ortho")
+                    err = float(np.linalg.norm(y - ref) / np.linalg.norm(ref))
+                    rows.append({"n": n, "function": name, "type": t, "rel_l2_error": err})
+    finally:
+        trnfft.set_backend(previous)
+        del os.environ["TRNFFT_USE_SIMULATOR"], os.environ["TRNFFT_REQUIRE_NKI"]
+    return rows
+
+
 def main() -> None:
     """Print the table and write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -201,6 +273,39 @@ def main() -> None:
             err = f", relative L2 error {row['rel_l2_error']:.2e}" if "rel_l2_error" in row else ""
             ratio = half / full
             print(f"n={n:>5} {target}: {half:8.1f} us at n/2 vs {full:8.1f} us at n ({ratio:.2f}x){err}")
+    if not args.no_accuracy:
+        result["half_precision"] = half_precision_errors(HALF_LENGTHS)
+        print("\nhalf-precision inputs (fft of a batch of 8 random rows), relative L2 error:")
+        print(f"{'n':>6} {'dtype':>9} {'vs float64 of same values':>26} {'vs float64 unrounded data':>26}")
+        for row in result["half_precision"]:
+            print(f"{row['n']:>6} {row['dtype']:>9} {row['kernel_error']:>26.2e} {row['total_error']:>26.2e}")
+    if not args.no_accuracy:
+        result["r2r"] = r2r_errors(R2R_LENGTHS)
+        print("\nDCT/DST (types 1-4, forward and inverse, norm='ortho') vs scipy.fft float64:")
+        for n in R2R_LENGTHS:
+            errs = [r["rel_l2_error"] for r in result["r2r"] if r["n"] == n]
+            print(f"n={n:>5}: relative L2 error {min(errs):.1e} .. {max(errs):.1e} over 16 transforms")
+    print("\nbfloat16 input planes (the DMA casts on load), on-chip kernel, batch", args.batch)
+    result["bfloat16_input"] = []
+    for n in sizes:
+        if onchip_geometry(n) is None:
+            continue
+        for target in TARGETS:
+            specs, params = _specs(n, args.batch, "onchip", True)
+            specs = [(specs[0][0], "bfloat16")] * 2 + specs[2:]
+            d = sim.report(fft_onchip_kernel, *specs, target=target, **params).as_dict()
+            row = {
+                "n": n,
+                "target": target,
+                "modelled_time_us": d["lower_bound_s"] * 1e6,
+                "dma_us": d["busy_seconds"]["dma"] * 1e6,
+                "hbm_bytes": d["dma_bytes_in"] + d["dma_bytes_out"],
+            }
+            result["bfloat16_input"].append(row)
+            print(
+                f"n={n:>5} {target}: {row['modelled_time_us']:.1f} us (DMA {row['dma_us']:.1f} us, "
+                f"{row['hbm_bytes'] / 2**20:.2f} MiB through HBM)"
+            )
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -24,8 +24,8 @@ reversed, times ``exp(-i pi k / 2N)``; a real FFT of length ``N`` gives both ``y
 twiddled length-``2N`` FFT); DST-IV is ``(-1)^k DCT4(flip(x))``; DST-II and
 DST-III are DCT-II and DCT-III of the sign-alternated / reversed sequence
 (``DST2(x) = flip(DCT2((-1)^n x))``, ``DST3(x) = (-1)^k DCT3(flip(x))``). Up to
-:data:`MATRIX_MAX` points the PyTorch route multiplies by the transform's matrix instead (built
-once from the algorithms in float64).
+:data:`MATRIX_MAX` points (and :data:`MATRIX_WORK` multiply-adds) the PyTorch route multiplies by
+the transform's matrix instead (built once from the algorithms in float64).
 
 Normalisation and ``orthogonalize`` follow scipy.fft: the scale ``M`` is ``2(N-1)`` for DCT-I,
 ``2(N+1)`` for DST-I and ``2N`` otherwise; ``"backward"`` leaves the forward transform unscaled,
@@ -95,8 +95,11 @@ TORCH_PRIMITIVES = FFTPrimitives(
 #: The same primitives as an object of its own: the algorithms without the short-length matrix.
 _FFT_ONLY = FFTPrimitives(TORCH_PRIMITIVES.rfft, TORCH_PRIMITIVES.irfft, TORCH_PRIMITIVES.fft)
 #: Up to this length the PyTorch route multiplies by the transform's cached matrix (built in float64
-#: by the FFT algorithms; one GEMM beats their eight small torch operations there, batched or not).
+#: by the FFT algorithms; one GEMM beats their eight small torch operations there) ...
 MATRIX_MAX = 128
+#: ... while the product costs at most this many multiply-adds (rows * n * n; the measured
+#: crossover on one x86-64 thread is near 2^20).
+MATRIX_WORK = 1 << 19
 
 
 def scale_length(kind: str, type: int, n: int) -> int:
@@ -127,14 +130,8 @@ def _table(what: str, n: int, dtype: torch.dtype, device: torch.device) -> torch
 
     Angles ``exp(-i pi e / d)`` are computed in float64 from the integer exponent reduced modulo
     ``2 d`` (exact to the working precision whatever ``n``) and rounded once to ``dtype``'s
-    complex precision; index vectors are int64.
+    complex precision.
     """
-    if what == "dct2_order":  # even samples, then odd samples reversed
-        order = list(range(0, n, 2)) + list(range(n - 1 if n % 2 == 0 else n - 2, 0, -2))
-        return torch.tensor(order, dtype=torch.int64, device=device)
-    if what == "dct3_order":  # x[2j] = v[j], x[2j+1] = v[N-1-j]
-        order = [j // 2 if j % 2 == 0 else n - 1 - j // 2 for j in range(n)]
-        return torch.tensor(order, dtype=torch.int64, device=device)
     if what == "signs":
         signs = torch.ones(n, dtype=dtype)
         signs[1::2] = -1.0
@@ -169,7 +166,7 @@ def _dst1(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
 
 def _dct2(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
     n = x.shape[-1]
-    v = x.index_select(-1, _table("dct2_order", n, x.dtype, x.device))
+    v = torch.cat([x[..., 0::2], x[..., 1::2].flip(-1)], dim=-1)  # even samples, odd ones reversed
     z = _table("dct2_post", n, x.dtype, x.device) * fft.rfft(v)  # 2 exp(-i pi k / 2N) V[k], k <= N/2
     # y[k] = Re z[k]; y[N-k] = -Im z[k]
     return torch.cat([z.real, -z.imag[..., 1 : (n - 1) // 2 + 1].flip(-1)], dim=-1)
@@ -181,7 +178,12 @@ def _dct3(x: torch.Tensor, fft: FFTPrimitives) -> torch.Tensor:
     mirrored = torch.cat([x.new_zeros(*x.shape[:-1], 1), x.flip(-1)[..., : half - 1]], dim=-1)  # x[N-k]
     spectrum = torch.complex(x[..., :half], -mirrored) * _table("dct3_pre", n, x.dtype, x.device)
     v = fft.irfft(spectrum, n)
-    return v.index_select(-1, _table("dct3_order", n, x.dtype, x.device))
+    # x[2j] = v[j], x[2j+1] = v[N-1-j]: interleave the first half with the reversed second half
+    first = (n + 1) // 2
+    second = v[..., first:].flip(-1)
+    if n % 2:
+        second = torch.nn.functional.pad(second, (0, 1))
+    return torch.stack([v[..., :first], second], dim=-1).flatten(-2)[..., :n]
 
 
 def _alternate(x: torch.Tensor) -> torch.Tensor:
@@ -272,7 +274,7 @@ def _r2r_last(
         return torch.complex(re, im)
     n = x.shape[-1]
     ortho = norm == "ortho" if orthogonalize is None else bool(orthogonalize)
-    if n <= MATRIX_MAX and fft is TORCH_PRIMITIVES:
+    if n <= MATRIX_MAX and x.numel() * n <= MATRIX_WORK and fft is TORCH_PRIMITIVES:
         return x @ _matrix_t(kind, type, n, norm, ortho, inverse, x.dtype, x.device)
     t = INVERSE_TYPE[type] if inverse else type
     if ortho and (kind, t) in _PRE:
