@@ -167,96 +167,6 @@ def _r2r_nd(
     return ComplexTensor.from_torch(y) if was_ct and y.is_complex() else y
 
 
-_PARAMS_1D = """
-Parameters
-----------
-x : torch.Tensor or ComplexTensor
-    Input on any device: float32 or float64 (complex: real and imaginary parts transformed
-    separately; integers promoted to the default float dtype).
-type : {{1, 2, 3, 4}}, default 2
-    Transform type.
-n : int, optional
-    Transform length; ``x`` is zero-padded or cropped along ``axis`` to it.
-axis : int, default -1
-    Axis to transform (``dim`` is the same argument under torch's name).
-norm : {{None, "backward", "forward", "ortho"}}, optional
-    Normalisation, as in ``scipy.fft``{inverse_norm}.
-overwrite_x : bool, default False
-    Accepted for scipy compatibility; the input is never written.
-workers : int, optional
-    Accepted for scipy compatibility; torch's intra-op threads are used.
-orthogonalize : bool, optional
-    Use the orthogonalised variant (boundary weights); default ``norm == "ortho"``.
-dim : int, optional
-    torch's name for ``axis``.
-
-Returns
--------
-torch.Tensor or ComplexTensor
-    Same dtype and device as ``x`` (a ``ComplexTensor`` for a ``ComplexTensor`` input).
-
-Raises
-------
-FFTArgumentError
-    ``type`` not 1-4, a non-positive length (DCT-I: fewer than 2 points), a bad ``norm``.
-FFTDimError
-    ``axis`` out of range.
-FFTTypeError, TypeError
-    An unsupported dtype (float16/bfloat16 on the PyTorch route) or an argument of the wrong type.
-"""
-
-_PARAMS_ND = """
-Parameters
-----------
-x : torch.Tensor or ComplexTensor
-    Input on any device: float32 or float64 (complex: real and imaginary parts transformed
-    separately; integers promoted to the default float dtype).
-type : {{1, 2, 3, 4}}, default 2
-    Transform type (the same along every axis).
-s : sequence of int, optional
-    Shape of the transformed axes (zero-pad or crop; ``-1`` keeps an axis's length).
-axes : int or sequence of int, optional
-    Axes to transform: default the last ``len(s)`` axes, or every axis when ``s`` is not given
-    (``dim`` is the same argument under torch's name).
-norm : {{None, "backward", "forward", "ortho"}}, optional
-    Normalisation, as in ``scipy.fft``{inverse_norm}.
-overwrite_x : bool, default False
-    Accepted for scipy compatibility; the input is never written.
-workers : int, optional
-    Accepted for scipy compatibility; torch's intra-op threads are used.
-orthogonalize : bool, optional
-    Use the orthogonalised variant (boundary weights); default ``norm == "ortho"``.
-dim : int or sequence of int, optional
-    torch's name for ``axes``.
-
-Returns
--------
-torch.Tensor or ComplexTensor
-    Same dtype and device as ``x`` (a ``ComplexTensor`` for a ``ComplexTensor`` input).
-
-Raises
-------
-FFTArgumentError
-    ``type`` not 1-4, a non-positive length (DCT-I: fewer than 2 points), repeated axes, ``s`` and
-    ``axes`` of different lengths, a bad ``norm``.
-FFTDimError
-    An axis out of range.
-FFTTypeError, TypeError
-    An unsupported dtype or an argument of the wrong type.
-"""
-
-_INV = ' (``None``/``"backward"`` scale the inverse by ``1/M``)'
-
-
-def _doc(summary: str, template: str, inverse: bool = False) -> Any:
-    def apply(fn: Any) -> Any:
-        fn.__doc__ = summary + "\n" + template.format(inverse_norm=_INV if inverse else "")
-        return fn
-
-    return apply
-
-
-@_doc("Discrete cosine transform of type 1-4 along one axis (``scipy.fft.dct``).", _PARAMS_1D)
 def dct(
     x: TensorLike,
     type: int = 2,
@@ -269,12 +179,49 @@ def dct(
     *,
     dim: int | None = None,
 ) -> TensorLike:
+    """Discrete cosine transform of type 1-4 along one axis (``scipy.fft.dct``).
+
+    Parameters
+    ----------
+    x : torch.Tensor or ComplexTensor
+        Input on any device: float32 or float64 (complex: real and imaginary parts transformed
+        separately; integers promoted to the default float dtype).
+    type : {1, 2, 3, 4}, default 2
+        Transform type.
+    n : int, optional
+        Transform length; ``x`` is zero-padded or cropped along ``axis`` to it.
+    axis : int, default -1
+        Axis to transform (``dim`` is the same argument under torch's name).
+    norm : {None, "backward", "forward", "ortho"}, optional
+        Normalisation, as in ``scipy.fft``.
+    overwrite_x : bool, default False
+        Accepted for scipy compatibility; the input is never written.
+    workers : int, optional
+        Accepted for scipy compatibility; torch's intra-op threads are used.
+    orthogonalize : bool, optional
+        Use the orthogonalised variant (boundary weights); default ``norm == "ortho"``.
+    dim : int, optional
+        torch's name for ``axis``.
+
+    Returns
+    -------
+    torch.Tensor or ComplexTensor
+        Same dtype and device as ``x`` (a ``ComplexTensor`` for a ``ComplexTensor`` input).
+
+    Raises
+    ------
+    FFTArgumentError
+        ``type`` not 1-4, a non-positive length (DCT-I: fewer than 2 points), a bad ``norm``.
+    FFTDimError
+        ``axis`` out of range.
+    FFTTypeError, TypeError
+        An unsupported dtype (float16/bfloat16 on the PyTorch route) or an argument of the wrong type.
+    """
     return _r2r_1d(
         "dct", "dct", _ops.dct, x, type, n, _pick_axis("dct", axis, dim), norm, orthogonalize, workers
     )
 
 
-@_doc("Inverse of :func:`dct` of the same type (``scipy.fft.idct``).", _PARAMS_1D, inverse=True)
 def idct(
     x: TensorLike,
     type: int = 2,
@@ -287,12 +234,17 @@ def idct(
     *,
     dim: int | None = None,
 ) -> TensorLike:
+    """Inverse of :func:`dct` of the same type (``scipy.fft.idct``).
+
+    Parameters, returns and errors as :func:`dct`. ``norm``: ``None``/``"backward"`` scale the
+    inverse by ``1/M``, ``"forward"`` leaves it unscaled and ``"ortho"`` scales by ``1/sqrt(M)``,
+    so that it undoes the forward transform of the same ``norm`` and ``orthogonalize``.
+    """
     return _r2r_1d(
         "idct", "dct", _ops.idct, x, type, n, _pick_axis("idct", axis, dim), norm, orthogonalize, workers
     )
 
 
-@_doc("Discrete sine transform of type 1-4 along one axis (``scipy.fft.dst``).", _PARAMS_1D)
 def dst(
     x: TensorLike,
     type: int = 2,
@@ -305,12 +257,15 @@ def dst(
     *,
     dim: int | None = None,
 ) -> TensorLike:
+    """Discrete sine transform of type 1-4 along one axis (``scipy.fft.dst``).
+
+    Parameters, returns and errors as :func:`dct`.
+    """
     return _r2r_1d(
         "dst", "dst", _ops.dst, x, type, n, _pick_axis("dst", axis, dim), norm, orthogonalize, workers
     )
 
 
-@_doc("Inverse of :func:`dst` of the same type (``scipy.fft.idst``).", _PARAMS_1D, inverse=True)
 def idst(
     x: TensorLike,
     type: int = 2,
@@ -323,6 +278,12 @@ def idst(
     *,
     dim: int | None = None,
 ) -> TensorLike:
+    """Inverse of :func:`dst` of the same type (``scipy.fft.idst``).
+
+    Parameters, returns and errors as :func:`dct`. ``norm``: ``None``/``"backward"`` scale the
+    inverse by ``1/M``, ``"forward"`` leaves it unscaled and ``"ortho"`` scales by ``1/sqrt(M)``,
+    so that it undoes the forward transform of the same ``norm`` and ``orthogonalize``.
+    """
     return _r2r_1d(
         "idst", "dst", _ops.idst, x, type, n, _pick_axis("idst", axis, dim), norm, orthogonalize, workers
     )
@@ -336,7 +297,6 @@ def _pick_axes(fn: str, axes: Any, dim: Any) -> Any:
     return dim
 
 
-@_doc("N-dimensional discrete cosine transform (``scipy.fft.dctn``).", _PARAMS_ND)
 def dctn(
     x: TensorLike,
     type: int = 2,
@@ -349,12 +309,51 @@ def dctn(
     orthogonalize: bool | None = None,
     dim: int | Sequence[int] | None = None,
 ) -> TensorLike:
+    """N-dimensional discrete cosine transform (``scipy.fft.dctn``).
+
+    Parameters
+    ----------
+    x : torch.Tensor or ComplexTensor
+        Input on any device: float32 or float64 (complex: real and imaginary parts transformed
+        separately; integers promoted to the default float dtype).
+    type : {1, 2, 3, 4}, default 2
+        Transform type (the same along every axis).
+    s : sequence of int, optional
+        Shape of the transformed axes (zero-pad or crop; ``-1`` keeps an axis's length).
+    axes : int or sequence of int, optional
+        Axes to transform: default the last ``len(s)`` axes, or every axis when ``s`` is not given
+        (``dim`` is the same argument under torch's name).
+    norm : {None, "backward", "forward", "ortho"}, optional
+        Normalisation, as in ``scipy.fft``.
+    overwrite_x : bool, default False
+        Accepted for scipy compatibility; the input is never written.
+    workers : int, optional
+        Accepted for scipy compatibility; torch's intra-op threads are used.
+    orthogonalize : bool, optional
+        Use the orthogonalised variant (boundary weights); default ``norm == "ortho"``.
+    dim : int or sequence of int, optional
+        torch's name for ``axes``.
+
+    Returns
+    -------
+    torch.Tensor or ComplexTensor
+        Same dtype and device as ``x`` (a ``ComplexTensor`` for a ``ComplexTensor`` input).
+
+    Raises
+    ------
+    FFTArgumentError
+        ``type`` not 1-4, a non-positive length (DCT-I: fewer than 2 points), repeated axes, ``s`` and
+        ``axes`` of different lengths, a bad ``norm``.
+    FFTDimError
+        An axis out of range.
+    FFTTypeError, TypeError
+        An unsupported dtype or an argument of the wrong type.
+    """
     return _r2r_nd(
         "dctn", "dct", _ops.dctn, x, type, s, _pick_axes("dctn", axes, dim), norm, orthogonalize, workers
     )
 
 
-@_doc("Inverse of :func:`dctn` of the same type (``scipy.fft.idctn``).", _PARAMS_ND, inverse=True)
 def idctn(
     x: TensorLike,
     type: int = 2,
@@ -367,12 +366,17 @@ def idctn(
     orthogonalize: bool | None = None,
     dim: int | Sequence[int] | None = None,
 ) -> TensorLike:
+    """Inverse of :func:`dctn` of the same type (``scipy.fft.idctn``).
+
+    Parameters, returns and errors as :func:`dctn`. ``norm``: ``None``/``"backward"`` scale the
+    inverse by ``1/M``, ``"forward"`` leaves it unscaled and ``"ortho"`` scales by ``1/sqrt(M)``,
+    so that it undoes the forward transform of the same ``norm`` and ``orthogonalize``.
+    """
     return _r2r_nd(
         "idctn", "dct", _ops.idctn, x, type, s, _pick_axes("idctn", axes, dim), norm, orthogonalize, workers
     )
 
 
-@_doc("N-dimensional discrete sine transform (``scipy.fft.dstn``).", _PARAMS_ND)
 def dstn(
     x: TensorLike,
     type: int = 2,
@@ -385,12 +389,15 @@ def dstn(
     orthogonalize: bool | None = None,
     dim: int | Sequence[int] | None = None,
 ) -> TensorLike:
+    """N-dimensional discrete sine transform (``scipy.fft.dstn``).
+
+    Parameters, returns and errors as :func:`dctn`.
+    """
     return _r2r_nd(
         "dstn", "dst", _ops.dstn, x, type, s, _pick_axes("dstn", axes, dim), norm, orthogonalize, workers
     )
 
 
-@_doc("Inverse of :func:`dstn` of the same type (``scipy.fft.idstn``).", _PARAMS_ND, inverse=True)
 def idstn(
     x: TensorLike,
     type: int = 2,
@@ -403,6 +410,12 @@ def idstn(
     orthogonalize: bool | None = None,
     dim: int | Sequence[int] | None = None,
 ) -> TensorLike:
+    """Inverse of :func:`dstn` of the same type (``scipy.fft.idstn``).
+
+    Parameters, returns and errors as :func:`dctn`. ``norm``: ``None``/``"backward"`` scale the
+    inverse by ``1/M``, ``"forward"`` leaves it unscaled and ``"ortho"`` scales by ``1/sqrt(M)``,
+    so that it undoes the forward transform of the same ``norm`` and ``orthogonalize``.
+    """
     return _r2r_nd(
         "idstn", "dst", _ops.idstn, x, type, s, _pick_axes("idstn", axes, dim), norm, orthogonalize, workers
     )
