@@ -343,3 +343,15 @@ def test_half_precision_nd_and_gradients(nki_route):
     want = np.zeros((4, 20, 30))
     want[..., 0] = np.sqrt(30)
     assert rel_err(leaf.grad.float(), want) <= 1e-2  # the gradient is rounded to bfloat16
+
+
+@pytest.mark.parametrize(("n", "batch"), [(4096, 141), (32768, 2)])
+def test_several_batch_tiles_and_the_staged_route_beyond_two_stages(nki_route, monkeypatch, n, batch):
+    """n=4096 with 141 rows runs two on-chip batch tiles (140 rows each, padded); n=32768 has three
+    stages and runs the staged kernel."""
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
+    trnfft.clear_plan_cache()
+    x = random_tensor((batch, n), torch.complex64, seed=batch)
+    assert rel_err(trnfft.fft(x), np.fft.fft(_np(x))) <= TOL
+    names = {ident[2] for ident in trnfft.create_plan(n).kernel_keys}
+    assert names == ({"fft_onchip_kernel"} if n <= 16384 else {"fft_stages_kernel"})
