@@ -110,3 +110,14 @@ def test_half_precision_inputs(nki_route, dtype):
         got = trnfft.dst(x, 3, norm="ortho")
         assert got.dtype == torch.float32
         assert rel_err(got, sf.dst(x.double().numpy(), 3, norm="ortho")) <= TOL
+
+
+def test_invalid_arguments_on_the_kernel_route_raise_the_references_error(nki_route):
+    from trnfft import _ops
+    from trnfft.errors import FFTArgumentError
+
+    x = torch.randn(2, 8)
+    with pytest.raises(FFTArgumentError, match="type must be 1, 2, 3 or 4"):
+        _ops.dct(x, 7, None, -1, None, None)  # the operation itself, without the public checks
+    with pytest.raises(FFTArgumentError, match="norm"):
+        _ops.idstn(x, 2, None, None, "unitary", None)

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 
 import torch
 
+from trnfft.errors import FFTArgumentError, FFTTypeError
+
 __all__ = [
     "INVERSE_TYPE",
     "TORCH_PRIMITIVES",
@@ -356,12 +358,19 @@ _REAL_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 def check_dtype(fn: str, x: torch.Tensor) -> None:
     """Raise a clear ``TypeError`` for a dtype the PyTorch route cannot transform."""
     if x.dtype not in _REAL_DTYPES:
-        from trnfft.errors import FFTTypeError
-
         raise FFTTypeError(
             f"{fn}: input dtype {str(x.dtype).removeprefix('torch.')} is not supported on the PyTorch "
             "route; use float32, float64, complex64 or complex128"
         )
+
+
+def _check_reference_args(fn: str, x: torch.Tensor, type: int, norm: str | None) -> None:
+    """The checks the references make themselves (the kernel route's ``caller_error`` runs them)."""
+    check_dtype(fn, x)
+    if type not in (1, 2, 3, 4) or isinstance(type, bool):
+        raise FFTArgumentError(f"{fn}: type must be 1, 2, 3 or 4, got {type!r}")
+    if norm not in (None, "backward", "forward", "ortho"):
+        raise FFTArgumentError(f"{fn}: norm must be None, 'backward', 'forward' or 'ortho', got {norm!r}")
 
 
 def _reference(kind: str, inverse: bool) -> Callable[..., torch.Tensor]:
@@ -375,7 +384,7 @@ def _reference(kind: str, inverse: bool) -> Callable[..., torch.Tensor]:
         norm: str | None = None,
         orthogonalize: bool | None = None,
     ) -> torch.Tensor:
-        check_dtype(name, x)
+        _check_reference_args(name, x, type, norm)
         return r2r(kind, inverse, x, type, n, axis, norm, orthogonalize)
 
     reference.__name__ = reference.__qualname__ = name
@@ -394,7 +403,7 @@ def _reference_nd(kind: str, inverse: bool) -> Callable[..., torch.Tensor]:
         norm: str | None = None,
         orthogonalize: bool | None = None,
     ) -> torch.Tensor:
-        check_dtype(name, x)
+        _check_reference_args(name, x, type, norm)
         return r2rn(kind, inverse, x, type, s, axes, norm, orthogonalize)
 
     reference.__name__ = reference.__qualname__ = name
