@@ -38,6 +38,7 @@ import torch
 
 from trncore.dispatch import KernelContext, KernelUnsupported
 from trncore.keys import KernelKey
+from trnfft._r2r import resize as _resize  # zero-pad or crop along a dim: one helper for both
 from trnfft.kernels.fft import fft_onchip_kernel, fft_stages_kernel
 
 __all__ = ["KERNEL_OPTIONS", "KernelOptions", "PlanesFFT", "transform_planes"]
@@ -191,17 +192,6 @@ def _valid_1d(x: torch.Tensor, n: Any, dim: Any, norm: Any) -> bool:
     if x.dim() == 0 or not -x.dim() <= dim < x.dim():
         return False
     return n is None or (isinstance(n, int) and not isinstance(n, bool) and n > 0)
-
-
-def _resize(x: torch.Tensor, dim: int, n: int) -> torch.Tensor:
-    """Zero-pad or crop ``x`` along ``dim`` to ``n`` (torch.fft's ``n`` semantics)."""
-    size = x.shape[dim]
-    if size == n:
-        return x
-    if size > n:
-        return x.narrow(dim, 0, n)
-    pad = [0, 0] * (x.dim() - 1 - dim % x.dim()) + [0, n - size]
-    return torch.nn.functional.pad(x, pad)
 
 
 def _planes_last(
