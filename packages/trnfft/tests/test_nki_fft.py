@@ -355,3 +355,18 @@ def test_several_batch_tiles_and_the_staged_route_beyond_two_stages(nki_route, m
     assert rel_err(trnfft.fft(x), np.fft.fft(_np(x))) <= TOL
     names = {ident[2] for ident in trnfft.create_plan(n).kernel_keys}
     assert names == ({"fft_onchip_kernel"} if n <= 16384 else {"fft_stages_kernel"})
+
+
+@pytest.mark.parametrize("twiddle_data", (False, True))
+@pytest.mark.parametrize("n", (360, 1000, 2048))
+def test_onchip_kernel_both_twiddle_placements(n, twiddle_data):
+    """The kernel itself on the emulator: twiddles in the stage-2 stationaries or on the data."""
+    from trnfft.kernels.fft import fft_onchip_kernel
+
+    geo = geometry.onchip_geometry(n)
+    tables = [t.numpy() for t in geometry.build_onchip_tables(geo)]
+    params = {**geo.params(2 * geo.group), "twiddle_data": twiddle_data}
+    rng = np.random.default_rng(n)
+    xr, xi = (rng.standard_normal((2 * geo.group, n)).astype(np.float32) for _ in range(2))
+    yr, yi = sim.simulate(fft_onchip_kernel)(xr, xi, *tables, **params, scale=0.5)
+    assert rel_err(yr + 1j * yi, 0.5 * np.fft.fft(xr.astype(np.float64) + 1j * xi)) <= TOL

@@ -52,6 +52,22 @@ def _pointwise_multiply(dr: Any, di: Any, tr: Any, ti: Any, shape: tuple[int, ..
     nisa.tensor_tensor(dst=di, data1=c, data2=a, op=nl.add)
 
 
+def _pointwise_multiply_split(dr: Any, di: Any, tr: Any, ti: Any, shape: tuple[int, ...]) -> None:
+    """``d <- d * t`` as :func:`_pointwise_multiply`, the products on GpSimd and the sums on the
+    Vector Engine (the two engines share the work)."""
+    f32 = nl.float32
+    a = nl.ndarray(shape, dtype=f32, buffer=nl.sbuf)
+    b = nl.ndarray(shape, dtype=f32, buffer=nl.sbuf)
+    c = nl.ndarray(shape, dtype=f32, buffer=nl.sbuf)
+    gpsimd = nisa.gpsimd_engine
+    nisa.tensor_tensor(dst=a, data1=dr, data2=tr, op=nl.multiply, engine=gpsimd)
+    nisa.tensor_tensor(dst=b, data1=di, data2=ti, op=nl.multiply)
+    nisa.tensor_tensor(dst=c, data1=dr, data2=ti, op=nl.multiply, engine=gpsimd)
+    nisa.tensor_tensor(dst=dr, data1=a, data2=b, op=nl.subtract)
+    nisa.tensor_tensor(dst=a, data1=di, data2=tr, op=nl.multiply, engine=gpsimd)
+    nisa.tensor_tensor(dst=di, data1=c, data2=a, op=nl.add)
+
+
 def _columns(tile: Any, at: tuple[int, int, int, int]) -> Any:
     """Columns ``[start, start + width)`` of a 2-D SBUF tile as a view (``at``: parts, free, start, width)."""
     parts, free, start, width = at
@@ -252,6 +268,7 @@ def fft_onchip_kernel(
     n2: int = 1,
     group: int = 1,
     batch_tile: int = 1,
+    twiddle_data: bool = False,
     scale: float = 1.0,
 ) -> Any:
     """Forward DFT (times ``scale``) of each row of ``xr + i xi`` (``(B, n)``, ``n = n1 n2``), both
@@ -269,6 +286,10 @@ def fft_onchip_kernel(
       (``fr, fi``: ``(n2, n2)``) and the twiddle column ``w_n^{j2 k1}`` (``twr, twi``:
       ``(n2, n1)``) by per-partition scalings (ScalarE, VectorE, GpSimd) — only ``n`` twiddles
       travel from HBM, not ``n1`` whole stationaries; moving: the ``Z`` columns of that ``k1``.
+      With ``twiddle_data`` the twiddles multiply ``Z`` instead (one element-wise complex product
+      over the tile, split between GpSimd and the Vector Engine) and the one stationary ``F_n2``
+      serves every ``k1``: cheaper when a tile has few rows, since the ``n1`` stationaries are
+      rebuilt for every tile.
 
     One DMA per plane loads a batch tile and one writes its result (``k = k1 + n1 k2`` as the
     access pattern); the intermediate ``Z`` never leaves SBUF. Optional ``pre`` multiplies the input
@@ -310,12 +331,20 @@ def fft_onchip_kernel(
             nisa.dma_copy(dst=tile, src=plane.ap([[0, group], [n2, n1], [1, n2]], offset=0))
             pre.append(tile.ap([[n2, parts], [0, groups], [1, n2]]))
     post = None
-    if post_r is not None:  # post[k1 + n1 k2] on partitions k2, free k1
+    if post_r is not None:  # post[k1 + n1 k2] on partitions k2, free k1 (broadcast over the rows)
         post = []
         for plane in (post_r, post_i):
             tile = nl.ndarray((n2, n1), dtype=f32, buffer=nl.sbuf)
             nisa.dma_copy(dst=tile, src=plane.ap([[n1, n2], [1, n1]], offset=0))
-            post.append(tile.ap([[n1, n2], [1, n1], [0, batch_tile]]))
+            if twiddle_data:  # output columns (b, k1)
+                post.append(tile.ap([[n1, n2], [0, batch_tile], [1, n1]]))
+            else:  # output columns (k1, b)
+                post.append(tile.ap([[n1, n2], [1, n1], [0, batch_tile]]))
+    if twiddle_data:  # the one stage-2 stationary and its Gauss planes
+        f_s = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+        f_d = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=f_s, data1=f_r, data2=f_i, op=nl.add, engine=nisa.gpsimd_engine)
+        nisa.tensor_tensor(dst=f_d, data1=f_i, data2=f_r, op=nl.subtract)
     for b0 in range(0, batch, batch_tile):
         # x[b0 + g group + r, n2 j1 + j2] -> partitions (r, j1), free (g, j2): one DMA per plane
         x_pattern = [[n, group], [n2, n1], [group * n, groups], [1, n2]]
@@ -349,48 +378,77 @@ def fft_onchip_kernel(
             nisa.scalar_tensor_tensor(
                 dst=_columns(z_i, at), data=k2, op0=nl.multiply, operand0=1.0, op1=nl.add, operand1=common
             )
+        if twiddle_data:  # Z[j2, (b, k1)] *= w_n^{j2 k1}
+            shape = (n2, batch_tile, n1)
+            zv = [t.ap([[batch_tile * n1, n2], [n1, batch_tile], [1, n1]]) for t in (z_r, z_i)]
+            tv = [t.ap([[n1, n2], [0, batch_tile], [1, n1]]) for t in (t_r, t_i)]
+            _pointwise_multiply_split(zv[0], zv[1], tv[0], tv[1], shape)
         z_s = nl.ndarray((n2, batch_tile * n1), dtype=f32, buffer=nl.sbuf)
         nisa.tensor_tensor(dst=z_s, data1=z_r, data2=z_i, op=nl.add, engine=nisa.gpsimd_engine)
-        # Stage 2, one k1 at a time: out[k2, (k1, b)]
-        out = [nl.ndarray((n2, n1 * batch_tile), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
-        for c in range(n1):
-            # W = F_n2 * w^{j2 c} row by row (j2 on the partitions): Wr = Fr tr - Fi ti, Wi = Fr ti + Fi tr
-            col = [t.ap([[n1, n2], [1, 1]], offset=c) for t in (t_r, t_i, t_n)]
-            a = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
-            b = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
-            nisa.activation(dst=a, op=nl.copy, data=f_r, scale=col[0])
-            nisa.activation(dst=b, op=nl.copy, data=f_i, scale=col[0])
-            w_r = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
-            w_i = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
-            for dst, data, factor, other in ((w_r, f_i, col[2], a), (w_i, f_r, col[1], b)):
-                nisa.scalar_tensor_tensor(
-                    dst=dst, data=data, op0=nl.multiply, operand0=factor, op1=nl.add, operand1=other
+        total = n1 * batch_tile
+        out = [nl.ndarray((n2, total), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
+        if twiddle_data:
+            # Stage 2 with the one stationary F_n2, 512 columns per pass: out[k2, (b, k1)]
+            for c0 in range(0, total, _MOVING_MAX):
+                at = (n2, total, c0, min(_MOVING_MAX, total - c0))
+                _complex_pass(
+                    _columns(out[0], at),
+                    _columns(out[1], at),
+                    _columns(z_r, at),
+                    _columns(z_i, at),
+                    _columns(z_s, at),
+                    f_r,
+                    f_s,
+                    f_d,
+                    n2,
+                    at[3],
+                    True,
+                    scale,
                 )
-            w_s = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
-            w_d = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
-            nisa.tensor_tensor(dst=w_s, data1=w_r, data2=w_i, op=nl.add, engine=nisa.gpsimd_engine)
-            nisa.tensor_tensor(dst=w_d, data1=w_i, data2=w_r, op=nl.subtract, engine=nisa.gpsimd_engine)
-            moving = [t.ap([[batch_tile * n1, n2], [n1, batch_tile]], offset=c) for t in (z_r, z_i, z_s)]
-            at = (n2, n1 * batch_tile, c * batch_tile, batch_tile)
-            _complex_pass(
-                _columns(out[0], at),
-                _columns(out[1], at),
-                moving[0],
-                moving[1],
-                moving[2],
-                w_r,
-                w_s,
-                w_d,
-                n2,
-                batch_tile,
-                True,
-                scale,
-            )
+            out_view = [[total, n2], [n1, batch_tile], [1, n1]]
+            y_pattern = [[n1, n2], [n, batch_tile], [1, n1]]  # y[b0 + b, k1 + n1 k2]
+        else:
+            # Stage 2, one k1 at a time: out[k2, (k1, b)]
+            for c in range(n1):
+                # W = F_n2 * w^{j2 c} row by row (j2 on the partitions): Wr = Fr tr - Fi ti,
+                # Wi = Fr ti + Fi tr
+                col = [t.ap([[n1, n2], [1, 1]], offset=c) for t in (t_r, t_i, t_n)]
+                a = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+                b = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+                nisa.activation(dst=a, op=nl.copy, data=f_r, scale=col[0])
+                nisa.activation(dst=b, op=nl.copy, data=f_i, scale=col[0])
+                w_r = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+                w_i = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+                for dst, data, factor, other in ((w_r, f_i, col[2], a), (w_i, f_r, col[1], b)):
+                    nisa.scalar_tensor_tensor(
+                        dst=dst, data=data, op0=nl.multiply, operand0=factor, op1=nl.add, operand1=other
+                    )
+                w_s = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+                w_d = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
+                nisa.tensor_tensor(dst=w_s, data1=w_r, data2=w_i, op=nl.add, engine=nisa.gpsimd_engine)
+                nisa.tensor_tensor(dst=w_d, data1=w_i, data2=w_r, op=nl.subtract, engine=nisa.gpsimd_engine)
+                moving = [t.ap([[total, n2], [n1, batch_tile]], offset=c) for t in (z_r, z_i, z_s)]
+                at = (n2, total, c * batch_tile, batch_tile)
+                _complex_pass(
+                    _columns(out[0], at),
+                    _columns(out[1], at),
+                    moving[0],
+                    moving[1],
+                    moving[2],
+                    w_r,
+                    w_s,
+                    w_d,
+                    n2,
+                    batch_tile,
+                    True,
+                    scale,
+                )
+            out_view = [[total, n2], [batch_tile, n1], [1, batch_tile]]
+            y_pattern = [[n1, n2], [1, n1], [n, batch_tile]]  # y[b0 + b, k1 + n1 k2]
         if post is not None:
-            views = [o.ap([[n1 * batch_tile, n2], [batch_tile, n1], [1, batch_tile]]) for o in out]
-            _pointwise_multiply(views[0], views[1], post[0], post[1], (n2, n1, batch_tile))
-        # y[b0 + b, k1 + n1 k2] <- out[k2, k1 batch_tile + b]
-        y_pattern = [[n1, n2], [1, n1], [n, batch_tile]]
+            views = [o.ap(out_view) for o in out]
+            shape = (n2, batch_tile, n1) if twiddle_data else (n2, n1, batch_tile)
+            _pointwise_multiply(views[0], views[1], post[0], post[1], shape)
         for plane, tile in zip((yr, yi), out):
             nisa.dma_copy(dst=plane.ap(y_pattern, offset=b0 * n), src=tile)
     return yr, yi
