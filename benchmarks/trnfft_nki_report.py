@@ -191,6 +191,43 @@ def r2r_errors(lengths: tuple[int, ...], batch: int = 8) -> list[dict]:
     return rows
 
 
+def r2r_models(lengths: tuple[int, ...], batch: int) -> list[dict]:
+    """Modelled kernel time of dct types 2 and 4 and dst type 1 of ``batch`` float32 rows on the NKI
+    route (every launch the call makes, summed), beside the complex ``fft`` of the same length; the
+    torch element-wise steps around the kernels are outside the model."""
+    import os
+
+    import trnfft
+
+    os.environ["TRNFFT_USE_SIMULATOR"] = "1"
+    os.environ["TRNFFT_REQUIRE_NKI"] = "1"
+    previous = trnfft.get_backend()
+    trnfft.set_backend("nki")
+    rows = []
+    try:
+        for n in lengths:
+            x = torch.randn(batch, n, generator=torch.Generator().manual_seed(n))
+            z = torch.complex(x, x)
+            calls = {
+                "fft": lambda z=z: trnfft.fft(z),
+                "dct-2": lambda x=x: trnfft.dct(x, 2),
+                "dct-4": lambda x=x: trnfft.dct(x, 4),
+                "dst-1": lambda x=x: trnfft.dst(x, 1),
+            }
+            for name, call in calls.items():
+                with sim.record_launches() as record:
+                    call()
+                launches = sum(record.counts().values())
+                row = {"n": n, "batch": batch, "transform": name, "launches": launches}
+                for target in TARGETS:
+                    row[f"{target}_us"] = record.model(target).lower_s * 1e6
+                rows.append(row)
+    finally:
+        trnfft.set_backend(previous)
+        del os.environ["TRNFFT_USE_SIMULATOR"], os.environ["TRNFFT_REQUIRE_NKI"]
+    return rows
+
+
 def main() -> None:
     """Print the table and write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -285,6 +322,13 @@ def main() -> None:
         for n in R2R_LENGTHS:
             errs = [r["rel_l2_error"] for r in result["r2r"] if r["n"] == n]
             print(f"n={n:>5}: relative L2 error {min(errs):.1e} .. {max(errs):.1e} over 16 transforms")
+    result["r2r_model"] = r2r_models((64, 128, 256, 1024, 4096), args.batch)
+    print(f"\nDCT/DST on the NKI route, batch {args.batch}: modelled kernel time (all launches), trn1 / trn2")
+    for row in result["r2r_model"]:
+        print(
+            f"n={row['n']:>5} {row['transform']:>6}: {row['trn1_us']:7.1f} / {row['trn2_us']:7.1f} us "
+            f"({row['launches']} launches)"
+        )
     print("\nbfloat16 input planes (the DMA casts on load), on-chip kernel, batch", args.batch)
     result["bfloat16_input"] = []
     for n in sizes:

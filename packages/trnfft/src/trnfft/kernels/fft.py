@@ -355,7 +355,7 @@ def fft_onchip_kernel(
             x.append(tile)
         if pre is not None:
             views = [t.ap([[groups * n2, parts], [n2, groups], [1, n2]]) for t in x]
-            _pointwise_multiply(views[0], views[1], pre[0], pre[1], (parts, groups, n2))
+            _pointwise_multiply_split(views[0], views[1], pre[0], pre[1], (parts, groups, n2))
         x_s = nl.ndarray((parts, groups * n2), dtype=f32, buffer=nl.sbuf)
         nisa.tensor_tensor(dst=x_s, data1=x[0], data2=x[1], op=nl.add, engine=nisa.gpsimd_engine)
         # Stage 1: Z[j2, (b, k1)] for the whole tile (b = g group + r), in SBUF
@@ -448,7 +448,7 @@ def fft_onchip_kernel(
         if post is not None:
             views = [o.ap(out_view) for o in out]
             shape = (n2, batch_tile, n1) if twiddle_data else (n2, n1, batch_tile)
-            _pointwise_multiply(views[0], views[1], post[0], post[1], shape)
+            _pointwise_multiply_split(views[0], views[1], post[0], post[1], shape)
         for plane, tile in zip((yr, yi), out):
             nisa.dma_copy(dst=plane.ap(y_pattern, offset=b0 * n), src=tile)
     return yr, yi
