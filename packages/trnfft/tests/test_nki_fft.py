@@ -370,3 +370,22 @@ def test_onchip_kernel_both_twiddle_placements(n, twiddle_data):
     xr, xi = (rng.standard_normal((2 * geo.group, n)).astype(np.float32) for _ in range(2))
     yr, yi = sim.simulate(fft_onchip_kernel)(xr, xi, *tables, **params, scale=0.5)
     assert rel_err(yr + 1j * yi, 0.5 * np.fft.fft(xr.astype(np.float64) + 1j * xi)) <= TOL
+
+
+def test_auto_sends_small_half_precision_calls_to_the_kernel(monkeypatch):
+    """torch.fft cannot take float16 on a CPU, so ``auto`` routes half precision to the kernel at
+    any size (small float32 calls stay on torch.fft)."""
+    monkeypatch.setenv("TRNFFT_USE_SIMULATOR", "1")
+    previous = trnfft.get_backend()
+    trnfft.set_backend("auto")
+    try:
+        x = random_tensor((2, 16), torch.float32, seed=3)
+        with sim.count_keys() as keys:
+            trnfft.fft(x)
+        assert not keys  # below the threshold: torch.fft
+        with sim.count_keys() as keys:
+            y = trnfft.fft(x.half())
+        assert keys and y.dtype == torch.complex64
+        assert rel_err(y, np.fft.fft(x.half().double().numpy())) <= TOL
+    finally:
+        trnfft.set_backend(previous)

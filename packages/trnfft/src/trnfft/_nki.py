@@ -496,8 +496,16 @@ ihfft2_driver = _rnd_driver("ihfft2", (-2, -1), inverse=True)
 ihfftn_driver = _rnd_driver("ihfftn", None, inverse=True)
 
 
+#: The work reported for half-precision inputs: above any threshold, so that ``auto`` sends them
+#: to the kernel whenever one can run (``torch.fft`` rejects them on a CPU, and on a GPU takes
+#: powers of two only); with no kernel available they still reach ``torch.fft`` and its error.
+HALF_PRECISION_WORK = 1 << 62
+
+
 def work_1d(input: Any, n: Any = None, dim: Any = -1, *args: Any, **kwargs: Any) -> int:
     """Flops of a 1-D transform (``5 N log2 N`` per row), 0 when the arguments are unusual."""
+    if getattr(input, "dtype", None) in _HALF_DTYPES:
+        return HALF_PRECISION_WORK
     try:
         size = int(input.shape[dim]) if n is None else int(n)
         rows = input.numel() // max(1, int(input.shape[dim]))
@@ -508,6 +516,8 @@ def work_1d(input: Any, n: Any = None, dim: Any = -1, *args: Any, **kwargs: Any)
 
 def work_nd(input: Any, *args: Any, **kwargs: Any) -> int:
     """Flops of an n-D transform over the whole input (an estimate for the size threshold)."""
+    if getattr(input, "dtype", None) in _HALF_DTYPES:
+        return HALF_PRECISION_WORK
     try:
         count = int(input.numel())
     except Exception:

@@ -246,7 +246,10 @@ idstn_driver = _driver_nd("dst", True)
 
 
 def work_r2r(x: Any, type: Any = 2, n: Any = None, axis: Any = -1, *args: Any, **kwargs: Any) -> int:
-    """Flops of a 1-D real-to-real transform (``5 N log2 N`` per row), 0 for unusual arguments."""
+    """Flops of a 1-D real-to-real transform (``5 N log2 N`` per row), 0 for unusual arguments
+    (half precision: above any threshold, as :func:`trnfft._nki.work_1d`)."""
+    if getattr(x, "dtype", None) in (torch.float16, torch.bfloat16, torch.complex32):
+        return _nki.HALF_PRECISION_WORK
     try:
         size = int(x.shape[axis]) if n is None else int(n)
         rows = x.numel() // max(1, int(x.shape[axis]))
