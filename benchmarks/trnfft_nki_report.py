@@ -11,7 +11,10 @@ the minimum (inputs, tables and outputs once), SBUF peak, instruction counts and
 (lower bound: engines fully overlapped). The default variant is also run on random data and its
 relative L2 error against ``numpy.fft`` (float64) printed. Then the real transforms: ``rfft`` of
 even ``n`` launches the kernel at ``n/2`` (the packed signal), so its modelled kernel time is set
-beside a full-length launch's, with the emulator's ``rfft`` error. A MODEL, not a measurement.
+beside a full-length launch's, with the emulator's ``rfft`` error. Beyond two stages (n = 32768,
+65536) the three-stage on-chip kernel is set beside the staged one; then the must-show check of
+issue 18, half-precision errors per length, DCT/DST errors and launches, and bfloat16-input
+traffic. A MODEL, not a measurement.
 
     ./scripts/python benchmarks/trnfft_nki_report.py [--sizes 256,1024,4096] [--batch 128]
         [--json benchmarks/results/trnfft_nki.json] [--no-accuracy]
@@ -29,7 +32,7 @@ import torch
 
 import trncore.sim as sim
 from trnfft import _nki, create_plan
-from trnfft.kernels.fft import fft_onchip_kernel, fft_stages_kernel
+from trnfft.kernels.fft import fft_onchip3_kernel, fft_onchip_kernel, fft_stages_kernel
 from trnfft.kernels.geometry import onchip_geometry
 
 VARIANTS = (("plan", False), ("plan", True), ("fused", False), ("fused", True), ("onchip", True))
@@ -228,6 +231,39 @@ def r2r_models(lengths: tuple[int, ...], batch: int) -> list[dict]:
     return rows
 
 
+#: Lengths beyond two stages: the three-stage on-chip kernel against the staged kernel.
+THREE_STAGE_LENGTHS = (32768, 65536)
+
+
+def three_stage_rows(lengths: tuple[int, ...], batch: int) -> list[dict]:
+    """Modelled trn1/trn2 time and traffic of the three-stage on-chip kernel and the staged kernel."""
+    rows = []
+    for n in lengths:
+        plan = create_plan(n, dtype=torch.complex64)
+        setup = plan.kernel_setup()
+        geo = setup.onchip3
+        padded = geo.padded_batch(batch)
+        specs = [((padded, n), "float32")] * 2 + [(tuple(t.shape), "float32") for t in setup.onchip3_tables]
+        for target in TARGETS:
+            rep = sim.report(fft_onchip3_kernel, *specs, target=target, **geo.params(padded), scale=1.0)
+            d = rep.as_dict()
+            staged = model(n, batch, "fused", True, target)
+            rows.append(
+                {
+                    "n": n,
+                    "target": target,
+                    "factors": [geo.n1, geo.n2, geo.n3],
+                    "batch_tile": geo.tile_for(padded),
+                    "onchip3_us": d["lower_bound_s"] * 1e6,
+                    "onchip3_traffic_over_min": d["traffic_over_min"],
+                    "onchip3_busy_us": {k: v * 1e6 for k, v in d["busy_seconds"].items()},
+                    "staged_us": staged["modelled_time_us"],
+                    "staged_traffic_over_min": staged["traffic_over_min"],
+                }
+            )
+    return rows
+
+
 def main() -> None:
     """Print the table and write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -265,6 +301,14 @@ def main() -> None:
             "onchip": _nki.KERNEL_OPTIONS.onchip,
         },
     }
+    result["three_stage"] = three_stage_rows(THREE_STAGE_LENGTHS, args.batch)
+    print(f"\nthree stages on chip vs the staged kernel, batch {args.batch}")
+    for r in result["three_stage"]:
+        print(
+            f"n={r['n']:>6} {r['target']} ({'x'.join(map(str, r['factors']))}, tile {r['batch_tile']}): "
+            f"{r['onchip3_us']:8.1f} us, traffic/min {r['onchip3_traffic_over_min']:.2f} | staged "
+            f"{r['staged_us']:8.1f} us, traffic/min {r['staged_traffic_over_min']:.2f}"
+        )
     print("\nmust-show (trn1, batch 128): on-chip kernel vs the staged kernel before issue 18")
     result["must_show"] = []
     for n in sizes:

@@ -345,16 +345,25 @@ def test_half_precision_nd_and_gradients(nki_route):
     assert rel_err(leaf.grad.float(), want) <= 1e-2  # the gradient is rounded to bfloat16
 
 
-@pytest.mark.parametrize(("n", "batch"), [(4096, 141), (32768, 2)])
-def test_several_batch_tiles_and_the_staged_route_beyond_two_stages(nki_route, monkeypatch, n, batch):
-    """n=4096 with 141 rows runs two on-chip batch tiles (140 rows each, padded); n=32768 has three
-    stages and runs the staged kernel."""
+@pytest.mark.parametrize(
+    ("n", "batch", "kernel"),
+    [
+        (4096, 141, "fft_onchip_kernel"),  # two on-chip batch tiles (140 rows each, padded)
+        (32768, 13, "fft_onchip3_kernel"),  # three stages on chip, two batch tiles of 12 rows
+        (3 * 128 * 128, 2, "fft_onchip3_kernel"),  # 49152 = 3 * 128 * 128
+        (2197, 2, "fft_stages_kernel"),  # 13^3: no two factors <= 128, not above 16384
+        (8209, 2, "fft_stages_kernel"),  # prime: Bluestein's m = 32768 runs staged
+    ],
+)
+def test_kernel_choice_and_batch_tiles(nki_route, monkeypatch, n, batch, kernel):
+    """Which kernel runs each length, against numpy on trn1."""
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
     trnfft.clear_plan_cache()
     x = random_tensor((batch, n), torch.complex64, seed=batch)
     assert rel_err(trnfft.fft(x), np.fft.fft(_np(x))) <= TOL
+    assert rel_err(trnfft.ifft(x, norm="forward"), np.fft.ifft(_np(x), norm="forward")) <= TOL
     names = {ident[2] for ident in trnfft.create_plan(n).kernel_keys}
-    assert names == ({"fft_onchip_kernel"} if n <= 16384 else {"fft_stages_kernel"})
+    assert names == {kernel}
 
 
 @pytest.mark.parametrize("twiddle_data", (False, True))
@@ -389,3 +398,13 @@ def test_auto_sends_small_half_precision_calls_to_the_kernel(monkeypatch):
         assert rel_err(y, np.fft.fft(x.half().double().numpy())) <= TOL
     finally:
         trnfft.set_backend(previous)
+
+
+def test_onchip3_geometry_limits_and_real_transform(nki_route):
+    assert geometry.onchip3_geometry(16384) is None  # two stages suffice
+    g = geometry.onchip3_geometry(32768)
+    assert (g.n1, g.n2, g.n3, g.group) == (2, 128, 128, 64)
+    assert geometry.onchip3_geometry(1 << 18).batch_tile == 1
+    assert geometry.onchip3_geometry(1 << 19) is None  # one row no longer fits the SBUF budget
+    x = random_tensor((2, 65536), torch.float32, seed=5)  # rfft: a packed transform of 32768
+    assert rel_err(trnfft.rfft(x), np.fft.rfft(_np(x))) <= TOL

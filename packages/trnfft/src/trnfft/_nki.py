@@ -39,7 +39,7 @@ import torch
 from trncore.dispatch import KernelContext, KernelUnsupported
 from trncore.keys import KernelKey
 from trnfft._r2r import resize as _resize  # zero-pad or crop along a dim: one helper for both
-from trnfft.kernels.fft import fft_onchip_kernel, fft_stages_kernel
+from trnfft.kernels.fft import fft_onchip3_kernel, fft_onchip_kernel, fft_stages_kernel
 
 __all__ = ["KERNEL_OPTIONS", "KernelOptions", "PlanesFFT", "transform_planes"]
 
@@ -107,12 +107,17 @@ def transform_planes(
     setup = plan.kernel_setup(KERNEL_OPTIONS.grouping)
     geo = setup.geometry
     onchip = setup.onchip if KERNEL_OPTIONS.onchip else None
+    onchip3 = setup.onchip3 if KERNEL_OPTIONS.onchip else None
     kernel: Any = fft_stages_kernel
     tables: tuple[torch.Tensor, ...] = setup.tables
     if onchip is not None:
         padded = onchip.padded_batch(batch)
         params: dict[str, Any] = dict(onchip.params(padded))
         kernel, tables = fft_onchip_kernel, setup.onchip_tables
+    elif onchip3 is not None:
+        padded = onchip3.padded_batch(batch)
+        params = dict(onchip3.params(padded))
+        kernel, tables = fft_onchip3_kernel, setup.onchip3_tables
     else:
         padded = geo.padded_batch(batch)
         params = {

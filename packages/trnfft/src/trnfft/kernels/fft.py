@@ -33,7 +33,7 @@ from typing import Any
 from trncore.kernels import evict
 from trncore.lang import nisa, nl
 
-__all__ = ["fft_onchip_kernel", "fft_stages_kernel"]
+__all__ = ["fft_onchip3_kernel", "fft_onchip_kernel", "fft_stages_kernel"]
 
 _MOVING_MAX = 512  # nc_matmul moving free size, v2/v3 (§3.1)
 
@@ -449,6 +449,160 @@ def fft_onchip_kernel(
             views = [o.ap(out_view) for o in out]
             shape = (n2, batch_tile, n1) if twiddle_data else (n2, n1, batch_tile)
             _pointwise_multiply_split(views[0], views[1], post[0], post[1], shape)
+        for plane, tile in zip((yr, yi), out):
+            nisa.dma_copy(dst=plane.ap(y_pattern, offset=b0 * n), src=tile)
+    return yr, yi
+
+
+def _transposing_pass(
+    dst_r: Any, dst_i: Any, stat: list[Any], moving: list[Any], rows: int, cols: int
+) -> None:
+    """``dst = stat^T M`` for complex ``stat`` (stationary planes ``(S_r + S_i, S_r, S_i)``) and the
+    complex constant ``M`` (moving planes ``(M_r, M_i - M_r, M_r + M_i)``), three matmuls:
+    ``Re = k1 - k3``, ``Im = k1 + k2`` with ``k1 = (S_r + S_i)^T M_r``, ``k2 = S_r^T (M_i - M_r)``,
+    ``k3 = S_i^T (M_r + M_i)``; ``rows x cols`` is the output (the stationary's free size by the
+    moving's)."""
+    f32 = nl.float32
+    k1 = nl.ndarray((rows, cols), dtype=f32, buffer=nl.psum)
+    k2 = nl.ndarray((rows, cols), dtype=f32, buffer=nl.psum)
+    k3 = nl.ndarray((rows, cols), dtype=f32, buffer=nl.psum)
+    nisa.nc_matmul(dst=k1, stationary=stat[0], moving=moving[0], accumulate=False)
+    nisa.nc_matmul(dst=k2, stationary=stat[1], moving=moving[1], accumulate=False)
+    nisa.nc_matmul(dst=k3, stationary=stat[2], moving=moving[2], accumulate=False)
+    common = nl.ndarray((rows, cols), dtype=f32, buffer=nl.sbuf)
+    evict(common, k1, on_scalar=True)
+    nisa.scalar_tensor_tensor(dst=dst_r, data=k3, op0=nl.multiply, operand0=-1.0, op1=nl.add, operand1=common)
+    nisa.scalar_tensor_tensor(dst=dst_i, data=k2, op0=nl.multiply, operand0=1.0, op1=nl.add, operand1=common)
+
+
+def _gauss_moving(tr: Any, ti: Any, shape: tuple[int, int]) -> list[Any]:
+    """SBUF planes ``(M_r, M_i - M_r, M_r + M_i)`` of a complex constant loaded from HBM."""
+    f32 = nl.float32
+    planes = [nl.ndarray(shape, dtype=f32, buffer=nl.sbuf) for _ in range(4)]
+    nisa.dma_copy(dst=planes[0], src=tr)
+    nisa.dma_copy(dst=planes[3], src=ti)
+    nisa.tensor_tensor(dst=planes[1], data1=planes[3], data2=planes[0], op=nl.subtract)
+    nisa.tensor_tensor(dst=planes[2], data1=planes[0], data2=planes[3], op=nl.add, engine=nisa.gpsimd_engine)
+    return planes[:3]
+
+
+def fft_onchip3_kernel(
+    xr: Any,
+    xi: Any,
+    mr: Any,
+    mi: Any,
+    f2r: Any,
+    f2i: Any,
+    f3r: Any,
+    f3i: Any,
+    tar: Any,
+    tai: Any,
+    tbr: Any,
+    tbi: Any,
+    n1: int = 1,
+    n2: int = 1,
+    n3: int = 1,
+    group: int = 1,
+    batch_tile: int = 1,
+    scale: float = 1.0,
+) -> Any:
+    """Forward DFT (times ``scale``) of each row of ``xr + i xi``, ``n = n1 n2 n3``: three stages,
+    every intermediate in SBUF; returns ``(yr, yi)``.
+
+    With ``j = n2 n3 j1 + n3 j2 + j3`` and ``k = k1 + n1 k2 + n1 n2 k3``:
+
+    * stage 1 (transposing, as in :func:`fft_onchip_kernel`): the input is the stationary with
+      ``(j3 mod group, j1)`` on the partitions (``group`` values of ``j3`` share a pass through the
+      block-diagonal ``F_n1``: ``mr, mi``) and ``j2`` free, so the output ``Z1[j2, (b, j3, k1)]``
+      has ``j2`` on the partitions; then ``Z1 *= w_n^{(n3 j2 + j3) k1}`` (``tar, tai``:
+      ``(n2, n3 n1)``);
+    * stage 2 (transposing again): for each ``(b, k1)`` the ``Z1`` block ``j2 x j3`` is the
+      stationary and ``F_n2`` the moving matrix, so ``Z2[j3, (b, k1, k2)]`` comes out with ``j3``
+      on the partitions; then ``Z2 *= w_{n2 n3}^{j3 k2}`` (``tbr, tbi``: ``(n3, n2)``);
+    * stage 3: the one stationary ``F_n3`` against ``Z2``, 512 columns per pass, gives
+      ``out[k3, (b, k1, k2)]``, written with one DMA per plane.
+    """
+    f32 = nl.float32
+    batch, n = xr.shape
+    yr = nl.ndarray((batch, n), dtype=f32, buffer=nl.shared_hbm)
+    yi = nl.ndarray((batch, n), dtype=f32, buffer=nl.shared_hbm)
+    n23 = n2 * n3
+    parts = group * n1  # stage-1 contraction rows: (j3 mod group, j1)
+    hi = n3 // group  # j3 = group * j3hi + j3lo
+    m = _gauss_moving(mr, mi, (parts, parts))
+    f2 = _gauss_moving(f2r, f2i, (n2, n2))
+    f3r_t = nl.ndarray((n3, n3), dtype=f32, buffer=nl.sbuf)
+    f3i_t = nl.ndarray((n3, n3), dtype=f32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=f3r_t, src=f3r)
+    nisa.dma_copy(dst=f3i_t, src=f3i)
+    f3s = nl.ndarray((n3, n3), dtype=f32, buffer=nl.sbuf)
+    f3d = nl.ndarray((n3, n3), dtype=f32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=f3s, data1=f3r_t, data2=f3i_t, op=nl.add, engine=nisa.gpsimd_engine)
+    nisa.tensor_tensor(dst=f3d, data1=f3i_t, data2=f3r_t, op=nl.subtract)
+    ta = []
+    for plane in (tar, tai):
+        tile = nl.ndarray((n2, n3 * n1), dtype=f32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=plane)
+        ta.append(tile.ap([[n3 * n1, n2], [0, batch_tile], [1, n3 * n1]]))
+    tb = []
+    for plane in (tbr, tbi):
+        tile = nl.ndarray((n3, n2), dtype=f32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=plane)
+        tb.append(tile.ap([[n2, n3], [0, batch_tile * n1], [1, n2]]))
+    free_x = batch_tile * hi * n2
+    cols = batch_tile * n3 * n1  # Z1 columns (b, j3, k1)
+    total = batch_tile * n1 * n2  # Z2 and output columns (b, k1, k2)
+    for b0 in range(0, batch, batch_tile):
+        # x[b0 + b, n23 j1 + n3 j2 + group j3hi + j3lo] -> partitions (j3lo, j1), free (b, j3hi, j2)
+        x_pattern = [[1, group], [n23, n1], [n, batch_tile], [group, hi], [n3, n2]]
+        x = []
+        for plane in (xr, xi):
+            tile = nl.ndarray((parts, free_x), dtype=f32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tile, src=plane.ap(x_pattern, offset=b0 * n))
+            x.append(tile)
+        x_s = nl.ndarray((parts, free_x), dtype=f32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=x_s, data1=x[0], data2=x[1], op=nl.add, engine=nisa.gpsimd_engine)
+        # Stage 1: Z1[j2, (b, j3hi, j3lo, k1)] = sum_j1 x F_n1
+        z1 = [nl.ndarray((n2, cols), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
+        for blk in range(batch_tile * hi):  # blk = b hi + j3hi
+            stat = [_columns(t, (parts, free_x, blk * n2, n2)) for t in (x_s, x[0], x[1])]
+            at = (n2, cols, blk * parts, parts)
+            _transposing_pass(_columns(z1[0], at), _columns(z1[1], at), stat, m, n2, parts)
+        views = [t.ap([[cols, n2], [n3 * n1, batch_tile], [1, n3 * n1]]) for t in z1]
+        _pointwise_multiply_split(views[0], views[1], ta[0], ta[1], (n2, batch_tile, n3 * n1))
+        z1s = nl.ndarray((n2, cols), dtype=f32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=z1s, data1=z1[0], data2=z1[1], op=nl.add, engine=nisa.gpsimd_engine)
+        # Stage 2: Z2[j3, (b, k1, k2)] = sum_j2 Z1[j2, (b, j3, k1)] F_n2[j2, k2], one (b, k1) per pass
+        z2 = [nl.ndarray((n3, total), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
+        for b in range(batch_tile):
+            for k1 in range(n1):
+                stat = [t.ap([[cols, n2], [n1, n3]], offset=b * n3 * n1 + k1) for t in (z1s, z1[0], z1[1])]
+                at = (n3, total, (b * n1 + k1) * n2, n2)
+                _transposing_pass(_columns(z2[0], at), _columns(z2[1], at), stat, f2, n3, n2)
+        views = [t.ap([[total, n3], [n2, batch_tile * n1], [1, n2]]) for t in z2]
+        _pointwise_multiply_split(views[0], views[1], tb[0], tb[1], (n3, batch_tile * n1, n2))
+        z2s = nl.ndarray((n3, total), dtype=f32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=z2s, data1=z2[0], data2=z2[1], op=nl.add, engine=nisa.gpsimd_engine)
+        # Stage 3: out[k3, (b, k1, k2)] = sum_j3 F_n3[k3, j3] Z2[j3, (b, k1, k2)]
+        out = [nl.ndarray((n3, total), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
+        for c0 in range(0, total, _MOVING_MAX):
+            at = (n3, total, c0, min(_MOVING_MAX, total - c0))
+            _complex_pass(
+                _columns(out[0], at),
+                _columns(out[1], at),
+                _columns(z2[0], at),
+                _columns(z2[1], at),
+                _columns(z2s, at),
+                f3r_t,
+                f3s,
+                f3d,
+                n3,
+                at[3],
+                True,
+                scale,
+            )
+        # y[b0 + b, k1 + n1 k2 + n1 n2 k3] <- out[k3, (b n1 + k1) n2 + k2]
+        y_pattern = [[n1 * n2, n3], [n, batch_tile], [1, n1], [n1, n2]]
         for plane, tile in zip((yr, yi), out):
             nisa.dma_copy(dst=plane.ap(y_pattern, offset=b0 * n), src=tile)
     return yr, yi

@@ -35,12 +35,15 @@ __all__ = [
     "PARTITIONS",
     "KernelGeometry",
     "KernelStage",
+    "OnChip3Geometry",
     "OnChipGeometry",
     "build_matrix_tables",
+    "build_onchip3_tables",
     "build_onchip_tables",
     "build_stage_tables",
     "group_radices",
     "kernel_geometry",
+    "onchip3_geometry",
     "onchip_geometry",
 ]
 
@@ -325,5 +328,79 @@ def build_onchip_tables(
     tw = _roots(torch.outer(i2, i1), n)
     out: list[torch.Tensor] = []
     for table in (moving, f2, tw):
+        out += [table.real.to(dtype).contiguous(), table.imag.to(dtype).contiguous()]
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class OnChip3Geometry:
+    """Compile-time facts of :func:`trnfft.kernels.fft.fft_onchip3_kernel` for one length.
+
+    ``n = n1 * n2 * n3`` (``n3``, then ``n2``, the largest divisors not above 128); ``group``
+    values of ``j3`` share a stage-1 pass (``group * n1 <= 128``); ``batch_tile`` rows per SBUF load
+    (a tile's input, two intermediates and output within ``_ONCHIP_DATA_BYTES`` per partition).
+    """
+
+    n: int
+    n1: int
+    n2: int
+    n3: int
+    group: int
+    batch_tile: int
+
+    def padded_batch(self, batch: int) -> int:
+        """The batch the kernel runs for ``batch`` rows (whole tiles)."""
+        return bucket_dim(batch, self.batch_tile) if batch > self.batch_tile else max(1, batch)
+
+    def tile_for(self, padded: int) -> int:
+        """The batch tile the kernel loops over for a padded batch."""
+        return min(padded, self.batch_tile)
+
+    def params(self, padded: int) -> dict[str, int]:
+        """The kernel's compile-time parameters for a padded batch."""
+        return {
+            "n1": self.n1,
+            "n2": self.n2,
+            "n3": self.n3,
+            "group": self.group,
+            "batch_tile": self.tile_for(padded),
+        }
+
+
+def onchip3_geometry(n: int) -> OnChip3Geometry | None:
+    """The three-stage on-chip layout of length ``n > 128 * 128``, or None where it does not apply
+    (a factor above 128, or not even one row fitting the SBUF budget: about ``n > 2^18``)."""
+    if n <= PARTITIONS * PARTITIONS:
+        return None
+    n3 = _largest_divisor_at_most(n, PARTITIONS)
+    n2 = _largest_divisor_at_most(n // n3, PARTITIONS)
+    n1 = n // (n2 * n3)
+    if n1 > PARTITIONS:
+        return None
+    group = _largest_divisor_at_most(n3, PARTITIONS // n1)
+    per_row = 4 * (3 * n2 * n3 / group + 3 * n3 * n1 + 5 * n1 * n2)
+    tile = min(512, int(_ONCHIP_DATA_BYTES // per_row))
+    if tile < 1:
+        return None
+    return OnChip3Geometry(n, n1, n2, n3, group, tile)
+
+
+def build_onchip3_tables(
+    geometry: OnChip3Geometry, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, ...]:
+    """The three-stage kernel's constants as float32 planes, rounded once from complex128:
+    ``group`` copies of ``F_n1`` on a diagonal, ``F_n2``, ``F_n3``, the stage-1 twiddles
+    ``w_n^{(n3 j2 + j3) k1}`` as ``(n2, n3 n1)`` and the stage-2 twiddles ``w_{n2 n3}^{j3 k2}`` as
+    ``(n3, n2)``."""
+    n, n1, n2, n3 = geometry.n, geometry.n1, geometry.n2, geometry.n3
+    i1, i2, i3 = (torch.arange(v, dtype=torch.int64) for v in (n1, n2, n3))
+    moving = torch.kron(torch.eye(geometry.group, dtype=torch.complex128), _roots(torch.outer(i1, i1), n1))
+    f2 = _roots(torch.outer(i2, i2), n2)
+    f3 = _roots(torch.outer(i3, i3), n3)
+    big_j = n3 * i2[:, None] + i3[None, :]  # (n2, n3)
+    ta = _roots(big_j[:, :, None] * i1[None, None, :], n).reshape(n2, n3 * n1)
+    tb = _roots(torch.outer(i3, i2), n2 * n3)
+    out: list[torch.Tensor] = []
+    for table in (moving, f2, f3, ta, tb):
         out += [table.real.to(dtype).contiguous(), table.imag.to(dtype).contiguous()]
     return tuple(out)
