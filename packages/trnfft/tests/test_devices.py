@@ -63,3 +63,13 @@ def test_stft_and_layers_on_the_device(device):
     assert out.device == device
     want = z @ layer.weight.detach().cpu().T + torch.complex(layer.bias_real, layer.bias_imag).detach().cpu()
     torch.testing.assert_close(out.detach().cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["dct", "idst", "dctn"])
+def test_real_to_real_transforms_stay_on_the_device(device, name):
+    import scipy.fft as sf
+
+    x = random_tensor((4, 9), torch.float32)
+    got = getattr(trnfft, name)(x.to(device), type=3, norm="ortho")
+    assert got.device == device and got.dtype == torch.float32
+    assert rel_err(got.cpu(), getattr(sf, name)(x.numpy().astype(np.float64), type=3, norm="ortho")) < 1e-5

@@ -37,9 +37,10 @@ def nki_route(monkeypatch):
 
 @pytest.fixture
 def variant():
-    saved = (_nki.KERNEL_OPTIONS.grouping, _nki.KERNEL_OPTIONS.gauss)
-    yield _nki.KERNEL_OPTIONS
-    _nki.KERNEL_OPTIONS.grouping, _nki.KERNEL_OPTIONS.gauss = saved
+    options = _nki.KERNEL_OPTIONS
+    saved = (options.grouping, options.gauss, options.onchip)
+    yield options
+    options.grouping, options.gauss, options.onchip = saved
 
 
 def _np(x):
@@ -120,7 +121,7 @@ def test_complex_tensor_input(nki_route):
 @pytest.mark.parametrize("grouping,gauss", [("plan", False), ("plan", True), ("fused", False)])
 @pytest.mark.parametrize("n", (24, 256, 1000, 1031))
 def test_kernel_variants(nki_route, variant, grouping, gauss, n):
-    variant.grouping, variant.gauss = grouping, gauss
+    variant.grouping, variant.gauss, variant.onchip = grouping, gauss, False  # the staged kernel
     x = random_tensor((3, n), torch.complex64, seed=n)
     assert rel_err(trnfft.fft(x), np.fft.fft(_np(x))) <= TOL
 
@@ -254,3 +255,156 @@ def test_bad_arguments_on_the_kernel_route_give_torchs_error(nki_route, monkeypa
             call(x, **kwargs)
     assert not isinstance(on_kernel.value, trnfft.NkiDispatchError)  # ... nor a dispatch error
     assert str(on_kernel.value) == str(on_pytorch.value)
+
+
+# ------------------------------------------------------------------ stages kept on chip
+
+
+@pytest.mark.parametrize("onchip", (True, False))
+@pytest.mark.parametrize(
+    ("n", "batch"), [(200, 3), (256, 130), (360, 5), (1000, 2), (1009, 3), (4096, 2), (8192, 3)]
+)
+def test_onchip_and_staged_kernels_match_numpy(nki_route, variant, onchip, n, batch):
+    """Aligned and ragged lengths (13-smooth, prime through Bluestein) and batches that are not a
+    multiple of the on-chip kernel's row group, on both kernels."""
+    variant.onchip = onchip
+    x = random_tensor((batch, n), torch.complex64, seed=n + batch)
+    with sim.count_keys() as keys:
+        y = trnfft.fft(x)
+        z = trnfft.ifft(x, norm="ortho")
+    assert keys
+    assert rel_err(y, np.fft.fft(_np(x))) <= TOL
+    assert rel_err(z, np.fft.ifft(_np(x), norm="ortho")) <= TOL
+
+
+def test_onchip_kernel_runs_by_default_and_moves_data_through_hbm_once(nki_route):
+    from trnfft.kernels.fft import fft_onchip_kernel
+
+    trnfft.clear_plan_cache()
+    trnfft.fft(random_tensor((4, 1024), torch.complex64, seed=1))
+    plan = trnfft.create_plan(1024)
+    assert [ident[2] for ident in plan.kernel_keys] == ["fft_onchip_kernel"]
+    geo = plan.kernel_setup().onchip
+    assert (geo.n1, geo.n2) == (8, 128)
+    specs = [((16, 1024), "float32")] * 2 + [
+        (tuple(t.shape), "float32") for t in plan.kernel_setup().onchip_tables
+    ]
+    report = sim.report(fft_onchip_kernel, *specs, target="trn1", **geo.params(16), scale=1.0)
+    # inputs, tables and outputs cross HBM once: no scratch round trip between the stages
+    assert report.traffic_over_min == pytest.approx(1.0)
+
+
+def test_onchip_geometry_limits():
+    assert geometry.onchip_geometry(128) is None  # one stage: the DFT GEMM
+    assert geometry.onchip_geometry(16384).n1 == 128
+    assert geometry.onchip_geometry(32768) is None  # three stages: the staged kernel
+    assert geometry.onchip_geometry(13**3) is None  # no factorisation into two factors <= 128
+    for n in (129 * 2, 360, 1000, 4096):
+        g = geometry.onchip_geometry(n)
+        assert g.n1 * g.n2 == n and g.group * g.n1 <= 128 and g.batch_tile % g.group == 0
+
+
+# ------------------------------------------------------------------ half-precision inputs
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+@pytest.mark.parametrize("n", (7, 100, 129, 256, 1000, 1009, 4096))
+def test_half_precision_inputs_at_any_length(nki_route, dtype, n):
+    """The kernel computes in float32 what the half-precision values are: against the float64
+    transform of those values the float32 bound holds; against the float64 data they were rounded
+    from, the input rounding dominates, bounded by the unit roundoff (2^-8 bfloat16, 2^-11 float16)
+    since the DFT scales every error alike."""
+    data = random_tensor((3, n), torch.float64, seed=n)
+    x = data.to(dtype)
+    rounded = x.double().numpy()
+    with sim.count_keys() as keys:
+        y, r = trnfft.fft(x), trnfft.rfft(x)
+    assert keys
+    assert y.dtype == r.dtype == torch.complex64
+    assert rel_err(y, np.fft.fft(rounded)) <= TOL
+    assert rel_err(r, np.fft.rfft(rounded)) <= TOL
+    input_rounding = 2.0**-8 if dtype == torch.bfloat16 else 2.0**-11
+    assert rel_err(y, np.fft.fft(data.numpy())) <= input_rounding
+    spectrum = torch.complex(x[:, : n // 2 + 1].float(), x[:, : n // 2 + 1].flip(-1).float())
+    back = trnfft.irfft(spectrum.to(torch.complex32) if dtype == torch.float16 else spectrum, n=n)
+    assert back.dtype == torch.float32
+    assert rel_err(back, np.fft.irfft(spectrum.numpy().astype(np.complex128), n=n)) <= TOL
+
+
+def test_half_precision_nd_and_gradients(nki_route):
+    x = random_tensor((4, 20, 30), torch.float32, seed=2).to(torch.bfloat16)
+    assert rel_err(trnfft.fftn(x, dim=(1, 2)), np.fft.fftn(_np(x.float()), axes=(1, 2))) <= TOL
+    assert rel_err(trnfft.rfft2(x), np.fft.rfft2(_np(x.float()))) <= TOL
+    leaf = x.detach().requires_grad_()
+    trnfft.fft(leaf, norm="ortho").real.sum().backward()
+    # d/dx sum(Re F x / sqrt n) = Re(F^T 1) / sqrt n = sqrt(n) at k = 0 for every row, 0 elsewhere
+    assert leaf.grad.dtype == torch.bfloat16
+    want = np.zeros((4, 20, 30))
+    want[..., 0] = np.sqrt(30)
+    assert rel_err(leaf.grad.float(), want) <= 1e-2  # the gradient is rounded to bfloat16
+
+
+@pytest.mark.parametrize(
+    ("n", "batch", "kernel"),
+    [
+        (4096, 141, "fft_onchip_kernel"),  # two on-chip batch tiles (140 rows each, padded)
+        (32768, 13, "fft_onchip3_kernel"),  # three stages on chip, two batch tiles of 12 rows
+        (3 * 128 * 128, 2, "fft_onchip3_kernel"),  # 49152 = 3 * 128 * 128
+        (2197, 2, "fft_stages_kernel"),  # 13^3: no two factors <= 128, not above 16384
+        (8209, 2, "fft_stages_kernel"),  # prime: Bluestein's m = 32768 runs staged
+    ],
+)
+def test_kernel_choice_and_batch_tiles(nki_route, monkeypatch, n, batch, kernel):
+    """Which kernel runs each length, against numpy on trn1."""
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
+    trnfft.clear_plan_cache()
+    x = random_tensor((batch, n), torch.complex64, seed=batch)
+    assert rel_err(trnfft.fft(x), np.fft.fft(_np(x))) <= TOL
+    assert rel_err(trnfft.ifft(x, norm="forward"), np.fft.ifft(_np(x), norm="forward")) <= TOL
+    names = {ident[2] for ident in trnfft.create_plan(n).kernel_keys}
+    assert names == {kernel}
+
+
+@pytest.mark.parametrize("twiddle_data", (False, True))
+@pytest.mark.parametrize("n", (360, 1000, 2048))
+def test_onchip_kernel_both_twiddle_placements(n, twiddle_data):
+    """The kernel itself on the emulator: twiddles in the stage-2 stationaries or on the data."""
+    from trnfft.kernels.fft import fft_onchip_kernel
+
+    geo = geometry.onchip_geometry(n)
+    tables = [t.numpy() for t in geometry.build_onchip_tables(geo)]
+    params = {**geo.params(2 * geo.group), "twiddle_data": twiddle_data}
+    rng = np.random.default_rng(n)
+    xr, xi = (rng.standard_normal((2 * geo.group, n)).astype(np.float32) for _ in range(2))
+    yr, yi = sim.simulate(fft_onchip_kernel)(xr, xi, *tables, **params, scale=0.5)
+    assert rel_err(yr + 1j * yi, 0.5 * np.fft.fft(xr.astype(np.float64) + 1j * xi)) <= TOL
+
+
+def test_auto_sends_small_half_precision_calls_to_the_kernel(monkeypatch):
+    """torch.fft cannot take float16 on a CPU, so ``auto`` routes half precision to the kernel at
+    any size (small float32 calls stay on torch.fft)."""
+    monkeypatch.setenv("TRNFFT_USE_SIMULATOR", "1")
+    previous = trnfft.get_backend()
+    trnfft.set_backend("auto")
+    try:
+        x = random_tensor((2, 16), torch.float32, seed=3)
+        with sim.count_keys() as keys:
+            trnfft.fft(x)
+        assert not keys  # below the threshold: torch.fft
+        with sim.count_keys() as keys:
+            y = trnfft.fft(x.half())
+        assert keys and y.dtype == torch.complex64
+        assert rel_err(y, np.fft.fft(x.half().double().numpy())) <= TOL
+    finally:
+        trnfft.set_backend(previous)
+
+
+def test_onchip3_geometry_limits_and_real_transform(nki_route):
+    assert geometry.onchip3_geometry(16384) is None  # two stages suffice
+    g = geometry.onchip3_geometry(32768)
+    assert (g.n1, g.n2, g.n3, g.group) == (2, 128, 128, 64)
+    assert geometry.onchip3_geometry(1 << 18).batch_tile == 1
+    assert geometry.onchip3_geometry(1 << 19) is None  # one row no longer fits the SBUF budget
+    x = random_tensor((2, 65536), torch.float32, seed=5)  # rfft: a packed transform of 32768
+    assert rel_err(trnfft.rfft(x), np.fft.rfft(_np(x))) <= TOL

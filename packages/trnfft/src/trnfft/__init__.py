@@ -29,6 +29,7 @@ from trnfft.plan import (  # noqa: E402
     create_plan,
     plan_cache_info,
 )
+from trnfft.realtransforms import dct, dctn, dst, dstn, idct, idctn, idst, idstn  # noqa: E402
 from trnfft.spectral import istft, stft  # noqa: E402
 from trnfft.transforms import (  # noqa: E402
     fft,
@@ -73,6 +74,10 @@ __all__ = [
     "choose_algorithm",
     "clear_plan_cache",
     "create_plan",
+    "dct",
+    "dctn",
+    "dst",
+    "dstn",
     "fft",
     "fft2",
     "fftfreq",
@@ -82,6 +87,10 @@ __all__ = [
     "hfft",
     "hfft2",
     "hfftn",
+    "idct",
+    "idctn",
+    "idst",
+    "idstn",
     "ifft",
     "ifft2",
     "ifftn",

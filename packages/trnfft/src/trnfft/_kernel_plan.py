@@ -13,7 +13,18 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from trnfft.kernels.geometry import KernelGeometry, build_stage_tables, group_radices, kernel_geometry
+from trnfft.kernels.geometry import (
+    KernelGeometry,
+    OnChip3Geometry,
+    OnChipGeometry,
+    build_onchip3_tables,
+    build_onchip_tables,
+    build_stage_tables,
+    group_radices,
+    kernel_geometry,
+    onchip3_geometry,
+    onchip_geometry,
+)
 
 if TYPE_CHECKING:
     from trnfft.plan import FFTPlan
@@ -29,6 +40,10 @@ class KernelSetup:
     Bluestein's power-of-two length ``m``). Bluestein plans also carry ``pre`` (the chirp
     ``exp(-πi k²/n)``, zero beyond ``n``), ``post`` (the DFT of the conjugate chirp filter) and
     ``post_inverse`` (``conj(chirp) / m``, zero beyond ``n``), see :mod:`trnfft._nki`.
+    ``onchip`` and ``onchip_tables``: the two-stage on-chip kernel's layout and constants for the
+    same staged length, where it applies (:func:`trnfft.kernels.geometry.onchip_geometry`);
+    ``onchip3`` and ``onchip3_tables`` the three-stage on-chip kernel's, for longer lengths (not for
+    Bluestein's convolutions, whose pointwise tables only the staged and two-stage kernels apply).
     """
 
     geometry: KernelGeometry
@@ -36,6 +51,10 @@ class KernelSetup:
     pre: Planes | None = None
     post: Planes | None = None
     post_inverse: Planes | None = None
+    onchip: OnChipGeometry | None = None
+    onchip_tables: tuple[torch.Tensor, ...] = ()
+    onchip3: OnChip3Geometry | None = None
+    onchip3_tables: tuple[torch.Tensor, ...] = ()
 
 
 def _planes(values: torch.Tensor, device: torch.device) -> Planes:
@@ -49,8 +68,21 @@ def build_kernel_setup(plan: FFTPlan, grouping: str) -> KernelSetup:
     """Geometry and tables of ``plan`` for the stage kernel (called once per plan and variant)."""
     geometry = kernel_geometry(plan.inner_length, group_radices(plan.radices, grouping))
     tables = tuple(t.to(plan.device) for t in build_stage_tables(geometry))
+    onchip = onchip_geometry(plan.inner_length)
+    onchip_tables = () if onchip is None else tuple(t.to(plan.device) for t in build_onchip_tables(onchip))
     if plan.algorithm != "bluestein":
-        return KernelSetup(geometry, tables)  # type: ignore[arg-type]
+        onchip3 = onchip3_geometry(plan.inner_length) if onchip is None else None
+        onchip3_tables = (
+            () if onchip3 is None else tuple(t.to(plan.device) for t in build_onchip3_tables(onchip3))
+        )
+        return KernelSetup(
+            geometry,
+            tables,  # type: ignore[arg-type]
+            onchip=onchip,
+            onchip_tables=onchip_tables,
+            onchip3=onchip3,
+            onchip3_tables=onchip3_tables,
+        )
     n, m = plan.n, plan.inner_length
     k = torch.arange(n, dtype=torch.int64)
     # exp(-πi k²/n) = exp(-2πi (k² mod 2n) / 2n): exact integer reduction keeps float64 accuracy
@@ -69,4 +101,6 @@ def build_kernel_setup(plan: FFTPlan, grouping: str) -> KernelSetup:
         pre=_planes(padded, plan.device),
         post=_planes(torch.fft.fft(filt), plan.device),
         post_inverse=_planes(inverse, plan.device),
+        onchip=onchip,
+        onchip_tables=onchip_tables,
     )

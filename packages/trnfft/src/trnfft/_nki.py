@@ -38,11 +38,17 @@ import torch
 
 from trncore.dispatch import KernelContext, KernelUnsupported
 from trncore.keys import KernelKey
-from trnfft.kernels.fft import fft_stages_kernel
+from trnfft._r2r import resize as _resize  # zero-pad or crop along a dim: one helper for both
+from trnfft.kernels.fft import fft_onchip3_kernel, fft_onchip_kernel, fft_stages_kernel
 
 __all__ = ["KERNEL_OPTIONS", "KernelOptions", "PlanesFFT", "transform_planes"]
 
 _KERNEL_DTYPES = (torch.float32, torch.complex64)
+#: Half-precision inputs the transform drivers also take: their planes go to the kernel as they are
+#: and the DMA that loads them into SBUF casts to float32 (nki-0.3.md §3.3), so they cross HBM at
+#: half the bytes; the kernel computes in float32 and the result is complex64 / float32.
+_HALF_DTYPES = (torch.float16, torch.bfloat16, torch.complex32)
+_DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _NORMS = (None, "backward", "forward", "ortho")
 
 
@@ -58,6 +64,7 @@ class KernelOptions:
 
     grouping: str = "fused"
     gauss: bool = True
+    onchip: bool = True
 
 
 #: The variant used by every NKI-route transform.
@@ -73,14 +80,19 @@ def _scale(n: int, norm: str | None, inverse: bool) -> float:
 
 
 def _launch(
-    ctx: KernelContext, plan: Any, tensors: Sequence[torch.Tensor], params: dict[str, Any], tag: str
+    ctx: KernelContext,
+    plan: Any,
+    tensors: Sequence[torch.Tensor],
+    params: dict[str, Any],
+    tag: str,
+    kernel: Any = fft_stages_kernel,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Launch the stage kernel and remember its key on the plan (one entry per distinct key)."""
-    ident = (ctx.target, tag, tuple(tensors[0].shape), tuple(sorted(params.items())))
+    """Launch a transform kernel and remember its key on the plan (one entry per distinct key)."""
+    ident = (ctx.target, tag, kernel.__name__, tuple(tensors[0].shape), tuple(sorted(params.items())))
     if ident not in plan.kernel_keys:
-        specs = [(tuple(t.shape), "float32") for t in tensors]
-        plan.kernel_keys[ident] = KernelKey.build(fft_stages_kernel, specs, params, target=ctx.target)
-    yr, yi = ctx.launch(fft_stages_kernel, *tensors, **params)
+        specs = [(tuple(t.shape), _DTYPE_NAMES[t.dtype]) for t in tensors]
+        plan.kernel_keys[ident] = KernelKey.build(kernel, specs, params, target=ctx.target)
+    yr, yi = ctx.launch(kernel, *tensors, **params)
     return yr, yi
 
 
@@ -94,12 +106,25 @@ def transform_planes(
     plan = create_plan(n, dtype=torch.complex64, device=xr.device)
     setup = plan.kernel_setup(KERNEL_OPTIONS.grouping)
     geo = setup.geometry
-    padded = geo.padded_batch(batch)
-    params: dict[str, Any] = {
-        "stages": geo.stage_params(),
-        "batch_tile": geo.tile_for(padded),
-        "gauss": bool(KERNEL_OPTIONS.gauss),
-    }
+    onchip = setup.onchip if KERNEL_OPTIONS.onchip else None
+    onchip3 = setup.onchip3 if KERNEL_OPTIONS.onchip else None
+    kernel: Any = fft_stages_kernel
+    tables: tuple[torch.Tensor, ...] = setup.tables
+    if onchip is not None:
+        padded = onchip.padded_batch(batch)
+        params: dict[str, Any] = dict(onchip.params(padded))
+        kernel, tables = fft_onchip_kernel, setup.onchip_tables
+    elif onchip3 is not None:
+        padded = onchip3.padded_batch(batch)
+        params = dict(onchip3.params(padded))
+        kernel, tables = fft_onchip3_kernel, setup.onchip3_tables
+    else:
+        padded = geo.padded_batch(batch)
+        params = {
+            "stages": geo.stage_params(),
+            "batch_tile": geo.tile_for(padded),
+            "gauss": bool(KERNEL_OPTIONS.gauss),
+        }
     length = geo.n  # n, or Bluestein's m
     planes = []
     for p in (xr, xi):
@@ -107,21 +132,23 @@ def transform_planes(
             p = torch.nn.functional.pad(p, (0, length - n, 0, padded - batch))
         planes.append(p.contiguous())
     if setup.pre is None:
-        yr, yi = _launch(ctx, plan, [*planes, *setup.tables], {**params, "scale": float(scale)}, "fft")
+        yr, yi = _launch(ctx, plan, [*planes, *tables], {**params, "scale": float(scale)}, "fft", kernel)
     else:
         vr, vi = _launch(
             ctx,
             plan,
-            [*planes, *setup.tables, *setup.post, *setup.pre],
+            [*planes, *tables, *setup.post, *setup.pre],
             {**params, "scale": 1.0},
             "bluestein-forward",
+            kernel,
         )
         zr, zi = _launch(
             ctx,
             plan,
-            [vi, vr, *setup.tables, *setup.post_inverse],
+            [vi, vr, *tables, *setup.post_inverse],
             {**params, "scale": float(scale)},
             "bluestein-inverse",
+            kernel,
         )
         yr, yi = zi, zr
     return yr[:batch, :n], yi[:batch, :n]
@@ -148,10 +175,11 @@ class PlanesFFT(torch.autograd.Function):
 # --------------------------------------------------------------------------- argument handling
 
 
-def _check_input(input: Any) -> torch.Tensor:
+def _check_input(input: Any, halves: bool = False) -> torch.Tensor:
+    """``input`` if the kernels take its dtype (with ``halves``: also float16, bfloat16, complex32)."""
     if not isinstance(input, torch.Tensor):
         raise KernelUnsupported(f"kernel takes a torch.Tensor, got {type(input).__name__}")
-    if input.dtype not in _KERNEL_DTYPES:
+    if input.dtype not in _KERNEL_DTYPES and not (halves and input.dtype in _HALF_DTYPES):
         hint = (
             " (float64 stays float64: the reference keeps full precision)"
             if input.dtype in (torch.float64, torch.complex128)
@@ -171,34 +199,31 @@ def _valid_1d(x: torch.Tensor, n: Any, dim: Any, norm: Any) -> bool:
     return n is None or (isinstance(n, int) and not isinstance(n, bool) and n > 0)
 
 
-def _resize(x: torch.Tensor, dim: int, n: int) -> torch.Tensor:
-    """Zero-pad or crop ``x`` along ``dim`` to ``n`` (torch.fft's ``n`` semantics)."""
-    size = x.shape[dim]
-    if size == n:
-        return x
-    if size > n:
-        return x.narrow(dim, 0, n)
-    pad = [0, 0] * (x.dim() - 1 - dim % x.dim()) + [0, n - size]
-    return torch.nn.functional.pad(x, pad)
+def _planes_last(
+    ctx: KernelContext, re: torch.Tensor, im: torch.Tensor, scale: float, inverse: bool
+) -> torch.Tensor:
+    """Complex64 transform along the last dim of the complex signal given as two real planes
+    (float32, or a half-precision dtype the kernel's DMA casts on load)."""
+    shape = re.shape
+    n = shape[-1]
+    xr, xi = re.reshape(-1, n), im.reshape(-1, n)
+    if xr.shape[0] == 0 or n == 0:
+        return torch.zeros(shape, dtype=torch.complex64, device=re.device)
+    if inverse:
+        yi, yr = PlanesFFT.apply(ctx, xi, xr, scale)
+    else:
+        yr, yi = PlanesFFT.apply(ctx, xr, xi, scale)
+    return torch.complex(yr, yi).reshape(shape)
 
 
 def _c2c_along(ctx: KernelContext, x: torch.Tensor, dim: int, scale: float, inverse: bool) -> torch.Tensor:
     """Complex64 transform of ``x`` along ``dim`` (already of the transform length)."""
     moved = x.movedim(dim, -1)
-    shape = moved.shape
-    n = shape[-1]
-    flat = moved.reshape(-1, n)
-    if flat.shape[0] == 0 or n == 0:
-        return x.to(torch.complex64) * 0
     if x.is_complex():
-        xr, xi = flat.real.float(), flat.imag.float()
+        re, im = moved.real, moved.imag
     else:
-        xr, xi = flat.float(), torch.zeros_like(flat, dtype=torch.float32)
-    if inverse:
-        yi, yr = PlanesFFT.apply(ctx, xi, xr, scale)
-    else:
-        yr, yi = PlanesFFT.apply(ctx, xr, xi, scale)
-    return torch.complex(yr, yi).reshape(shape).movedim(-1, dim)
+        re, im = moved, torch.zeros_like(moved)
+    return _planes_last(ctx, re, im, scale, inverse).movedim(-1, dim)
 
 
 def _named(driver: Any, name: str) -> Any:
@@ -217,7 +242,7 @@ def _c2c_driver(inverse: bool, name: str) -> Any:
     def driver(
         ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
     ) -> torch.Tensor:
-        x = _check_input(input)
+        x = _check_input(input, halves=True)
         _no_out(out)
         if not _valid_1d(x, n, dim, norm):
             ctx.caller_error(input, n, dim, norm)  # torch's own error
@@ -247,11 +272,11 @@ def _r2c_along(
     if length % 2 or m < 2:  # odd (or tiny): the full transform with a zero imaginary plane
         full = _c2c_along(ctx, x, dim, scale, inverse)
         return full.narrow(dim, 0, m + 1)
-    moved = x.movedim(dim, -1).float()
+    moved = x.movedim(dim, -1)
     # z[j] = x[2j] + i x[2j+1] and Z = DFT_m(z) (the kernel); for k = 0 … m, with Z[m] = Z[0],
     # the even samples' spectrum is E = (Z[k] + conj Z[m-k]) / 2, the odd ones' O = (Z[k] -
     # conj Z[m-k]) / 2i, and X[k] = E[k] + exp(-2πi k/n) O[k].
-    z = _c2c_along(ctx, torch.complex(moved[..., 0::2], moved[..., 1::2]), -1, scale, False)
+    z = _planes_last(ctx, moved[..., 0::2], moved[..., 1::2], scale, False)
     zk = torch.cat([z, z[..., :1]], dim=-1)
     zc = zk.flip(-1).conj()
     w = _real_twiddles(length, x.device)
@@ -263,7 +288,7 @@ def rfft_driver(
     ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
 ) -> torch.Tensor:
     """NKI-route driver of ``rfft``: the first ``n//2 + 1`` bins of the real input's transform."""
-    x = _check_input(input)
+    x = _check_input(input, halves=True)
     _no_out(out)
     if x.is_complex() or not _valid_1d(x, n, dim, norm):
         ctx.caller_error(input, n, dim, norm)
@@ -306,7 +331,7 @@ def _c2r_driver(inverse: bool, name: str) -> Any:
     def driver(
         ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
     ) -> torch.Tensor:
-        x = _check_input(input)
+        x = _check_input(input, halves=True)
         _no_out(out)
         if not _valid_1d(x, n, dim, norm):
             ctx.caller_error(input, n, dim, norm)
@@ -329,7 +354,7 @@ def ihfft_driver(
     ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
 ) -> torch.Tensor:
     """NKI-route driver of ``ihfft``: the first ``n//2 + 1`` bins of the real input's inverse transform."""
-    x = _check_input(input)
+    x = _check_input(input, halves=True)
     _no_out(out)
     if x.is_complex() or not _valid_1d(x, n, dim, norm):
         ctx.caller_error(input, n, dim, norm)
@@ -370,7 +395,7 @@ def _nd_driver(inverse: bool, name: str, default_dims: Any) -> Any:
         *,
         out: Any = None,
     ) -> torch.Tensor:
-        x = _check_input(input)
+        x = _check_input(input, halves=True)
         _no_out(out)
         dims, sizes = _nd_args(ctx, x, s, dim, norm)
         for d, size in zip(dims, sizes):
@@ -395,7 +420,7 @@ def _rnd_driver(name: str, default_dims: Any, inverse: bool = False) -> Any:
         *,
         out: Any = None,
     ) -> torch.Tensor:
-        x = _check_input(input)
+        x = _check_input(input, halves=True)
         _no_out(out)
         if x.is_complex():
             ctx.caller_error(input, s, dim, norm)
@@ -429,7 +454,7 @@ def _irnd_driver(name: str, default_dims: Any, inverse: bool = True) -> Any:
         *,
         out: Any = None,
     ) -> torch.Tensor:
-        x = _check_input(input)
+        x = _check_input(input, halves=True)
         _no_out(out)
         if not x.dim():
             ctx.caller_error(input, s, dim, norm)
@@ -476,8 +501,16 @@ ihfft2_driver = _rnd_driver("ihfft2", (-2, -1), inverse=True)
 ihfftn_driver = _rnd_driver("ihfftn", None, inverse=True)
 
 
+#: The work reported for half-precision inputs: above any threshold, so that ``auto`` sends them
+#: to the kernel whenever one can run (``torch.fft`` rejects them on a CPU, and on a GPU takes
+#: powers of two only); with no kernel available they still reach ``torch.fft`` and its error.
+HALF_PRECISION_WORK = 1 << 62
+
+
 def work_1d(input: Any, n: Any = None, dim: Any = -1, *args: Any, **kwargs: Any) -> int:
     """Flops of a 1-D transform (``5 N log2 N`` per row), 0 when the arguments are unusual."""
+    if getattr(input, "dtype", None) in _HALF_DTYPES:
+        return HALF_PRECISION_WORK
     try:
         size = int(input.shape[dim]) if n is None else int(n)
         rows = input.numel() // max(1, int(input.shape[dim]))
@@ -488,6 +521,8 @@ def work_1d(input: Any, n: Any = None, dim: Any = -1, *args: Any, **kwargs: Any)
 
 def work_nd(input: Any, *args: Any, **kwargs: Any) -> int:
     """Flops of an n-D transform over the whole input (an estimate for the size threshold)."""
+    if getattr(input, "dtype", None) in _HALF_DTYPES:
+        return HALF_PRECISION_WORK
     try:
         count = int(input.numel())
     except Exception:

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from trncore.dispatch import Operation
-from trnfft import _library, _nki, _nki_spectral
+from trnfft import _library, _nki, _nki_r2r, _nki_spectral, _r2r
 
 #: Below this many flops (``5 N log2 N`` per row) ``auto`` keeps a call on ``torch.fft``: a kernel
 #: launch costs more than a small transform. A placeholder until measured on hardware.
@@ -48,3 +48,11 @@ hfftn = _op("hfftn", torch.fft.hfftn, _nki.hfftn_driver, _nki.work_nd)
 ihfftn = _op("ihfftn", torch.fft.ihfftn, _nki.ihfftn_driver, _nki.work_nd)
 stft = _op("stft", torch.stft, _nki_spectral.stft_driver, _nki_spectral.work_stft)
 istft = _op("istft", torch.istft, _nki_spectral.istft_driver, _nki_spectral.work_stft)
+dct = _op("dct", _r2r.dct, _nki_r2r.dct_driver, _nki_r2r.work_r2r)
+idct = _op("idct", _r2r.idct, _nki_r2r.idct_driver, _nki_r2r.work_r2r)
+dst = _op("dst", _r2r.dst, _nki_r2r.dst_driver, _nki_r2r.work_r2r)
+idst = _op("idst", _r2r.idst, _nki_r2r.idst_driver, _nki_r2r.work_r2r)
+dctn = _op("dctn", _r2r.dctn, _nki_r2r.dctn_driver, _nki_r2r.work_r2rn)
+idctn = _op("idctn", _r2r.idctn, _nki_r2r.idctn_driver, _nki_r2r.work_r2rn)
+dstn = _op("dstn", _r2r.dstn, _nki_r2r.dstn_driver, _nki_r2r.work_r2rn)
+idstn = _op("idstn", _r2r.idstn, _nki_r2r.idstn_driver, _nki_r2r.work_r2rn)

@@ -35,9 +35,16 @@ __all__ = [
     "PARTITIONS",
     "KernelGeometry",
     "KernelStage",
+    "OnChip3Geometry",
+    "OnChipGeometry",
+    "build_matrix_tables",
+    "build_onchip3_tables",
+    "build_onchip_tables",
     "build_stage_tables",
     "group_radices",
     "kernel_geometry",
+    "onchip3_geometry",
+    "onchip_geometry",
 ]
 
 #: Partitions of SBUF/PSUM and rows of the PE array (nki-0.3.md §2.8 ``pmax``).
@@ -198,3 +205,202 @@ def build_stage_tables(
     blocks = [_stage_blocks(s).reshape(-1) for s in geometry.stages]
     w = torch.cat(blocks) if blocks else torch.zeros(0, dtype=torch.complex128)
     return w.real.to(dtype).contiguous(), w.imag.to(dtype).contiguous()
+
+
+def build_matrix_tables(
+    geometry: KernelGeometry, matrix: torch.Tensor, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stationary planes that make a one-stage geometry apply ``matrix`` instead of the DFT.
+
+    ``geometry`` must be the single stage of ``kernel_geometry(n, (n,))`` (the ``dft_gemm`` case);
+    ``matrix`` is ``(n, n)``, real or complex, with ``y = matrix @ x`` per row. The block of batch
+    group ``bh`` holds ``matrix[j, p]`` at ``[(bh, p), (bh, j)]``, exactly where
+    :func:`build_stage_tables` puts ``F_n[j, p]``; the real-to-real transforms of n <= 128 use it
+    with their whole (extension, twiddles, scaling) matrix folded into the stationary.
+    """
+    if len(geometry.stages) != 1 or geometry.stages[0].L != 1:
+        raise ValueError("build_matrix_tables needs a one-stage geometry (n <= 128)")
+    stage = geometry.stages[0]
+    if tuple(matrix.shape) != (stage.R, stage.R):
+        raise ValueError(f"matrix must be ({stage.R}, {stage.R}), got {tuple(matrix.shape)}")
+    transposed = matrix.to(torch.complex128).T.contiguous()
+    w = torch.kron(torch.eye(stage.gb, dtype=torch.complex128), transposed).reshape(-1)
+    return w.real.to(dtype).contiguous(), w.imag.to(dtype).contiguous()
+
+
+#: SBUF bytes per partition the on-chip kernel's data tiles may use (of 180224 on trn1, §2.8):
+#: the rest holds its constant tables and per-chunk stationaries.
+_ONCHIP_DATA_BYTES = 140 * 1024
+#: Batch tiles of fewer rows take the on-chip kernel's ``twiddle_data`` form (see ``params``).
+TWIDDLE_DATA_BELOW = 128
+
+
+@dataclass(frozen=True)
+class OnChipGeometry:
+    """Compile-time facts of :func:`trnfft.kernels.fft.fft_onchip_kernel` for one length.
+
+    ``n = n1 * n2`` (``n2`` the largest divisor of ``n`` not above 128, ``n1 <= 128``); ``group``
+    rows share one stage-1 pass (``group * n1 <= 128`` contraction rows); ``batch_tile`` rows are
+    transformed per SBUF load (a multiple of ``group``, at most 512, sized so that the input, the
+    intermediate and the output of a tile fit ``_ONCHIP_DATA_BYTES`` per partition).
+    """
+
+    n: int
+    n1: int
+    n2: int
+    group: int
+    batch_tile: int
+
+    @property
+    def batch_multiple(self) -> int:
+        """Batches are padded to a multiple of this."""
+        return self.group
+
+    def padded_batch(self, batch: int) -> int:
+        """The batch the kernel runs for ``batch`` rows (geometric buckets, then whole tiles)."""
+        padded = bucket_dim(batch, self.group, geometric=True)
+        if padded <= self.batch_tile:
+            return padded
+        return bucket_dim(batch, self.batch_tile)
+
+    def tile_for(self, padded: int) -> int:
+        """The batch tile the kernel loops over for a padded batch."""
+        return min(padded, self.batch_tile)
+
+    def params(self, padded: int) -> dict[str, int | bool]:
+        """The kernel's compile-time parameters for a padded batch.
+
+        Tiles of fewer than :data:`TWIDDLE_DATA_BELOW` rows multiply the twiddles into the data
+        (work proportional to the rows) rather than into ``n1`` stage-2 stationaries rebuilt for
+        every tile (work independent of the rows); the cost model puts the crossover near 128
+        rows (n = 4096: 35.1 against 41.6 us at 128 rows, 18.8 against 7.8 us at 8).
+        """
+        tile = self.tile_for(padded)
+        return {
+            "n1": self.n1,
+            "n2": self.n2,
+            "group": self.group,
+            "batch_tile": tile,
+            "twiddle_data": tile < TWIDDLE_DATA_BELOW,
+        }
+
+
+def onchip_geometry(n: int) -> OnChipGeometry | None:
+    """The on-chip two-stage layout of length ``n``, or None where it does not apply.
+
+    It applies to ``128 < n <= 128 * 128`` with a factorisation ``n = n1 * n2``, both factors at
+    most 128, and a batch tile of at least ``group`` rows within the SBUF budget. Beyond (``n >
+    16384``, or a factor above 128 such as ``2197 = 13^3``) the staged kernel runs, its stages
+    exchanging data through HBM.
+    """
+    if n <= PARTITIONS or n > PARTITIONS * PARTITIONS:
+        return None
+    n2 = _largest_divisor_at_most(n, PARTITIONS)
+    n1 = n // n2
+    if n1 > PARTITIONS:
+        return None
+    group = PARTITIONS // n1
+    # per row of a tile: input planes (re, im, re + im) hold n2 / group values per partition,
+    # the intermediate (three planes) and the output (two) n1 each
+    per_row = 4 * (3 * n2 / group + 5 * n1)
+    tile = min(512, int(_ONCHIP_DATA_BYTES // per_row)) // group * group
+    if tile < group:
+        return None
+    return OnChipGeometry(n, n1, n2, group, tile)
+
+
+def build_onchip_tables(
+    geometry: OnChipGeometry, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, ...]:
+    """The on-chip kernel's constants as float32 planes, rounded once from complex128.
+
+    ``(mr, mi)``: the stage-1 moving matrix, ``group`` copies of ``F_n1[j1, k1]`` on the diagonal
+    (``(group n1, group n1)``); ``(fr, fi)``: ``F_n2[j2, k2]`` (``(n2, n2)``); ``(twr, twi)``: the
+    twiddles ``w_n^{j2 k1}`` (``(n2, n1)``). ``n`` twiddles and two small DFT matrices in all,
+    where the staged kernel's second stage loads ``n1`` twiddled stationaries.
+    """
+    n, n1, n2, group = geometry.n, geometry.n1, geometry.n2, geometry.group
+    i1 = torch.arange(n1, dtype=torch.int64)
+    i2 = torch.arange(n2, dtype=torch.int64)
+    f1 = _roots(torch.outer(i1, i1), n1)
+    moving = torch.kron(torch.eye(group, dtype=torch.complex128), f1)
+    f2 = _roots(torch.outer(i2, i2), n2)
+    tw = _roots(torch.outer(i2, i1), n)
+    out: list[torch.Tensor] = []
+    for table in (moving, f2, tw):
+        out += [table.real.to(dtype).contiguous(), table.imag.to(dtype).contiguous()]
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class OnChip3Geometry:
+    """Compile-time facts of :func:`trnfft.kernels.fft.fft_onchip3_kernel` for one length.
+
+    ``n = n1 * n2 * n3`` (``n3``, then ``n2``, the largest divisors not above 128); ``group``
+    values of ``j3`` share a stage-1 pass (``group * n1 <= 128``); ``batch_tile`` rows per SBUF load
+    (a tile's input, two intermediates and output within ``_ONCHIP_DATA_BYTES`` per partition).
+    """
+
+    n: int
+    n1: int
+    n2: int
+    n3: int
+    group: int
+    batch_tile: int
+
+    def padded_batch(self, batch: int) -> int:
+        """The batch the kernel runs for ``batch`` rows (whole tiles)."""
+        return bucket_dim(batch, self.batch_tile) if batch > self.batch_tile else max(1, batch)
+
+    def tile_for(self, padded: int) -> int:
+        """The batch tile the kernel loops over for a padded batch."""
+        return min(padded, self.batch_tile)
+
+    def params(self, padded: int) -> dict[str, int]:
+        """The kernel's compile-time parameters for a padded batch."""
+        return {
+            "n1": self.n1,
+            "n2": self.n2,
+            "n3": self.n3,
+            "group": self.group,
+            "batch_tile": self.tile_for(padded),
+        }
+
+
+def onchip3_geometry(n: int) -> OnChip3Geometry | None:
+    """The three-stage on-chip layout of length ``n > 128 * 128``, or None where it does not apply
+    (a factor above 128, or not even one row fitting the SBUF budget: about ``n > 2^18``)."""
+    if n <= PARTITIONS * PARTITIONS:
+        return None
+    n3 = _largest_divisor_at_most(n, PARTITIONS)
+    n2 = _largest_divisor_at_most(n // n3, PARTITIONS)
+    n1 = n // (n2 * n3)
+    if n1 > PARTITIONS:
+        return None
+    group = _largest_divisor_at_most(n3, PARTITIONS // n1)
+    per_row = 4 * (3 * n2 * n3 / group + 3 * n3 * n1 + 5 * n1 * n2)
+    tile = min(512, int(_ONCHIP_DATA_BYTES // per_row))
+    if tile < 1:
+        return None
+    return OnChip3Geometry(n, n1, n2, n3, group, tile)
+
+
+def build_onchip3_tables(
+    geometry: OnChip3Geometry, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, ...]:
+    """The three-stage kernel's constants as float32 planes, rounded once from complex128:
+    ``group`` copies of ``F_n1`` on a diagonal, ``F_n2``, ``F_n3``, the stage-1 twiddles
+    ``w_n^{(n3 j2 + j3) k1}`` as ``(n2, n3 n1)`` and the stage-2 twiddles ``w_{n2 n3}^{j3 k2}`` as
+    ``(n3, n2)``."""
+    n, n1, n2, n3 = geometry.n, geometry.n1, geometry.n2, geometry.n3
+    i1, i2, i3 = (torch.arange(v, dtype=torch.int64) for v in (n1, n2, n3))
+    moving = torch.kron(torch.eye(geometry.group, dtype=torch.complex128), _roots(torch.outer(i1, i1), n1))
+    f2 = _roots(torch.outer(i2, i2), n2)
+    f3 = _roots(torch.outer(i3, i3), n3)
+    big_j = n3 * i2[:, None] + i3[None, :]  # (n2, n3)
+    ta = _roots(big_j[:, :, None] * i1[None, None, :], n).reshape(n2, n3 * n1)
+    tb = _roots(torch.outer(i3, i2), n2 * n3)
+    out: list[torch.Tensor] = []
+    for table in (moving, f2, f3, ta, tb):
+        out += [table.real.to(dtype).contiguous(), table.imag.to(dtype).contiguous()]
+    return tuple(out)
