@@ -20,17 +20,25 @@ pytestmark = pytest.mark.simulator
 F32, BF16 = "float32", "bfloat16"
 
 
-def _fft_specs(n: int) -> tuple[list, dict]:
-    """The arguments trnfft's NKI route passes for a batch-8 complex64 transform of length n."""
+def _fft_specs(n: int, kind: str = "stages") -> tuple[list, dict]:
+    """The arguments trnfft's NKI route passes for a batch-8 complex64 transform of length n, to
+    the staged kernel (``kind="stages"``) or the on-chip kernels (``"onchip"``, ``"onchip3"``)."""
     import trnfft
 
     setup = trnfft.create_plan(n, dtype=torch.complex64).kernel_setup("plan")
     geo = setup.geometry
-    padded = geo.padded_batch(8)
-    specs = [((padded, n), F32)] * 2 + [((t.numel(),), F32) for t in setup.tables]
-    params = {"stages": geo.stage_params(), "batch_tile": geo.tile_for(padded), "gauss": False,
-              "scale": 1.0}
-    return specs, params
+    if kind == "stages":
+        padded = geo.padded_batch(8)
+        tables = setup.tables
+        params = {"stages": geo.stage_params(), "batch_tile": geo.tile_for(padded), "gauss": False}
+    else:
+        onchip = setup.onchip if kind == "onchip" else setup.onchip3
+        assert onchip is not None, f"n={n} has no {kind} geometry"
+        padded = onchip.padded_batch(8)
+        tables = setup.onchip_tables if kind == "onchip" else setup.onchip3_tables
+        params = dict(onchip.params(padded))
+    specs = [((padded, geo.n), F32)] * 2 + [(tuple(t.shape), F32) for t in tables]
+    return specs, {**params, "scale": 1.0}
 
 
 def _cases() -> dict[str, list[tuple[list, dict]]]:
@@ -71,6 +79,8 @@ def _cases() -> dict[str, list[tuple[list, dict]]]:
         "modrelu_backward_kernel": [(planes(128, 512, [((128,), F32), *planes(128, 512, [])]), {}),
                                     (planes(37, 100, [((37,), F32), *planes(37, 100, [])]), {})],
         "fft_stages_kernel": [_fft_specs(256), _fft_specs(48)],
+        "fft_onchip_kernel": [_fft_specs(256, "onchip"), _fft_specs(200, "onchip")],
+        "fft_onchip3_kernel": [_fft_specs(32768, "onchip3"), _fft_specs(20000, "onchip3")],
         "ao_to_mo_kernel": [([((128, 128 * 64), F32), ((128, 8), F32), ((128, 120), F32)], {}),
                             ([((30, 30 * 20), F32), ((30, 5), F32), ((30, 25), F32)], {})],
         "mp2_energy_block_kernel": [(block(2, 2, 128, 128, 128), {}), (block(3, 2, 70, 25, 19), {})],
