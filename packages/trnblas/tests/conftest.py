@@ -71,6 +71,25 @@ def triangular(rng: np.random.Generator, n: int, dtype: torch.dtype, lower: bool
     return a
 
 
+def as_referenced(a: np.ndarray, lower: bool, diag: int = 0, symmetric: bool = False) -> np.ndarray:
+    """The matrix a BLAS routine that reads one triangle of ``a`` defines: the same answer whether
+    or not a BLAS build touches the rest.
+
+    Reference BLAS documents the other triangle (and, with ``diag=1``, the diagonal) as "not
+    referenced"; a SciPy/OpenBLAS reference handed NaN there is only right if the host's kernel
+    honours that, which varies between builds. So references get this finite matrix: for a
+    triangular routine the other triangle is zero and a unit diagonal is 1; for a symmetric one the
+    other triangle mirrors the read one. The library under test still gets the NaN-filled input.
+    """
+    n = a.shape[0]
+    kept = np.tril(np.nan_to_num(a, nan=0.0)) if lower else np.triu(np.nan_to_num(a, nan=0.0))
+    if symmetric:
+        return kept + kept.T - np.diag(np.diag(kept))
+    if diag:
+        kept[np.diag_indices(n)] = 1.0
+    return kept
+
+
 def ref(name: str, dtype: torch.dtype):
     """The ``scipy.linalg.blas`` routine ``name`` for ``dtype`` (``gemm`` → ``dgemm`` …)."""
     return getattr(scipy_blas, _PREFIX[dtype] + name)
@@ -108,6 +127,7 @@ def h() -> types.SimpleNamespace:
         layout=layout,
         operand=operand,
         triangular=triangular,
+        as_referenced=as_referenced,
         ref=ref,
         tolerance=tolerance,
         check=check,
