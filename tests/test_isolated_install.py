@@ -1,23 +1,102 @@
-"""Each library installs on its own into a venv that has only torch (issue: foundation)."""
+"""The libraries as users install them: alone, on the torch and numpy the registry serves today and
+on the lowest versions the packages declare, on every Python the packages declare.
+
+Each case runs ``scripts/check-isolated-install`` (a fresh venv per case, outside the development
+environment): every library installed alone and checked against NumPy, then the tests that need
+neither torch-xla, PySCF nor a device, against the installed packages. The expectations come from
+the packages' own metadata (their declared floors and Python classifiers) and from the registry's
+answer, not from this script.
+"""
 
 from __future__ import annotations
 
+import re
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
+LIBRARIES = ("trncore", "trnblas", "trnfft", "trntensor")
+
+
+def _metadata(lib: str) -> dict:
+    return tomllib.loads((ROOT / "packages" / lib / "pyproject.toml").read_text())["project"]
+
+
+def _declared_pythons() -> list[str]:
+    """The X.Y of every 'Programming Language :: Python :: X.Y' classifier (the same in all four)."""
+    found = [
+        sorted(c.rsplit(" ", 1)[1] for c in _metadata(lib)["classifiers"] if re.search(r":: 3\.\d+$", c))
+        for lib in LIBRARIES
+    ]
+    assert all(f == found[0] for f in found), found
+    return found[0]
+
+
+def _floor(name: str) -> str:
+    """The lowest version of ``name`` any of the packages declares (``>=X``)."""
+    floors = set()
+    for lib in LIBRARIES:
+        for dep in _metadata(lib)["dependencies"]:
+            req = Requirement(dep)
+            if req.name.replace("_", "-") == name:
+                floors |= {s.version for s in req.specifier if s.operator == ">="}
+    assert len(floors) == 1, (name, floors)
+    return floors.pop()
+
+
+def _run(*args: str) -> str:
+    out = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "check-isolated-install"), *args],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
+    return out.stdout
+
+
+def _alone_lines(stdout: str) -> dict[str, str]:
+    lines = {m.group(1): m.group(0) for m in re.finditer(r"^(trn\w+) \S+ alone: .*$", stdout, re.M)}
+    assert set(lines) == {"trnblas", "trnfft", "trntensor"}, stdout
+    return lines
+
+
+def _installed(line: str, name: str) -> str:
+    match = re.search(rf"\b{name} (\S+?)[,;]", line)
+    assert match, line
+    return match.group(1).split("+")[0]  # 2.15.0+cu132 -> 2.15.0
+
+
+def _release(version: str) -> tuple[int, ...]:
+    parts = [int(p) for p in version.split(".")[:3]]
+    return tuple(parts + [0] * (3 - len(parts)))  # "2.2" and "2.2.0" are the same release
 
 
 @pytest.mark.slow
-def test_trnblas_installs_alone_without_torch_xla_or_nki():
-    out = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "check-isolated-install"), "trnblas"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "trnblas 0.1.0: backend=auto HAS_NKI=False" in out.stdout
-    assert "isolated install of trnblas: ok" in out.stdout
+@pytest.mark.parametrize("python", _declared_pythons())
+def test_newest_torch_from_the_registry(python: str) -> None:
+    stdout = _run("--python", python, "--tests")
+    newest = re.search(rf"registry's newest torch for python {re.escape(python)}: (\S+)", stdout)
+    assert newest and newest.group(1) != "unknown", stdout
+    for line in _alone_lines(stdout).values():
+        assert "HAS_NKI=False" in line and f"python {python}." in line
+        assert _installed(line, "torch") == newest.group(1), (line, newest.group(1))
+        assert _release(_installed(line, "numpy")) >= (2,), line
+    assert f"isolated install (highest, python {python}): ok" in stdout
+    print(stdout)  # the versions, for the CI log
+
+
+@pytest.mark.slow
+def test_lowest_declared_versions_on_the_lowest_python() -> None:
+    python = _declared_pythons()[0]
+    stdout = _run("--python", python, "--lowest", "--tests")
+    for line in _alone_lines(stdout).values():
+        assert _release(_installed(line, "torch")) == _release(_floor("torch")), line
+        assert _release(_installed(line, "numpy")) == _release(_floor("numpy")), line
+        assert f"python {python}." in line
+    assert f"isolated install (lowest-direct, python {python}): ok" in stdout
+    print(stdout)

@@ -136,3 +136,37 @@ def test_flags_take_any_integer_type_like_scipy():
     torch.testing.assert_close(trnblas.syrk(1.0, b, lower=np.int32(1)), trnblas.syrk(1.0, b, lower=1))
     with pytest.raises(ValueError, match="trans_b"):
         trnblas.gemm(1.0, a, b, trans_b=1.0)
+
+
+# The public trnsci package's calling forms: each is an error that points at our form, never a
+# silently different result.
+def test_suite_argument_orders_are_refused_with_our_order():
+    x, y = torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"axpy: x must be a torch.Tensor, got float .*axpy\(x, y, a=alpha\)"):
+        trnblas.axpy(2.0, x, y)
+    a = torch.ones(2, 3, 3, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"batched_gemm\(a, b, alpha="):
+        trnblas.batched_gemm(1.0, a, a)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda a, b: trnblas.trsm(1.0, a, b, "left", "upper"),
+        lambda a, b: trnblas.trmm(1.0, a, b, 0, "lower"),
+        lambda a, b: trnblas.symm(1.0, a, b, 0.0, None, "right"),
+        lambda a, b: trnblas.trmv(a, b[:, 0], 0, 0, "unit"),
+    ],
+)
+def test_suite_string_flags_are_refused(call):
+    a = torch.eye(3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="must be 0 or 1.*not as strings"):
+        call(a, torch.ones(3, 3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize(("fn", "kw"), [("gemm", "transA"), ("gemm", "transB"), ("syrk", "uplo")])
+def test_suite_keyword_names_are_refused(fn, kw):
+    a = torch.eye(3, dtype=torch.float64)
+    args = (1.0, a, a) if fn == "gemm" else (1.0, a)
+    with pytest.raises(TypeError, match=kw):
+        getattr(trnblas, fn)(*args, **{kw: True})

@@ -306,6 +306,7 @@ def test_numpy_results_of_other_dtypes_come_back_as_such(lib, numpy_engine, clea
     torch.testing.assert_close(out, a.argmax(1).int())
 
 
+@pytest.mark.xla  # the device route stages operands with torch-xla
 def test_fast_pytorch_path_notices_suite_variables_and_device_engines(lib, numpy_engine, clean_env):
     op = lib.operation("mm", reference=torch_matmul, kernel=np_matmul_kernel)
     op(*inputs())  # nothing set: the reference, through the fast path

@@ -28,7 +28,13 @@ def binary_flag(name: str, value: object, meaning: str) -> bool:
         return bool(value)
     if isinstance(value, numbers.Integral) and value in (0, 1):
         return bool(value)
-    raise ValueError(f"{name} must be 0 or 1 (1 = {meaning}), got {value!r}")
+    hint = ""
+    if isinstance(value, str):  # the public trnsci package's side="left", uplo="upper", diag="unit"
+        hint = (
+            "; trnblas spells flags as scipy.linalg.blas does (0/1), not as strings like the "
+            "trnsci package's side/uplo/diag"
+        )
+    raise ValueError(f"{name} must be 0 or 1 (1 = {meaning}), got {value!r}{hint}")
 
 
 def lower_flag(value: object) -> bool:

@@ -42,6 +42,26 @@ def tensor(
     return value
 
 
+#: Where trnblas's argument order differs from the public trnsci ``trnblas`` package's (which put
+#: the scalar first), a number in the first tensor's place gets this pointer instead of a bare
+#: type error. See the docs page "Coming from the trnsci packages".
+SUITE_ORDER = {
+    "axpy": "axpy(x, y, a=alpha), as scipy.linalg.blas.daxpy; the trnsci package's axpy(alpha, x, y) "
+    "order is not accepted",
+    "batched_gemm": "batched_gemm(a, b, alpha=..., beta=..., c=...); the trnsci package's "
+    "batched_gemm(alpha, A, B, ...) order is not accepted",
+}
+
+
+def not_a_scalar_first(fn: str, name: str, value: object) -> None:
+    """Refuse a Python number passed where ``fn``'s first tensor goes, pointing at our order."""
+    if isinstance(value, numbers.Number):
+        raise TypeError(
+            f"{fn}: {name} must be a torch.Tensor, got {type(value).__name__} {value!r}. "
+            f"trnblas's order is {SUITE_ORDER[fn]}"
+        )
+
+
 def same_kind(**operands: torch.Tensor | None) -> torch.Tensor:
     """Check that the given (non-``None``) operands share one dtype and one device.
 

@@ -40,6 +40,7 @@ def axpy(x: torch.Tensor, y: torch.Tensor, a: float | complex = 1.0) -> torch.Te
     torch.Tensor
         A new vector; ``y`` is not written.
     """
+    v.not_a_scalar_first("axpy", "x", x)
     x, y = _vector_pair(x, y)
     a_ = v.scalar("a", a, x.dtype)
     if a_ == 0:

@@ -136,6 +136,7 @@ def batched_gemm(
         Rank below 2, inner dimensions that differ, batch dimensions (or ``c``) that do not
         broadcast, different devices, or an invalid flag.
     """
+    v.not_a_scalar_first("batched_gemm", "a", a)
     for name, t in (("a", a), ("b", b)):
         v.tensor(name, t, dtypes=v.GEMM_DTYPES)
         if t.dim() < 2:

@@ -19,8 +19,9 @@ get_backend = _library.get_backend
 __getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
 
 from trnfft.complex_tensor import ComplexTensor  # noqa: E402  (after the library is registered)
-from trnfft.errors import FFTArgumentError, FFTDimError, FFTTypeError  # noqa: E402
+from trnfft.errors import FFTArgumentError, FFTDimError, FFTDtypeUnsupportedError, FFTTypeError  # noqa: E402
 from trnfft.layers import ComplexBatchNorm1d, ComplexConv1d, ComplexLinear, ComplexModReLU  # noqa: E402
+from trnfft.matmul import complex_matmul  # noqa: E402
 from trnfft.plan import (  # noqa: E402
     FFTPlan,
     TwiddleTables,
@@ -65,6 +66,7 @@ __all__ = [
     "ComplexTensor",
     "FFTArgumentError",
     "FFTDimError",
+    "FFTDtypeUnsupportedError",
     "FFTPlan",
     "FFTTypeError",
     "NkiDispatchError",
@@ -73,6 +75,7 @@ __all__ = [
     "__version__",
     "choose_algorithm",
     "clear_plan_cache",
+    "complex_matmul",
     "create_plan",
     "dct",
     "dctn",

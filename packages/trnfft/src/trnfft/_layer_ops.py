@@ -123,6 +123,33 @@ complex_matmul = _library.operation(
 )
 
 
+class MatmulFunction(torch.autograd.Function):
+    """``C = A B`` on 2-D planes through the ``complex_matmul`` operation, with its backward by the
+    same operation: ``grad_A = grad_C B^H``, ``grad_B = A^H grad_C`` (torch's convention for
+    complex gradients, which on planes is the gradient of each real plane)."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, ar: torch.Tensor, ai: torch.Tensor, br: torch.Tensor, bi: torch.Tensor
+    ) -> Planes:
+        """The product's planes."""
+        ctx.save_for_backward(ar, ai, br, bi)
+        return complex_matmul(ar, ai, br, bi)
+
+    @staticmethod
+    def backward(ctx: Any, gcr: torch.Tensor, gci: torch.Tensor) -> tuple[Any, ...]:
+        """Gradients of the four planes."""
+        ar, ai, br, bi = ctx.saved_tensors
+        need = ctx.needs_input_grad
+        gar = gai = gbr = gbi = None
+        gcr, gci = gcr.contiguous(), gci.contiguous()
+        if need[0] or need[1]:
+            gar, gai = complex_matmul(gcr, gci, br, -bi, None, None, False, True)
+        if need[2] or need[3]:
+            gbr, gbi = complex_matmul(ar, -ai, gcr, gci, None, None, True, False)
+        return gar, gai, gbr, gbi
+
+
 class LinearFunction(torch.autograd.Function):
     """``Y = X Wᵀ + b`` on planes, ``X`` of shape ``(rows, in)``; analytic backward by complex GEMMs."""
 

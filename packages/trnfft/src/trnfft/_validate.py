@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from trnfft.errors import FFTArgumentError, FFTDimError, FFTTypeError
+from trnfft.errors import FFTArgumentError, FFTDimError, FFTDtypeUnsupportedError, FFTTypeError
 
 NORMS = (None, "backward", "forward", "ortho")
 
@@ -116,7 +116,7 @@ def explain_dtype(fn: str, x: torch.Tensor, message: str) -> None:
     """Raise a clear error when torch rejected the input's dtype."""
     lowered = message.lower()
     if "floating point or complex" in lowered or "unsupported dtype" in lowered:
-        raise FFTTypeError(
+        raise FFTDtypeUnsupportedError(
             f"{fn}: input dtype {str(x.dtype).removeprefix('torch.')} is not supported on "
             f"{x.device.type}; use float32, float64, complex64 or complex128"
         )

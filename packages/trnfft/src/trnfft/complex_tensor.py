@@ -148,6 +148,20 @@ class ComplexTensor:
 
     __rmul__ = __mul__
 
+    def __matmul__(self, other: Any) -> ComplexTensor:
+        from trnfft.matmul import complex_matmul  # matmul imports this module
+
+        out = complex_matmul(self, other)
+        assert isinstance(out, ComplexTensor)
+        return out
+
+    def __rmatmul__(self, other: Any) -> ComplexTensor:
+        from trnfft.matmul import complex_matmul
+
+        out = complex_matmul(other, self)
+        assert isinstance(out, ComplexTensor)
+        return out
+
     def __getitem__(self, index: Any) -> ComplexTensor:
         return ComplexTensor(self.real[index], self.imag[index])
 

@@ -7,7 +7,7 @@ while also being ``ValueError`` / ``TypeError`` with a message that names the ar
 
 from __future__ import annotations
 
-__all__ = ["FFTArgumentError", "FFTDimError", "FFTTypeError"]
+__all__ = ["FFTArgumentError", "FFTDimError", "FFTDtypeUnsupportedError", "FFTTypeError"]
 
 
 class FFTArgumentError(ValueError, RuntimeError):
@@ -28,4 +28,12 @@ class FFTTypeError(TypeError, RuntimeError):
     """The input's dtype cannot be transformed (for example integers given to ``stft``).
 
     A ``TypeError`` that is also the ``RuntimeError`` torch raises in the same case.
+    """
+
+
+class FFTDtypeUnsupportedError(FFTTypeError, NotImplementedError):
+    """The input's dtype has no transform on its device (float16 on the CPU, for example).
+
+    An :class:`FFTTypeError` that is also the ``NotImplementedError`` torch 2.14+ raises in this
+    case (earlier releases raise ``RuntimeError``, which this is too).
     """

@@ -15,7 +15,7 @@ import torch
 
 from trnfft import _ops, _validate
 from trnfft.complex_tensor import ComplexTensor, TensorLike
-from trnfft.errors import FFTArgumentError
+from trnfft.errors import FFTArgumentError, FFTTypeError
 
 __all__ = ["istft", "stft"]
 
@@ -163,6 +163,11 @@ def istft(
     """
     x, was_ct = _tensor("istft", "input", input)
     win, _ = _tensor("istft", "window", window, optional=True)
+    if not x.is_complex():
+        # torch raises RuntimeError here up to 2.13 and TypeError from 2.14; FFTTypeError is both.
+        raise FFTTypeError(
+            f"istft: input must be a complex spectrogram (stft with return_complex=True), got {x.dtype}"
+        )
     try:
         if length is not None and length <= 0:
             raise FFTArgumentError(f"istft: length must be positive, got {length}")
@@ -172,10 +177,6 @@ def istft(
     except RuntimeError as exc:
         if isinstance(exc, FFTArgumentError):
             raise
-        if not x.is_complex():
-            raise FFTArgumentError(
-                f"istft: input must be a complex spectrogram (stft with return_complex=True), got {x.dtype}"
-            ) from exc
         _explain("istft", exc, x, n_fft, hop_length, win_length, win, None)
         freq = x.shape[-2] if x.dim() >= 2 else None
         if freq is not None and freq not in (n_fft // 2 + 1, n_fft):

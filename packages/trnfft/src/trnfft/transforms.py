@@ -50,7 +50,10 @@ __all__ = [
     "rfftn",
 ]
 
-_REJECTED = (RuntimeError, IndexError)
+# What torch.fft raises for arguments it rejects: RuntimeError/IndexError, and in newer releases
+# (2.14+) NotImplementedError for a dtype without a CPU kernel (float16). A TypeError (a complex
+# input to rfft in 2.14+) is explained on the general path, where the input is known to be a tensor.
+_REJECTED = (RuntimeError, IndexError, NotImplementedError)
 # The operations' references, bound once for the fast path (a module global is cheaper to reach
 # than an attribute of an operation, and on a 16-point transform every 20 ns is half a percent).
 _ref_fft = _ops.fft.reference
@@ -163,6 +166,15 @@ def _explain_nd(fn: str, exc: BaseException, x: Any, s: Any, dim: Any, norm: Any
         raise clear from exc
 
 
+def _explain_type(fn: str, exc: TypeError, x: torch.Tensor) -> None:
+    """A TypeError from torch about the input's dtype, re-raised as a clear FFTTypeError (still a
+    TypeError); one about another argument (``norm=3``) stays torch's own."""
+    try:
+        _validate.explain_dtype(fn, x, str(exc))
+    except _validate.FFTTypeError as clear:
+        raise clear from exc
+
+
 def _general_1d(
     fn: str, op: Callable[..., torch.Tensor], input: Any, n: Any, dim: Any, norm: Any, out: Any, half: bool
 ) -> TensorLike:
@@ -174,6 +186,9 @@ def _general_1d(
         return op(x, n, dim, norm, out=out)
     except _REJECTED as exc:
         _explain_1d(fn, exc, x, n, dim, norm, half)
+        raise
+    except TypeError as exc:
+        _explain_type(fn, exc, x)
         raise
 
 
@@ -187,6 +202,9 @@ def _general_nd(
         return op(x, s, dim, norm, out=out)
     except _REJECTED as exc:
         _explain_nd(fn, exc, x, s, dim, norm, half)
+        raise
+    except TypeError as exc:
+        _explain_type(fn, exc, x)
         raise
 
 

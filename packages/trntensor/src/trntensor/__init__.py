@@ -22,6 +22,7 @@ get_backend = _library.get_backend
 __getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
 
 # Imported after registration: the modules below look the library up through this package.
+from trncore.xla import from_xla, to_xla  # noqa: E402
 from trntensor.contraction import einsum, multi_einsum  # noqa: E402
 from trntensor.decompositions import (  # noqa: E402
     CPDecomposition,
@@ -35,7 +36,14 @@ from trntensor.decompositions import (  # noqa: E402
     tucker_reconstruct,
 )
 from trntensor.df_mp2 import ao_to_mo_transform, apply_metric, metric_inverse_sqrt, mp2_energy  # noqa: E402
-from trntensor.planning import ContractionPlan, ContractionStep, plan_contraction  # noqa: E402
+from trntensor.planning import (  # noqa: E402
+    ContractionPlan,
+    ContractionStep,
+    clear_plan_cache,
+    estimate_flops,
+    plan_cache_info,
+    plan_contraction,
+)
 
 __all__ = [
     "HAS_NKI",
@@ -49,16 +57,21 @@ __all__ = [
     "__version__",
     "ao_to_mo_transform",
     "apply_metric",
+    "clear_plan_cache",
     "cp_decompose",
     "cp_reconstruct",
     "einsum",
+    "estimate_flops",
+    "from_xla",
     "get_backend",
     "metric_inverse_sqrt",
     "mp2_energy",
     "multi_einsum",
     "neuron_device_present",
+    "plan_cache_info",
     "plan_contraction",
     "set_backend",
+    "to_xla",
     "tt_decompose",
     "tt_reconstruct",
     "tucker_decompose",

@@ -19,6 +19,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import opt_einsum
 import torch
@@ -26,7 +27,15 @@ import torch
 from trntensor._checks import check_int
 from trntensor.subscripts import ParsedSubscripts, label_name, parse_subscripts
 
-__all__ = ["ContractionPlan", "ContractionStep", "OperandPrep", "plan_contraction"]
+__all__ = [
+    "ContractionPlan",
+    "ContractionStep",
+    "OperandPrep",
+    "clear_plan_cache",
+    "estimate_flops",
+    "plan_cache_info",
+    "plan_contraction",
+]
 
 GEMM = "gemm"
 BATCHED_GEMM = "batched_gemm"
@@ -418,3 +427,36 @@ def plan_contraction(
     return _cached_plan(
         subscripts, tuple(shapes), functools.reduce(torch.promote_types, dtypes), get_backend()
     )
+
+
+def estimate_flops(
+    subscripts: str, *operands: torch.Tensor | Sequence[int], dtype: torch.dtype | None = None
+) -> int:
+    """Floating-point operations :func:`trntensor.einsum` performs for this contraction.
+
+    The same number as ``plan_contraction(subscripts, *operands).flops``: the planned path's cost,
+    two operations per real multiply-add and eight per complex one. (The public trnsci
+    ``estimate_flops`` returned the product of every index size, i.e. multiply-adds of one loop
+    nest; ``plan_contraction(...).naive_flops`` is that loop nest's cost in operations. See the
+    docs page "Coming from the trnsci packages".)
+
+    Parameters
+    ----------
+    subscripts : str
+        An einsum expression in torch.einsum's grammar.
+    *operands : torch.Tensor or sequence of int
+        The operands, or only their shapes.
+    dtype : torch.dtype, optional
+        The dtype of operands given as shapes (default float32).
+    """
+    return plan_contraction(subscripts, *operands, dtype=dtype).flops
+
+
+def plan_cache_info() -> Any:
+    """Hits, misses and size of the contraction-plan cache (``functools.lru_cache`` statistics)."""
+    return _cached_plan.cache_info()
+
+
+def clear_plan_cache() -> None:
+    """Drop every cached contraction plan (later calls plan again)."""
+    _cached_plan.cache_clear()
