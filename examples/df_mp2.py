@@ -257,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C: no energy, no traceback; PySCF's scratch files go with the interpreter's exit.
+        print("interrupted: no energy computed", file=sys.stderr)
+        return 130  # 128 + SIGINT, the shell's convention
     print(json.dumps(results, indent=1) if args.json else report(results))
     if args.check and not results["agrees"]:
         print(
