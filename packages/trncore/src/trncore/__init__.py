@@ -4,7 +4,7 @@ It owns what every library would otherwise write again: backend selection and th
 variables that steer it (:mod:`trncore.config`), dispatch of declared operations to PyTorch, the
 simulator or a Neuron device (:mod:`trncore.dispatch`), torch ↔ NumPy marshalling
 (:mod:`trncore.marshal`), XLA residency and barriers (:mod:`trncore.xla`), kernel cache keys
-(:mod:`trncore.keys`), persistent caches (:mod:`trncore.store`) and the NKI emulator
+(:mod:`trncore.keys`) and the NKI emulator
 (:mod:`trncore.sim`).
 """
 
