@@ -425,3 +425,68 @@ def test_remembered_pytorch_route_is_forgotten_on_every_kind_of_change(lib, nump
     with pytest.warns(NkiFallbackWarning, match="no Neuron device"):
         op(*inputs())
     assert len(numpy_engine.calls) == 2
+
+
+# ----------------------------------------------------------------------------- scoped backends
+
+
+def test_scoped_backend_routes_the_block_and_restores(lib, numpy_engine, clean_env):
+    op = lib.operation("mm", reference=torch_matmul, kernel=np_matmul_kernel)
+    env(clean_env, lib, "USE_SIMULATOR", "1")
+    lib.set_backend("pytorch")
+    op(*inputs())  # the reference, remembered for the fast path
+    assert numpy_engine.calls == []
+    with lib.backend("nki"):
+        assert lib.get_backend() == "nki"
+        torch.testing.assert_close(op(*inputs()), torch_matmul(*inputs()))
+    assert len(numpy_engine.calls) == 1  # the block's call ran the kernel despite the fast path
+    assert lib.get_backend() == "pytorch"
+    op(*inputs())
+    assert len(numpy_engine.calls) == 1  # back on the reference after the block
+    with pytest.raises(ZeroDivisionError), lib.backend("nki"):
+        raise ZeroDivisionError
+    assert lib.get_backend() == "pytorch"  # restored on an exception too
+
+
+def test_library_scope_beats_suite_scope_and_environment_beats_both(lib, numpy_engine, clean_env):
+    op = lib.operation("mm", reference=torch_matmul, kernel=np_matmul_kernel)
+    env(clean_env, lib, "USE_SIMULATOR", "1")
+    with trncore.backend("pytorch"):
+        assert lib.get_backend() == "pytorch"
+        op(*inputs())
+        assert numpy_engine.calls == []
+        with lib.backend("nki"):
+            op(*inputs())
+            assert len(numpy_engine.calls) == 1
+    env(clean_env, lib, "FORCE_BACKEND", "pytorch")
+    with lib.backend("nki"):
+        assert lib.get_backend() == "pytorch"
+        op(*inputs())
+    assert len(numpy_engine.calls) == 1
+
+
+def test_scoped_backend_is_local_to_the_thread(lib, numpy_engine, clean_env):
+    import threading
+
+    op = lib.operation("mm", reference=torch_matmul, kernel=np_matmul_kernel)
+    env(clean_env, lib, "USE_SIMULATOR", "1")
+    seen = {}
+
+    def other_thread():
+        seen["backend"] = lib.get_backend()
+        op(*inputs())
+
+    with lib.backend("pytorch"):
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join(60)
+        op(*inputs())  # this thread: the reference
+    assert seen["backend"] == "auto"
+    assert len(numpy_engine.calls) == 1  # only the other thread's call reached the kernel
+
+
+def test_scoped_backend_rejects_unknown_names(lib):
+    with pytest.raises(ValueError, match="backend"), lib.backend("cuda"):
+        pass
+    with pytest.raises(TypeError, match="backend must be a string"), trncore.backend(3):
+        pass

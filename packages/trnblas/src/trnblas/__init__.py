@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 
 _library = Library.register("trnblas", __version__)
 set_backend = _library.set_backend
+backend = _library.backend  # with backend("nki"): ... (scoped to the block)
 get_backend = _library.get_backend
 __getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
 
@@ -30,6 +31,7 @@ __all__ = [
     "__version__",
     "asum",
     "axpy",
+    "backend",
     "batched_gemm",
     "copy",
     "dot",

@@ -37,6 +37,7 @@ _LAZY = {
     "Library": "trncore.dispatch",
     "Operation": "trncore.dispatch",
     "Route": "trncore.dispatch",
+    "backend": "trncore.dispatch",
     "reset_fallback_warnings": "trncore.dispatch",
     "TilePolicy": "trncore.padding",
 }
@@ -70,6 +71,7 @@ __all__ = [
     "Route",
     "TilePolicy",
     "__version__",
+    "backend",
     "bucket_dim",
     "bucket_shape",
     "neuron_device_present",

@@ -32,11 +32,13 @@ How the backend is chosen (environment read at every call; see :mod:`trncore.con
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol, runtime_checkable
 
@@ -55,6 +57,7 @@ __all__ = [
     "NeuronDeviceEngine",
     "Operation",
     "Route",
+    "backend",
     "get_device_engine",
     "libraries",
     "reset_fallback_warnings",
@@ -72,6 +75,42 @@ class Route(enum.Enum):
 
 class KernelUnsupported(Exception):
     """Raised by a driver when the kernel cannot take these inputs; the reference runs instead."""
+
+
+# --------------------------------------------------------------------------- scoped backends
+#
+# ``with trnblas.backend("nki"): ...`` (one library) and ``with trncore.backend("nki"): ...``
+# (every library) choose the backend for the code inside the block, in the current thread or task
+# only (a ContextVar, as scipy.fft's set_backend is thread-local). Precedence: the
+# ``<LIB>_FORCE_BACKEND`` variables, then the library's scope, then the suite's scope, then
+# ``set_backend``. While any scope is open anywhere, dispatch does not remember "this library runs
+# its reference" (the remembered answer is shared by all threads; a scope is not).
+
+_SUITE_SCOPE: ContextVar[config.Backend | None] = ContextVar("trncore_backend", default=None)
+_OPEN_SCOPES = [0]
+_scopes_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _scoped(var: ContextVar[config.Backend | None], name: object) -> Iterator[None]:
+    token = var.set(config.check_backend(name, what="backend"))
+    with _scopes_lock:
+        _OPEN_SCOPES[0] += 1
+    config.bump_generation()
+    try:
+        yield
+    finally:
+        var.reset(token)
+        with _scopes_lock:
+            _OPEN_SCOPES[0] -= 1
+        config.bump_generation()
+
+
+def backend(name: str) -> contextlib.AbstractContextManager[None]:
+    """Use backend ``name`` (``"auto"``, ``"pytorch"`` or ``"nki"``) for every library inside a
+    ``with`` block, in this thread or task; a library's own scope (``trnblas.backend(...)``) and
+    the ``<LIB>_FORCE_BACKEND`` variables take precedence. Restored on exit, exceptions included."""
+    return _scoped(_SUITE_SCOPE, name)
 
 
 # --------------------------------------------------------------------------- device engines
@@ -275,7 +314,7 @@ class Operation:
             # Forwarding an empty **kwargs costs torch's argument parser ~0.3 us: avoid it.
             return self.reference(*args, **kwargs) if kwargs else self.reference(*args)
         env = config.env_settings(lib.name)
-        return self._route(env.force_backend or lib._backend, env, args, kwargs)
+        return self._route(env.force_backend or lib._current_backend(), env, args, kwargs)
 
     def call_kernel(self, *args: Any, **kwargs: Any) -> Any:
         """Call the operation on its kernel route whatever :meth:`Library.set_backend` says.
@@ -388,6 +427,11 @@ class Library:
 
     def __post_init__(self) -> None:
         self._steering = config.steering_keys(self.name)
+        self._scope: ContextVar[config.Backend | None] = ContextVar(f"{self.name}_backend", default=None)
+
+    def _current_backend(self) -> config.Backend:
+        """The backend chosen in code: this library's scope, else the suite's, else set_backend."""
+        return self._scope.get() or _SUITE_SCOPE.get() or self._backend
 
     def _reference_only(self) -> bool:
         """True when a call must run the reference whatever it is: no steering variable is set,
@@ -395,12 +439,13 @@ class Library:
         environment is tracked) until the environment, the backend or the device engine changes.
         """
         generation = _GENERATION[0]  # read first: a change during the check invalidates it
+        chosen = self._current_backend()
         plain = (
-            self._backend != "nki"
+            chosen != "nki"
             and config.steering_unset(self.name, self._steering)
-            and (self._backend == "pytorch" or not _device_available_cached())
+            and (chosen == "pytorch" or not _device_available_cached())
         )
-        if plain and config.ENV_TRACKED:
+        if plain and config.ENV_TRACKED and not _OPEN_SCOPES[0]:
             self.reference_at = generation
         return plain
 
@@ -424,9 +469,19 @@ class Library:
         self._backend = config.check_backend(backend, what="backend")
         self.reference_at = -1
 
+    def backend(self, backend: str) -> contextlib.AbstractContextManager[None]:
+        """Use ``backend`` for this library inside a ``with`` block (this thread or task only).
+
+        ``with trnblas.backend("nki"): ...`` runs the block's trnblas calls on the kernel route and
+        restores the previous choice on exit; ``set_backend`` inside the block is overridden until
+        then. ``<LIB>_FORCE_BACKEND`` / ``TRNSCI_FORCE_BACKEND`` still take precedence.
+        """
+        return _scoped(self._scope, backend)
+
     def get_backend(self) -> str:
-        """The backend in effect: the forcing environment variable if set, else the setting."""
-        return config.env_settings(self.name).force_backend or self._backend
+        """The backend in effect: the forcing environment variable if set, else a ``with
+        backend(...)`` scope (this library's, then the suite's), else :meth:`set_backend`'s."""
+        return config.env_settings(self.name).force_backend or self._current_backend()
 
     @property
     def has_nki(self) -> bool:
@@ -446,7 +501,7 @@ class Library:
         """The route a large call would take now, and why (used by ``python -m trncore doctor``)."""
         env = config.env_settings(self.name)
         prefix = self.name.upper()
-        backend = env.force_backend or self._backend
+        backend = env.force_backend or self._current_backend()
         source = f"{prefix}_FORCE_BACKEND/TRNSCI_FORCE_BACKEND" if env.force_backend else "set_backend"
         if backend == "pytorch":
             return Route.PYTORCH, f"backend 'pytorch' (from {source})"

@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 
 _library = Library.register("trnfft", __version__)
 set_backend = _library.set_backend
+backend = _library.backend  # with backend("nki"): ... (scoped to the block)
 get_backend = _library.get_backend
 __getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
 
@@ -73,6 +74,7 @@ __all__ = [
     "NkiFallbackWarning",
     "TwiddleTables",
     "__version__",
+    "backend",
     "choose_algorithm",
     "clear_plan_cache",
     "complex_matmul",

@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 
 _library = Library.register("trntensor", __version__)
 set_backend = _library.set_backend
+backend = _library.backend  # with backend("nki"): ... (scoped to the block)
 get_backend = _library.get_backend
 __getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
 
@@ -57,6 +58,7 @@ __all__ = [
     "__version__",
     "ao_to_mo_transform",
     "apply_metric",
+    "backend",
     "clear_plan_cache",
     "cp_decompose",
     "cp_reconstruct",
