@@ -71,7 +71,9 @@ def triangular(rng: np.random.Generator, n: int, dtype: torch.dtype, lower: bool
     return a
 
 
-def as_referenced(a: np.ndarray, lower: bool, diag: int = 0, symmetric: bool = False) -> np.ndarray:
+def as_referenced(
+    a: np.ndarray, lower: bool, diag: int = 0, symmetric: bool = False, hermitian: bool = False
+) -> np.ndarray:
     """The matrix a BLAS routine that reads one triangle of ``a`` defines: the same answer whether
     or not a BLAS build touches the rest.
 
@@ -79,10 +81,14 @@ def as_referenced(a: np.ndarray, lower: bool, diag: int = 0, symmetric: bool = F
     referenced"; a SciPy/OpenBLAS reference handed NaN there is only right if the host's kernel
     honours that, which varies between builds. So references get this finite matrix: for a
     triangular routine the other triangle is zero and a unit diagonal is 1; for a symmetric one the
-    other triangle mirrors the read one. The library under test still gets the NaN-filled input.
+    other triangle mirrors the read one (conjugated for a Hermitian one, whose diagonal's imaginary
+    parts BLAS takes as zero). The library under test still gets the NaN-filled input.
     """
     n = a.shape[0]
     kept = np.tril(np.nan_to_num(a, nan=0.0)) if lower else np.triu(np.nan_to_num(a, nan=0.0))
+    if hermitian:
+        strict = kept - np.diag(np.diag(kept))
+        return strict + strict.conj().T + np.diag(np.diag(kept).real).astype(kept.dtype)
     if symmetric:
         return kept + kept.T - np.diag(np.diag(kept))
     if diag:

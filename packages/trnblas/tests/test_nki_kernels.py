@@ -349,11 +349,11 @@ def test_float64_falls_back_with_the_reason_unless_opted_in(nki_sim):
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
 
 
-def test_complex_input_falls_back_with_a_warning(nki_sim):
+def test_batched_complex_input_falls_back_with_a_warning(nki_sim):
     nki_sim.delenv("TRNBLAS_REQUIRE_NKI")
-    a = torch.ones(3, 3, dtype=torch.complex64)
-    with pytest.warns(NkiFallbackWarning, match="complex"):
-        got = trnblas.gemm(1.0, a, a)
+    a = torch.ones(2, 3, 3, dtype=torch.complex64)
+    with pytest.warns(NkiFallbackWarning, match="batched complex"):
+        got = trnblas.batched_gemm(a, a)
     assert torch.allclose(got, a @ a)
 
 

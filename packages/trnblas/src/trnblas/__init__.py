@@ -22,7 +22,7 @@ __getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
 
 from trnblas.level1 import asum, axpy, copy, dot, dotc, iamax, nrm2, rot, scal, swap  # noqa: E402
 from trnblas.level2 import gemv, ger, gerc, symv, trmv, trsv  # noqa: E402
-from trnblas.level3 import batched_gemm, gemm, symm, syr2k, syrk, trmm, trsm  # noqa: E402
+from trnblas.level3 import batched_gemm, gemm, hemm, her2k, herk, symm, syr2k, syrk, trmm, trsm  # noqa: E402
 
 __all__ = [
     "HAS_NKI",
@@ -41,6 +41,9 @@ __all__ = [
     "ger",
     "gerc",
     "get_backend",
+    "hemm",
+    "her2k",
+    "herk",
     "iamax",
     "neuron_device_present",
     "nrm2",

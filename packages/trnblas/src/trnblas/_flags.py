@@ -91,6 +91,18 @@ def symmetric_from_triangle(a: torch.Tensor, lower: bool) -> torch.Tensor:
     return torch.triu(a) + torch.triu(a, 1).mT
 
 
+def hermitian_from_triangle(a: torch.Tensor, lower: bool) -> torch.Tensor:
+    """The Hermitian matrix whose selected triangle is that of ``a``.
+
+    As BLAS ``hemm``/``hemv``: the other triangle is never read and the imaginary parts of the
+    diagonal are taken as zero. For real ``a`` this is :func:`symmetric_from_triangle`.
+    """
+    if not a.is_complex():
+        return symmetric_from_triangle(a, lower)
+    strict = torch.tril(a, -1) if lower else torch.triu(a, 1)
+    return strict + strict.mH + torch.diag_embed(torch.diagonal(a, dim1=-2, dim2=-1).real.to(a.dtype))
+
+
 def triangle_mask(n: int, lower: bool, device: torch.device) -> torch.Tensor:
     """Boolean ``(n, n)`` mask of the lower or upper triangle, diagonal included."""
     full = torch.ones((n, n), dtype=torch.bool, device=device)

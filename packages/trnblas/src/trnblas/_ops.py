@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from trnblas import _library, _pytorch
-from trnblas._flags import op, symmetric_from_triangle, triangle, triangle_mask
+from trnblas._flags import hermitian_from_triangle, op, symmetric_from_triangle, triangle, triangle_mask
 from trnblas.kernels import (
     gemm_kernel,
     gemm_update_kernel,
@@ -31,6 +31,7 @@ from trnblas.kernels import (
 )
 from trncore import TilePolicy
 from trncore.dispatch import KernelContext, KernelUnsupported
+from trncore.kernels.complex_gemm import complex_matmul_kernel, use_gauss
 from trncore.padding import crop, pad_to
 from trncore.precision import kernel_dtype as _trncore_kernel_dtype
 
@@ -38,6 +39,9 @@ __all__ = [
     "batched_gemm_op",
     "call",
     "gemm_op",
+    "hemm_op",
+    "her2k_op",
+    "herk_op",
     "kernel_route",
     "mp2_energy_df_op",
     "mp2_energy_op",
@@ -124,16 +128,41 @@ def _padded_operand(t: torch.Tensor, trans: int, rows: str, cols: str) -> torch.
     return _POLICY.pad(t, [None] * (t.dim() - 2) + list(names))
 
 
+def _planes(t: torch.Tensor, trans: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Real and imaginary planes of ``t`` in ``dtype``; a conjugate transpose (``trans`` 2) is a
+    plain transpose of the conjugate, so its imaginary plane is negated here."""
+    re, im = t.real.to(dtype), t.imag.to(dtype)
+    return re, (-im if trans == 2 else im)
+
+
+def _complex_gemm(
+    ctx: KernelContext, alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: complex,
+    c: torch.Tensor | None, trans_a: int, trans_b: int, allow_fp32: bool, m: int, n: int,
+) -> torch.Tensor:
+    """Complex GEMM on the shared complex kernel: float32 planes (complex64; complex128 with the
+    float32-compute opt-in), transposes read by the DMA, padding as for real GEMMs."""
+    kd = kernel_dtype(a.real.dtype, allow_fp32, "gemm", (torch.float32,))
+    ta, tb = int(trans_a != 0), int(trans_b != 0)
+    planes = [
+        _padded_operand(p, ta, "M", "K").contiguous() for p in _planes(a, trans_a, kd)
+    ] + [_padded_operand(p, tb, "K", "N").contiguous() for p in _planes(b, trans_b, kd)]
+    cr, ci = ctx.launch(
+        complex_matmul_kernel, *planes, trans_a=bool(ta), trans_b=bool(tb), gauss=use_gauss(m, n)
+    )
+    prod = torch.complex(crop(cr, (m, n)), crop(ci, (m, n)))
+    return _finish(prod, alpha, beta, c, a.dtype)
+
+
 def _gemm_driver(
     ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float,
     c: torch.Tensor | None, trans_a: int, trans_b: int, allow_fp32: bool = False,
 ) -> torch.Tensor:
     m, k = op(a, trans_a).shape
     n = op(b, trans_b).shape[1]
-    if a.is_complex():
-        raise KernelUnsupported("complex GEMM has no Tensor Engine kernel yet")
     if 0 in (m, n, k) or alpha == 0:
         return _gemm_reference(alpha, a, b, beta, c, trans_a, trans_b)  # nothing to multiply
+    if a.is_complex():
+        return _complex_gemm(ctx, alpha, a, b, beta, c, trans_a, trans_b, allow_fp32, m, n)
     kd = kernel_dtype(a.dtype, allow_fp32, "gemm")
     ta, tb = int(trans_a != 0), int(trans_b != 0)
     ap = _padded_operand(_cast(a, kd), ta, "M", "K")
@@ -183,7 +212,7 @@ def _batched_driver(
     batch = tuple(torch.broadcast_shapes(opa.shape[:-2], opb.shape[:-2]))
     m, k, n = opa.shape[-2], opa.shape[-1], opb.shape[-1]
     if a.is_complex():
-        raise KernelUnsupported("complex GEMM has no Tensor Engine kernel yet")
+        raise KernelUnsupported("batched complex GEMM has no kernel yet (2-D complex GEMMs do)")
     if 0 in (m, n, k) or alpha == 0 or 0 in batch:
         return _batched_reference(alpha, a, b, beta, c, trans_a, trans_b)
     kd = kernel_dtype(a.dtype, allow_fp32, "batched_gemm")
@@ -222,10 +251,12 @@ def _syrk_driver(
     trans: int, lower: bool, allow_fp32: bool = False,
 ) -> torch.Tensor:
     n, k = op(a, trans).shape
-    if a.is_complex():
-        raise KernelUnsupported("complex SYRK has no Tensor Engine kernel yet")
     if 0 in (n, k) or alpha == 0:
         return _syrk_reference(alpha, a, beta, c, trans, lower)
+    if a.is_complex():  # the complex GEMM kernel computes both triangles
+        t = int(trans != 0)
+        full = _complex_gemm(ctx, alpha, a, a, beta, c, t, 1 - t, allow_fp32, n, n)
+        return _keep(full, c, lower)
     kd = kernel_dtype(a.dtype, allow_fp32, "syrk")
     t = int(trans != 0)
     ap = _padded_operand(_cast(a, kd), t, "M", "K")
@@ -236,8 +267,13 @@ def _syrk_driver(
     else:  # op(a)ᵀ does not fit SBUF: the GEMM kernel computes both triangles
         full = ctx.launch(gemm_kernel, ap, ap, trans_a=t, trans_b=1 - t)
     full = _finish(crop(full, (n, n)), alpha, beta, c, a.dtype)
-    mask = triangle_mask(n, lower, full.device)
-    other = c if c is not None else torch.zeros((), dtype=a.dtype, device=a.device)
+    return _keep(full, c, lower)
+
+
+def _keep(full: torch.Tensor, c: torch.Tensor | None, lower: bool) -> torch.Tensor:
+    """``full`` in the selected triangle and ``c`` (or zero) in the other, as BLAS writes it."""
+    mask = triangle_mask(full.shape[-1], lower, full.device)
+    other = c if c is not None else torch.zeros((), dtype=full.dtype, device=full.device)
     return torch.where(mask, full, other)
 
 
@@ -485,13 +521,107 @@ def _syr2k_driver(
     ta, tb = (1, 0) if trans else (0, 1)
     left, right = torch.cat([a, b], dim=axis), torch.cat([b, a], dim=axis)
     full = _gemm_driver(ctx, alpha, left, right, beta, c, ta, tb, allow_fp32)
-    mask = triangle_mask(full.shape[-1], lower, full.device)
-    other = c if c is not None else torch.zeros((), dtype=full.dtype, device=full.device)
-    return torch.where(mask, full, other)
+    return _keep(full, c, lower)
 
 
 syr2k_op = _library.operation(
     "syr2k", reference=_syr2k_reference, kernel=gemm_kernel, driver=_syr2k_driver, policy=_POLICY,
     min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, beta, c, trans, *args, **kw: 2 * a.numel() * a.shape[1 if trans else 0],
+)
+
+
+# ----------------------------------------------------------------------------- Hermitian routines
+#
+# All three reduce to the GEMM operation's driver (the complex kernel for complex data), as symm
+# and syr2k do. BLAS leaves the imaginary parts of a Hermitian result's diagonal at zero; so do we.
+
+
+def _real_diagonal(full: torch.Tensor) -> torch.Tensor:
+    if full.is_complex():
+        full.diagonal(dim1=-2, dim2=-1).imag.zero_()
+    return full
+
+
+def _hemm_reference(
+    alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: complex, c: torch.Tensor | None, right: bool,
+    lower: bool, allow_fp32: bool = False,
+) -> torch.Tensor:
+    """The PyTorch HEMM: the Hermitian matrix built from one triangle, then one GEMM."""
+    full = hermitian_from_triangle(a, lower)
+    if right:
+        return _pytorch.gemm(alpha, b, full, beta, c, 0, 0)
+    return _pytorch.gemm(alpha, full, b, beta, c, 0, 0)
+
+
+def _hemm_driver(
+    ctx: KernelContext, alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: complex,
+    c: torch.Tensor | None, right: bool, lower: bool, allow_fp32: bool = False,
+) -> torch.Tensor:
+    full = hermitian_from_triangle(a, lower)
+    if right:
+        return _gemm_driver(ctx, alpha, b, full, beta, c, 0, 0, allow_fp32)
+    return _gemm_driver(ctx, alpha, full, b, beta, c, 0, 0, allow_fp32)
+
+
+hemm_op = _library.operation(
+    "hemm", reference=_hemm_reference, kernel=complex_matmul_kernel, driver=_hemm_driver,
+    policy=_POLICY, min_work=_MIN_FLOPS, work=lambda alpha, a, b, *args, **kw: 8 * a.shape[0] * b.numel(),
+)
+
+
+def _herk_reference(
+    alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int, lower: bool,
+    allow_fp32: bool = False,
+) -> torch.Tensor:
+    """The PyTorch HERK (one triangle, real diagonal; the other triangle is ``c``'s)."""
+    return _pytorch.herk(alpha, a, beta, c, trans, lower)
+
+
+def _herk_driver(
+    ctx: KernelContext, alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None,
+    trans: int, lower: bool, allow_fp32: bool = False,
+) -> torch.Tensor:
+    ta, tb = (2, 0) if trans else (0, 2)
+    full = _gemm_driver(ctx, alpha, a, a, beta, c, ta, tb, allow_fp32)
+    return _real_diagonal(_keep(full, c, lower))
+
+
+herk_op = _library.operation(
+    "herk", reference=_herk_reference, kernel=complex_matmul_kernel, driver=_herk_driver,
+    policy=_POLICY, min_work=_MIN_FLOPS,
+    work=lambda alpha, a, beta, c, trans, *args, **kw: 8 * a.numel() * a.shape[1 if trans else 0],
+)
+
+
+def _her2k_reference(
+    alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int,
+    lower: bool, allow_fp32: bool = False,
+) -> torch.Tensor:
+    """The PyTorch HER2K."""
+    return _pytorch.her2k(alpha, a, b, beta, c, trans, lower)
+
+
+def _her2k_driver(
+    ctx: KernelContext, alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: float,
+    c: torch.Tensor | None, trans: int, lower: bool, allow_fp32: bool = False,
+) -> torch.Tensor:
+    """One GEMM over a doubled contraction, ``[a | b]`` against ``[b | a]`` scaled so that the
+    product is ``alpha op(a) op(b)ᴴ + conj(alpha) op(b) op(a)ᴴ``: with ``trans`` 0 it is
+    ``[a b] @ [conj(alpha) b, alpha a]ᴴ``; with ``trans`` 2, ``[a; b]ᴴ @ [alpha b; conj(alpha) a]``."""
+    axis = 0 if trans else 1
+    ta, tb = (2, 0) if trans else (0, 2)
+    conj_alpha = alpha.conjugate() if isinstance(alpha, complex) else alpha
+    left = torch.cat([a, b], dim=axis)
+    # The scale on the conjugated side enters conjugated: pre-scale by its conjugate.
+    scale_b, scale_a = (alpha, conj_alpha) if trans else (conj_alpha, alpha)
+    right = torch.cat([b * scale_b, a * scale_a], dim=axis)
+    full = _gemm_driver(ctx, 1.0, left, right, beta, c, ta, tb, allow_fp32)
+    return _real_diagonal(_keep(full, c, lower))
+
+
+her2k_op = _library.operation(
+    "her2k", reference=_her2k_reference, kernel=complex_matmul_kernel, driver=_her2k_driver,
+    policy=_POLICY, min_work=_MIN_FLOPS,
+    work=lambda alpha, a, b, beta, c, trans, *args, **kw: 16 * a.numel() * a.shape[1 if trans else 0],
 )

@@ -103,6 +103,36 @@ def syr2k(
     return _keep_triangle(full, c, lower)
 
 
+def herk(
+    alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int, lower: bool
+) -> torch.Tensor:
+    """Hermitian rank-k update ``alpha op(a) op(a)ᴴ + beta c`` of one triangle (``op`` is the
+    identity for ``trans`` 0, the conjugate transpose for 2); the diagonal is left real, the other
+    triangle is ``c``'s as given (or zero)."""
+    ta, tb = (2, 0) if trans else (0, 2)
+    full = _keep_triangle(gemm(alpha, a, a, beta, c, ta, tb), c, lower)
+    if full.is_complex():
+        full.diagonal().imag.zero_()
+    return full
+
+
+def her2k(
+    alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int,
+    lower: bool,
+) -> torch.Tensor:
+    """Hermitian rank-2k update ``alpha op(a) op(b)ᴴ + conj(alpha) op(b) op(a)ᴴ + beta c`` of one
+    triangle, diagonal left real."""
+    ta, tb = (2, 0) if trans else (0, 2)
+    full = gemm(alpha, a, b, beta, c, ta, tb)
+    if alpha != 0:
+        conj_alpha = alpha.conjugate() if isinstance(alpha, complex) else alpha
+        full = torch.addmm(full, op(b, ta), op(a, tb), alpha=conj_alpha)
+    full = _keep_triangle(full, c, lower)
+    if full.is_complex():
+        full.diagonal().imag.zero_()
+    return full
+
+
 def _keep_triangle(full: torch.Tensor, c: torch.Tensor | None, lower: bool) -> torch.Tensor:
     """``full`` in the selected triangle, ``c`` (or zero) in the other one, as BLAS writes it."""
     mask = triangle_mask(full.shape[-1], lower, full.device)

@@ -438,3 +438,168 @@ def trmm(
     a, b, right, low, t, unit = _triangular_checks(a, b, side, lower, trans_a, diag, overwrite_b)
     alpha_ = v.scalar("alpha", alpha, a.dtype)
     return _ops.call(_ops.trmm_op, alpha_, a, b, right, low, t, unit)
+
+
+# ----------------------------------------------------------------------------- Hermitian
+
+
+def hemm(
+    alpha: float | complex,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    beta: float | complex = 0.0,
+    c: torch.Tensor | None = None,
+    side: int = 0,
+    lower: int = 0,
+    overwrite_c: bool = False,
+) -> torch.Tensor:
+    """Hermitian matrix product ``alpha * a @ b + beta * c`` (or ``alpha * b @ a`` with ``side=1``).
+
+    As ``scipy.linalg.blas.chemm``/``zhemm``: ``a`` is Hermitian, only its ``lower`` (1) or upper
+    (0) triangle is read and the imaginary parts of its diagonal are taken as zero. Real data is
+    accepted too (a real Hermitian matrix is symmetric: the result is :func:`symm`'s).
+
+    Parameters
+    ----------
+    alpha, beta : float or complex
+        Scales of the product and of ``c`` (``c`` is not read when ``beta`` is 0).
+    a : torch.Tensor
+        Square Hermitian matrix, ``(m, m)`` for ``side=0`` or ``(n, n)`` for ``side=1``.
+    b : torch.Tensor
+        ``(m, n)`` matrix.
+    c : torch.Tensor, optional
+        ``(m, n)`` matrix; absent means zero.
+    side : {0, 1}, optional
+        0: ``a @ b``; 1: ``b @ a``.
+    lower : {0, 1}, optional
+        Which triangle of ``a`` holds the matrix.
+    overwrite_c : bool, optional
+        Accepted and ignored.
+
+    Returns
+    -------
+    torch.Tensor
+        A new ``(m, n)`` tensor.
+    """
+    a = v.tensor("a", a, 2)
+    b = v.tensor("b", b, 2)
+    v.same_kind(a=a, b=b)
+    right, low = side_flag(side), lower_flag(lower)
+    overwrite_flag("overwrite_c", overwrite_c)
+    alpha_, beta_ = v.scalar("alpha", alpha, a.dtype), v.scalar("beta", beta, a.dtype)
+    order = v.square("a", a)
+    m, n = b.shape
+    needed = n if right else m
+    if order != needed:
+        raise ValueError(
+            f"a must have shape {(needed, needed)} to multiply b of shape {(m, n)} from the "
+            f"{'right' if right else 'left'} (side={int(right)}), got {tuple(a.shape)}"
+        )
+    c_ = _optional_c(c, (m, n), "the shape of b", a=a)
+    return _ops.call(_ops.hemm_op, alpha_, a, b, beta_, c_, right, low)
+
+
+def _hermitian_rank_checks(
+    name: str, a: torch.Tensor, trans: object, lower: object, overwrite_c: object
+) -> tuple[int, bool, int]:
+    t = trans_flag("trans", trans)
+    if t == 1 and a.is_complex():
+        raise ValueError(
+            f"{name} with complex operands takes trans 0 or 2 (conjugate transpose), as BLAS; the "
+            f"plain transpose (trans=1) is the symmetric update syr{name[3:]}, not {name}"
+        )
+    overwrite_flag("overwrite_c", overwrite_c)
+    n = a.shape[1] if t else a.shape[0]
+    return t, lower_flag(lower), int(n)
+
+
+def herk(
+    alpha: float,
+    a: torch.Tensor,
+    beta: float = 0.0,
+    c: torch.Tensor | None = None,
+    trans: int = 0,
+    lower: int = 0,
+    overwrite_c: bool = False,
+) -> torch.Tensor:
+    """Hermitian rank-k update of one triangle, as ``scipy.linalg.blas.cherk``/``zherk``.
+
+    Computes ``alpha * a @ aᴴ + beta * c`` (``trans=0``, ``a`` is ``(n, k)``) or
+    ``alpha * aᴴ @ a + beta * c`` (``trans=2``, ``a`` is ``(k, n)``) in the ``lower`` (1) or upper
+    (0) triangle, with a real diagonal (BLAS sets the diagonal's imaginary parts to zero). The other
+    triangle is ``c``'s as given (zero when ``c`` is absent).
+
+    Parameters
+    ----------
+    alpha, beta : float
+        Real scales of the product and of ``c`` (BLAS takes them real here).
+    a : torch.Tensor
+        ``(n, k)`` for ``trans=0``, ``(k, n)`` for ``trans=2``.
+    c : torch.Tensor, optional
+        ``(n, n)`` matrix.
+    trans : {0, 2}, optional
+        2: the conjugate transpose. For real data 1 and 2 both mean the transpose.
+    lower : {0, 1}, optional
+        Triangle that is computed.
+    overwrite_c : bool, optional
+        Accepted and ignored.
+
+    Returns
+    -------
+    torch.Tensor
+        A new ``(n, n)`` tensor.
+    """
+    a = v.tensor("a", a, 2)
+    t, low, n = _hermitian_rank_checks("herk", a, trans, lower, overwrite_c)
+    alpha_, beta_ = v.real_scalar("alpha", alpha), v.real_scalar("beta", beta)
+    c_ = _optional_c(c, (n, n), "n by n, n = rows of op(a)", a=a)
+    return _ops.call(_ops.herk_op, alpha_, a, beta_, c_, t, low)
+
+
+def her2k(
+    alpha: float | complex,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    beta: float = 0.0,
+    c: torch.Tensor | None = None,
+    trans: int = 0,
+    lower: int = 0,
+    overwrite_c: bool = False,
+) -> torch.Tensor:
+    """Hermitian rank-2k update of one triangle, as ``scipy.linalg.blas.cher2k``/``zher2k``.
+
+    Computes ``alpha * a @ bᴴ + conj(alpha) * b @ aᴴ + beta * c`` (``trans=0``; ``a``, ``b`` are
+    ``(n, k)``) or ``alpha * aᴴ @ b + conj(alpha) * bᴴ @ a + beta * c`` (``trans=2``; ``(k, n)``) in
+    the selected triangle with a real diagonal; the other triangle is ``c``'s as given (zero when
+    ``c`` is absent).
+
+    Parameters
+    ----------
+    alpha : float or complex
+        Scale of the update.
+    beta : float
+        Real scale of ``c`` (real in BLAS).
+    a, b : torch.Tensor
+        Matrices of the same shape.
+    c : torch.Tensor, optional
+        ``(n, n)`` matrix.
+    trans : {0, 2}, optional
+        2: the conjugate transpose. For real data 1 and 2 both mean the transpose.
+    lower : {0, 1}, optional
+        Triangle that is computed.
+    overwrite_c : bool, optional
+        Accepted and ignored.
+
+    Returns
+    -------
+    torch.Tensor
+        A new ``(n, n)`` tensor.
+    """
+    a = v.tensor("a", a, 2)
+    b = v.tensor("b", b, 2)
+    v.same_kind(a=a, b=b)
+    v.shape("b", b, tuple(a.shape), "the shape of a")
+    t, low, n = _hermitian_rank_checks("her2k", a, trans, lower, overwrite_c)
+    alpha_, beta_ = v.scalar("alpha", alpha, a.dtype), v.real_scalar("beta", beta)
+    c_ = _optional_c(c, (n, n), "n by n", a=a)
+    return _ops.call(_ops.her2k_op, alpha_, a, b, beta_, c_, t, low)

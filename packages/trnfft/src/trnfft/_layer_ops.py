@@ -2,7 +2,7 @@
 
 ``complex_matmul(ar, ai, br, bi, bias_r, bias_i, trans_a, trans_b)`` is declared with trncore: its
 reference is four real GEMMs in torch (any dtype, any device), its driver launches
-:func:`trnfft.kernels.complex_gemm.complex_matmul_kernel` for float32 planes. The layers'
+:func:`trncore.kernels.complex_gemm.complex_matmul_kernel` for float32 planes. The layers'
 ``torch.autograd.Function`` classes call it in ``forward`` *and* in ``backward`` (the analytic
 gradients are complex GEMMs too), so on the NKI route both directions run on the Tensor Engine and
 on the PyTorch route both run the reference (where float64 ``gradcheck`` verifies the formulas).
@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 
 from trncore.dispatch import KernelContext, KernelUnsupported
+from trncore.kernels.complex_gemm import complex_matmul_kernel, use_gauss
 from trnfft import _library
-from trnfft.kernels.complex_gemm import complex_matmul_kernel
 from trnfft.kernels.modrelu import modrelu_backward_kernel, modrelu_kernel
 
 __all__ = [
@@ -90,8 +90,7 @@ def _complex_matmul_driver(
     k2, n = (br.shape[1], br.shape[0]) if trans_b else tuple(br.shape)
     if k != k2 or min(m, n, k) == 0:
         raise KernelUnsupported(f"shapes do not chain: {tuple(ar.shape)} and {tuple(br.shape)}")
-    # Three-multiplication products pay once the block additions are amortised over whole tiles.
-    gauss = m >= 128 and n >= 512
+    gauss = use_gauss(m, n)
     args = [t.contiguous() for t in tensors]
     return ctx.launch(complex_matmul_kernel, *args, trans_a=bool(trans_a), trans_b=bool(trans_b), gauss=gauss)
 

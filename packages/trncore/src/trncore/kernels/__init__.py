@@ -22,12 +22,17 @@ on.
     the GEMM kernel itself, batched, with transposes read through the DMA and stationary reuse
     (:func:`~trncore.kernels.gemm.gemm_kernel`, :func:`~trncore.kernels.gemm.gemm_update_kernel`),
     launched by trnblas and trntensor alike;
+:mod:`trncore.kernels.complex_gemm`
+    complex GEMM on split real/imaginary planes, three or four real products per tile
+    (:func:`~trncore.kernels.complex_gemm.complex_matmul_kernel`), launched by trnblas (complex
+    ``gemm`` and the routines built on it) and trnfft (``complex_matmul``, the complex layers);
 :mod:`trncore.kernels.mp2`
     the closed-shell MP2 energy of a tile of amplitudes
     (:func:`~trncore.kernels.mp2.mp2_energy_tile`) and the cross-partition sum that finishes it
     (:func:`~trncore.kernels.mp2.partition_sum`).
 """
 
+from trncore.kernels.complex_gemm import complex_matmul_kernel
 from trncore.kernels.gemm import gemm_kernel, gemm_update_kernel
 from trncore.kernels.matmul import evict, k_tiles_per_block, matmul_tile
 from trncore.kernels.mp2 import mp2_energy_tile, partition_sum
@@ -37,6 +42,7 @@ from trncore.kernels.tiles import block_view, ceil_div, dtype_bytes, load_block,
 __all__ = [
     "block_view",
     "ceil_div",
+    "complex_matmul_kernel",
     "dtype_bytes",
     "evict",
     "gemm_kernel",

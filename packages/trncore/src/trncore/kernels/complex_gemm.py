@@ -25,10 +25,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from trncore.kernels import evict, k_tiles_per_block, load_block, matmul_tile, spans
+from trncore.kernels.matmul import evict, k_tiles_per_block, matmul_tile
+from trncore.kernels.tiles import load_block, spans
 from trncore.lang import nisa, nl
 
-__all__ = ["complex_matmul_kernel"]
+__all__ = ["complex_matmul_kernel", "use_gauss"]
+
+
+def use_gauss(m: int, n: int) -> bool:
+    """Whether a launch of ``(m, n)`` output should take the three-multiplication form: it pays
+    once the block additions are amortised over whole tiles (the rule every driver shares)."""
+    return m >= _TILE_M and n >= _TILE_N
 
 _TILE_M = 128
 _TILE_K = 128
