@@ -1,0 +1,506 @@
+"""DF-MP2 from a PySCF SCF object: RHF and UHF references, spin components, SCS-MP2, and runs
+over many processes through ``torch.distributed``.
+
+:func:`dfmp2_energy` is the whole correlation step: the 3-index integrals ``(μν|P)`` (PySCF's
+``int3c2e`` over a range of auxiliary shells), their transformation to ``B[i,a,P]``, the fit with
+``J^{-1/2}``, and the pair energies. With a process group every step is split:
+
+* the auxiliary shells are cut into fixed chunks (:data:`AUX_CHUNK` functions); chunk ``c`` is
+  computed and transformed by rank ``c mod R`` and broadcast, and every rank keeps only the rows of
+  the occupied blocks it owns;
+* occupied orbitals are cut into fixed blocks (:data:`OCC_BLOCK`); block ``k`` of each spin belongs
+  to rank ``k mod R``, which fits it with the metric;
+* pair blocks are formed as the blocks travel once around a ring of ranks (``send``/``recv``):
+  the owner of block ``k`` computes every pair ``(k, l)`` it needs when block ``l`` passes by.
+
+Peak memory per rank therefore falls with the number of ranks (a rank holds its own blocks, one
+visiting set and one integral chunk). Every number is computed by the same operations on the same
+shapes whatever the number of ranks, and the pair energies are added up with ``math.fsum`` in a
+fixed order, so **the energy is bitwise the same for 1, 2, 3, ... ranks** (at a fixed number of
+threads per rank: a BLAS may split sums differently across thread counts).
+
+Spin components: for RHF ``E_os = Σ T²/Δ`` and ``E_ss = Σ T(T − T')/Δ`` over ``i, j, a, b``
+(``T' = T_ij^ba``), ``E_corr = E_os + E_ss``; for UHF the same-spin part is
+``½ Σ T(T − T')/Δ`` over αα and ββ, the opposite-spin part ``Σ T²/Δ`` over αβ. SCS-MP2 (Grimme,
+J. Chem. Phys. 118, 9095 (2003)) is ``c_os E_os + c_ss E_ss`` with ``c_os = 6/5``, ``c_ss = 1/3``.
+
+PySCF is needed here (it computes the integrals) but is imported only when this runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from trntensor.df_mp2 import ao_to_mo_transform, metric_inverse_sqrt
+
+__all__ = ["AUX_CHUNK", "OCC_BLOCK", "DFMP2Energy", "MemoryPlan", "dfmp2_energy", "memory_plan"]
+
+#: Auxiliary functions per integral chunk (whole shells): fixed, so the chunks do not depend on
+#: the number of ranks.
+AUX_CHUNK = 128
+#: Occupied orbitals per block of the pair loop: fixed for the same reason.
+OCC_BLOCK = 8
+
+_F64 = 8
+
+
+@dataclass(frozen=True)
+class DFMP2Energy:
+    """The DF-MP2 correlation energy and its spin components (Hartree).
+
+    Attributes
+    ----------
+    e_os, e_ss : float
+        Opposite-spin and same-spin components; ``e_corr = e_os + e_ss``.
+    unrestricted : bool
+        Whether the reference was UHF.
+    nocc, nvir : tuple of int
+        Active occupied and virtual orbitals per spin (one entry for RHF, α and β for UHF).
+    naux : int
+        Auxiliary basis functions.
+    ranks : int
+        Processes the run was split over.
+    plan : MemoryPlan
+        The memory plan of the run (per rank).
+    """
+
+    e_os: float
+    e_ss: float
+    unrestricted: bool
+    nocc: tuple[int, ...]
+    nvir: tuple[int, ...]
+    naux: int
+    ranks: int
+    plan: MemoryPlan = field(repr=False)
+
+    @property
+    def e_corr(self) -> float:
+        """``e_os + e_ss``."""
+        return self.e_os + self.e_ss
+
+    def scs(self, c_os: float = 6 / 5, c_ss: float = 1 / 3) -> float:
+        """Spin-component-scaled correlation energy ``c_os e_os + c_ss e_ss`` (Grimme's by default)."""
+        return c_os * self.e_os + c_ss * self.e_ss
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Bytes one rank needs at its peak, by use (see :func:`memory_plan`)."""
+
+    integrals: int  #: one chunk of (μν|P) and its transformed rows, all spins
+    b_own: int  #: the fitted B rows of the occupied blocks this rank owns
+    b_visiting: int  #: the visiting blocks of the ring (received while the current ones are used)
+    energy: int  #: the intermediates of one pair block
+    budget: int | None
+
+    @property
+    def total(self) -> int:
+        """The sum of the parts."""
+        return self.integrals + self.b_own + self.b_visiting + self.energy
+
+    def fits(self) -> bool:
+        """True without a budget, or when the total is within it."""
+        return self.budget is None or self.total <= self.budget
+
+    def describe(self) -> str:
+        """One line per part, in MiB."""
+        mib = 2.0**20
+        parts = [
+            f"integrals chunk {self.integrals / mib:.1f} MiB",
+            f"B (own blocks) {self.b_own / mib:.1f} MiB",
+            f"B (visiting) {self.b_visiting / mib:.1f} MiB",
+            f"pair block {self.energy / mib:.1f} MiB",
+        ]
+        limit = "no budget" if self.budget is None else f"budget {self.budget / mib:.1f} MiB"
+        return f"memory per rank: {', '.join(parts)}; total {self.total / mib:.1f} MiB ({limit})"
+
+
+# ----------------------------------------------------------------------------- decomposition
+
+
+def _blocks(n: int, size: int) -> list[tuple[int, int]]:
+    return [(s, min(s + size, n)) for s in range(0, n, size)]
+
+
+def _owned(count: int, rank: int, ranks: int) -> list[int]:
+    return [k for k in range(count) if k % ranks == rank]
+
+
+def memory_plan(
+    nbasis: int,
+    nocc: Sequence[int],
+    nvir: Sequence[int],
+    naux: int,
+    ranks: int,
+    budget: int | None = None,
+    *,
+    occ_block: int = OCC_BLOCK,
+    aux_chunk: int = AUX_CHUNK,
+) -> MemoryPlan:
+    """The peak bytes per rank of :func:`dfmp2_energy` (float64), before anything is computed.
+
+    Parameters
+    ----------
+    nbasis : int
+        Orbital basis functions.
+    nocc, nvir : sequence of int
+        Active occupied and virtual orbitals per spin.
+    naux : int
+        Auxiliary basis functions.
+    ranks : int
+        Number of processes.
+    budget : int, optional
+        Bytes allowed per rank, for :meth:`MemoryPlan.fits`.
+    occ_block, aux_chunk : int
+        The decomposition (see :func:`dfmp2_energy`).
+    """
+    npair = nbasis * (nbasis + 1) // 2
+    chunk = min(aux_chunk, naux) + 16  # whole shells may run past AUX_CHUNK by a shell
+    integrals = _F64 * chunk * (npair + sum(o * v for o, v in zip(nocc, nvir)))
+    own = visiting = 0
+    for o, v in zip(nocc, nvir):
+        sizes = [b - a for a, b in _blocks(o, occ_block)]
+        per_rank = [sum(sizes[k] for k in _owned(len(sizes), r, ranks)) for r in range(ranks)]
+        own += _F64 * max(per_rank, default=0) * v * naux
+        visiting += 2 * _F64 * max(per_rank, default=0) * v * naux  # the set in use + the one arriving
+    vmax = max(nvir, default=0)
+    energy = 3 * _F64 * (occ_block * vmax) ** 2
+    return MemoryPlan(int(integrals), int(own), int(visiting), int(energy), budget)
+
+
+# ----------------------------------------------------------------------------- orbitals
+
+
+@dataclass
+class _Spin:
+    c_occ: torch.Tensor
+    c_vir: torch.Tensor
+    e_occ: torch.Tensor
+    e_vir: torch.Tensor
+    blocks: list[tuple[int, int]]
+    own: dict[int, torch.Tensor] = field(default_factory=dict)
+
+
+def _frozen_sets(frozen: Any, nspin: int, nmo: int) -> list[set[int]]:
+    """PySCF's ``frozen``: None, a count of lowest orbitals, a list of indices, or (UHF) a pair."""
+    if frozen is None:
+        return [set() for _ in range(nspin)]
+    if isinstance(frozen, bool):
+        raise TypeError("frozen must be None, an int, or a sequence of orbital indices; got a bool")
+    if isinstance(frozen, int):
+        if frozen < 0:
+            raise ValueError(f"frozen must be >= 0, got {frozen}")
+        return [set(range(frozen)) for _ in range(nspin)]
+    if not isinstance(frozen, Sequence) or isinstance(frozen, str):
+        raise TypeError(f"frozen must be None, an int, or a sequence of orbital indices; got {frozen!r}")
+    per_spin: list[Any]
+    if nspin == 2 and len(frozen) == 2 and all(isinstance(f, Sequence) for f in frozen):
+        per_spin = list(frozen)
+    else:
+        per_spin = [frozen] * nspin
+    sets = []
+    for s in per_spin:
+        indices = set()
+        for i in s:
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise TypeError(f"frozen orbital indices must be ints, got {i!r}")
+            if not 0 <= i < nmo:
+                raise ValueError(f"frozen orbital index {i} is outside 0..{nmo - 1}")
+            indices.add(i)
+        sets.append(indices)
+    return sets
+
+
+def _spins(mf: Any, frozen: Any, dtype: torch.dtype, occ_block: int) -> tuple[list[_Spin], bool]:
+    import numpy as np
+
+    coeff = np.asarray(mf.mo_coeff)
+    unrestricted = coeff.ndim == 3
+    if not unrestricted and not np.all(np.isin(np.asarray(mf.mo_occ), (0.0, 2.0))):
+        raise ValueError(
+            "mf has singly occupied orbitals in a restricted reference (ROHF?); DF-MP2 here takes "
+            "RHF or UHF references: run scf.UHF for an open shell"
+        )
+    coeffs = list(coeff) if unrestricted else [coeff]
+    occs = list(np.asarray(mf.mo_occ)) if unrestricted else [np.asarray(mf.mo_occ)]
+    energies = list(np.asarray(mf.mo_energy)) if unrestricted else [np.asarray(mf.mo_energy)]
+    frozen_sets = _frozen_sets(frozen, len(coeffs), coeffs[0].shape[1])
+    spins = []
+    for c, occ, e, fz in zip(coeffs, occs, energies, frozen_sets):
+        occupied = [i for i in range(len(occ)) if occ[i] > 0 and i not in fz]
+        virtual = [i for i in range(len(occ)) if occ[i] == 0 and i not in fz]
+        ct = torch.from_numpy(np.ascontiguousarray(c)).to(dtype)
+        et = torch.from_numpy(np.ascontiguousarray(e)).to(dtype)
+        spins.append(
+            _Spin(
+                c_occ=ct[:, occupied].contiguous(),
+                c_vir=ct[:, virtual].contiguous(),
+                e_occ=et[occupied],
+                e_vir=et[virtual],
+                blocks=_blocks(len(occupied), occ_block),
+            )
+        )
+    return spins, unrestricted
+
+
+# ----------------------------------------------------------------------------- communication
+
+
+class _Comm:
+    """The few collectives the driver needs, on a process group or on one process."""
+
+    def __init__(self, group: Any) -> None:
+        self.group = group
+        if group is None:
+            self.rank, self.size = 0, 1
+        else:
+            import torch.distributed as dist
+
+            self.dist = dist
+            self.rank, self.size = dist.get_rank(group), dist.get_world_size(group)
+
+    def _global(self, rank: int) -> int:
+        return int(self.dist.get_global_rank(self.group, rank))
+
+    def broadcast(self, t: torch.Tensor, src: int) -> None:
+        if self.size > 1:
+            self.dist.broadcast(t, src=self._global(src), group=self.group)
+
+    def ring(self, send: torch.Tensor, recv: torch.Tensor) -> None:
+        """Send ``send`` to the next rank and receive ``recv`` from the previous one."""
+        if self.size == 1:
+            recv.copy_(send)
+            return
+        nxt, prev = (self.rank + 1) % self.size, (self.rank - 1) % self.size
+        reqs = [
+            self.dist.isend(send, self._global(nxt), group=self.group),
+            self.dist.irecv(recv, self._global(prev), group=self.group),
+        ]
+        for r in reqs:
+            r.wait()
+
+    def sum_exact(self, t: torch.Tensor) -> None:
+        """Element-wise sum over ranks of a tensor that at most one rank holds non-zero per entry
+        (adding zeros is exact, so the result does not depend on the reduction order)."""
+        if self.size > 1:
+            self.dist.all_reduce(t, group=self.group)
+
+
+# ----------------------------------------------------------------------------- the driver
+
+
+def _pair_list(nspin: int, counts: list[int]) -> list[tuple[int, int, int, int]]:
+    """Every pair block ``(spin_i, k, spin_j, l)`` the energy needs, in a fixed order."""
+    pairs = []
+    for s in range(nspin):
+        pairs += [(s, k, s, l) for k in range(counts[s]) for l in range(k, counts[s])]
+    if nspin == 2:
+        pairs += [(0, k, 1, l) for k in range(counts[0]) for l in range(counts[1])]
+    return pairs
+
+
+def _pair_energy(
+    bi: torch.Tensor, bj: torch.Tensor, di: torch.Tensor, dj: torch.Tensor, same_spin: bool
+) -> tuple[float, float]:
+    """``(Σ T²/Δ, Σ T(T − T')/Δ)`` over one pair block (the second only for a same-spin pair)."""
+    ni, nv1, naux = bi.shape
+    nj, nv2, _ = bj.shape
+    t = torch.matmul(bi.reshape(ni * nv1, naux), bj.reshape(nj * nv2, naux).mT).view(ni, nv1, nj, nv2)
+    denom = di[:, :, None, None] + dj[None, None, :, :]
+    t_over = t / denom
+    os_part = float(torch.sum(t_over * t))
+    ss_part = 0.0
+    if same_spin:
+        ss_part = float(torch.sum(t_over * (t - t.permute(0, 3, 2, 1))))
+    return os_part, ss_part
+
+
+def dfmp2_energy(
+    mf: Any,
+    auxbasis: str | None = None,
+    *,
+    frozen: Any = None,
+    group: Any = None,
+    memory: int | None = None,
+    progress: bool = False,
+    on_plan: Callable[[MemoryPlan], None] | None = None,
+    occ_block: int = OCC_BLOCK,
+    aux_chunk: int = AUX_CHUNK,
+) -> DFMP2Energy:
+    """DF-MP2 correlation energy and spin components of a converged PySCF RHF or UHF.
+
+    Parameters
+    ----------
+    mf : pyscf.scf.hf.RHF or pyscf.scf.uhf.UHF
+        A converged SCF (its ``mol``, ``mo_coeff``, ``mo_occ``, ``mo_energy`` are read).
+    auxbasis : str, optional
+        The fitting basis; default PySCF's MP2-fitting choice for the orbital basis
+        (``df.make_auxbasis(mol, mp2fit=True)``).
+    frozen : int or sequence, optional
+        As PySCF: the number of lowest orbitals to freeze, or the indices of the orbitals to leave
+        out (occupied or virtual), for UHF also a pair of such lists (α, β).
+    group : torch.distributed.ProcessGroup, optional
+        Split the work over this group's ranks (every rank calls with the same arguments and gets
+        the same result). ``None``: this process alone.
+    memory : int, optional
+        Bytes each rank may use for the correlation step; the run is refused up front (with the
+        plan in the message) when :func:`memory_plan` exceeds it.
+    progress : bool
+        Show tqdm progress bars on stderr (rank 0 only).
+    on_plan : callable, optional
+        Called with the :class:`MemoryPlan` before the expensive steps (to print it, say).
+    occ_block, aux_chunk : int
+        Occupied orbitals per block and auxiliary functions per integral chunk. The result is
+        bitwise independent of the number of ranks for fixed values of these (not across them).
+
+    Returns
+    -------
+    DFMP2Energy
+        ``e_corr``, ``e_os``, ``e_ss`` and ``scs()``, the same on every rank.
+    """
+    from pyscf import df
+
+    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0):
+        raise ValueError(f"memory must be a positive number of bytes, got {memory!r}")
+    if not getattr(mf, "converged", True):
+        raise ValueError("mf has not converged; run mf.kernel() to convergence first")
+    mol = mf.mol
+    comm = _Comm(group)
+    dtype = torch.float64
+    for name, value in (("occ_block", occ_block), ("aux_chunk", aux_chunk)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    spins, unrestricted = _spins(mf, frozen, dtype, occ_block)
+    auxmol = df.addons.make_auxmol(mol, auxbasis or df.make_auxbasis(mol, mp2fit=True))
+    naux = int(auxmol.nao)
+    plan = memory_plan(
+        int(mol.nao), [s.c_occ.shape[1] for s in spins], [s.c_vir.shape[1] for s in spins], naux,
+        comm.size, memory, occ_block=occ_block, aux_chunk=aux_chunk,
+    )
+    if on_plan is not None:
+        on_plan(plan)
+    if not plan.fits():
+        raise MemoryError(f"the correlation step does not fit: {plan.describe()}; add ranks or memory")
+
+    bar = _progress(progress and comm.rank == 0)
+    fit = metric_inverse_sqrt(torch.from_numpy(auxmol.intor("int2c2e")).to(dtype))
+    for s in spins:
+        for k in _owned(len(s.blocks), comm.rank, comm.size):
+            i0, i1 = s.blocks[k]
+            s.own[k] = torch.empty(i1 - i0, s.c_vir.shape[1], naux, dtype=dtype)
+
+    # Integrals by auxiliary chunk: computed by the chunk's owner, broadcast, rows kept by owners.
+    chunks = _aux_chunks(auxmol, aux_chunk)
+    nbas = mol.nbas
+    for c, (sh0, sh1, p0, p1) in enumerate(bar(chunks, desc="integrals + transform")):
+        owner = c % comm.size
+        rows = []
+        if comm.rank == owner:
+            shells = (0, nbas, 0, nbas, sh0, sh1)
+            eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", shls_slice=shells)
+            packed = torch.from_numpy(eri.T.copy()).to(dtype)  # (P, μν) lower triangles
+            rows = [ao_to_mo_transform(packed, s.c_occ, s.c_vir) for s in spins]
+            del packed, eri
+        for si, s in enumerate(spins):
+            part = rows[si] if rows else torch.empty(s.c_occ.shape[1], s.c_vir.shape[1], p1 - p0, dtype=dtype)
+            comm.broadcast(part, owner)
+            for k, b in s.own.items():
+                i0, i1 = s.blocks[k]
+                b[:, :, p0:p1] = part[i0:i1]
+    for s in spins:  # the fit, block by block (the same shapes whatever the number of ranks)
+        for k, b in s.own.items():
+            s.own[k] = torch.matmul(b.reshape(-1, naux), fit).reshape(b.shape)
+
+    pairs = _pair_list(len(spins), [len(s.blocks) for s in spins])
+    index = {p: n for n, p in enumerate(pairs)}
+    energies = torch.zeros(len(pairs), 2, dtype=torch.float64)
+    d = [s.e_occ[:, None] - s.e_vir[None, :] for s in spins]
+    visiting = [dict(s.own) for s in spins]  # step 0: this rank's own blocks
+    for step in bar(range(comm.size), desc="pair energies"):
+        source = (comm.rank - step) % comm.size  # whose blocks are visiting now
+        for si, s in enumerate(spins):
+            for k, bk in s.own.items():
+                for sj in range(len(spins)):
+                    for l, bl in visiting[sj].items():
+                        n = index.get((si, k, sj, l))
+                        if n is None:
+                            continue
+                        (a0, a1), (b0, b1) = s.blocks[k], spins[sj].blocks[l]
+                        os_part, ss_part = _pair_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj)
+                        energies[n, 0], energies[n, 1] = os_part, ss_part
+        if step + 1 < comm.size:
+            visiting = _pass_on(comm, spins, visiting, (source - 1) % comm.size, naux)
+    comm.sum_exact(energies)
+
+    e_os, e_ss = [], []
+    for n, (si, k, sj, l) in enumerate(pairs):
+        os_part, ss_part = float(energies[n, 0]), float(energies[n, 1])
+        if not unrestricted:  # RHF: both (i, j) orders of an off-diagonal block pair
+            weight = 1.0 if k == l else 2.0
+            e_os.append(weight * os_part)
+            e_ss.append(weight * ss_part)
+        elif si == sj:  # αα / ββ: ½ Σ over all i, j
+            e_ss.append((0.5 if k == l else 1.0) * ss_part)
+        else:  # αβ
+            e_os.append(os_part)
+    return DFMP2Energy(
+        e_os=math.fsum(e_os),
+        e_ss=math.fsum(e_ss),
+        unrestricted=unrestricted,
+        nocc=tuple(s.c_occ.shape[1] for s in spins),
+        nvir=tuple(s.c_vir.shape[1] for s in spins),
+        naux=naux,
+        ranks=comm.size,
+        plan=plan,
+    )
+
+
+def _aux_chunks(auxmol: Any, size: int) -> list[tuple[int, int, int, int]]:
+    """``(first shell, end shell, first function, end function)`` of chunks of whole shells."""
+    loc = auxmol.ao_loc_nr()
+    chunks, start = [], 0
+    for sh in range(1, auxmol.nbas + 1):
+        if loc[sh] - loc[start] >= size or sh == auxmol.nbas:
+            chunks.append((start, sh, int(loc[start]), int(loc[sh])))
+            start = sh
+    return chunks
+
+
+def _pass_on(
+    comm: _Comm, spins: list[_Spin], visiting: list[dict[int, torch.Tensor]], arriving_from: int, naux: int
+) -> list[dict[int, torch.Tensor]]:
+    """Send the visiting blocks on around the ring and receive the set rank ``arriving_from`` owns."""
+    send = torch.cat([b.reshape(-1) for v in visiting for b in v.values()] or [torch.empty(0)])
+    shapes = [
+        {
+            k: (s.blocks[k][1] - s.blocks[k][0], s.c_vir.shape[1])
+            for k in _owned(len(s.blocks), arriving_from, comm.size)
+        }
+        for s in spins
+    ]
+    total = sum(rows * nv * naux for per_spin in shapes for rows, nv in per_spin.values())
+    recv = torch.empty(total, dtype=torch.float64)
+    comm.ring(send, recv)
+    out, offset = [], 0
+    for per_spin in shapes:
+        blocks = {}
+        for k, (rows, nv) in per_spin.items():
+            n = rows * nv * naux
+            blocks[k] = recv[offset : offset + n].view(rows, nv, naux)
+            offset += n
+        out.append(blocks)
+    return out
+
+
+def _progress(show: bool) -> Callable[..., Any]:
+    """``bar(iterable, desc=...)``: a tqdm bar on stderr when ``show``, else the iterable itself."""
+    if not show:
+        return lambda it, desc="": it
+    from tqdm import tqdm
+
+    return lambda it, desc="": tqdm(it, desc=desc, leave=False)
