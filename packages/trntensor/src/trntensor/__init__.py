@@ -37,6 +37,7 @@ from trntensor.decompositions import (  # noqa: E402
     tucker_reconstruct,
 )
 from trntensor.df_mp2 import ao_to_mo_transform, apply_metric, metric_inverse_sqrt, mp2_energy  # noqa: E402
+from trntensor.dfmp2 import DFMP2Energy, dfmp2_energy  # noqa: E402
 from trntensor.planning import (  # noqa: E402
     ContractionPlan,
     ContractionStep,
@@ -51,6 +52,7 @@ __all__ = [
     "CPDecomposition",
     "ContractionPlan",
     "ContractionStep",
+    "DFMP2Energy",
     "NkiDispatchError",
     "NkiFallbackWarning",
     "TTDecomposition",
@@ -62,6 +64,7 @@ __all__ = [
     "clear_plan_cache",
     "cp_decompose",
     "cp_reconstruct",
+    "dfmp2_energy",
     "einsum",
     "estimate_flops",
     "from_xla",
