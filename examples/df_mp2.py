@@ -7,8 +7,14 @@ trntensor transforms them to ``B[i,a,P]`` and computes the closed-shell DF-MP2 e
 
 and the result is compared with PySCF's own DF-MP2 on the same SCF and auxiliary basis.
 
+Open shells (UHF, ``--spin`` = 2S as in PySCF), spin components and SCS-MP2, frozen orbitals as
+PySCF takes them, and several processes (``torchrun``; gloo on a CPU) go through
+:func:`trntensor.dfmp2_energy`, whose energy is bitwise the same for any number of ranks.
+
     ./scripts/python examples/df_mp2.py --molecule water --check
     ./scripts/python examples/df_mp2.py --molecule benzene --frozen-core --json
+    ./scripts/python examples/df_mp2.py --molecule water --charge 1 --spin 1 --scs --frozen 0
+    torchrun --nproc-per-node 2 examples/df_mp2.py --molecule benzene --check
     TRNSCI_USE_SIMULATOR=1 ./scripts/python examples/df_mp2.py --backend nki --dtype float32 --check
 """
 
@@ -51,6 +57,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--basis", default="cc-pvdz", help="orbital basis (default cc-pvdz)")
     p.add_argument("--auxbasis", help="fitting basis (default: the RI basis matching --basis)")
     p.add_argument("--frozen-core", action="store_true", help="leave core orbitals uncorrelated")
+    p.add_argument(
+        "--frozen", type=_frozen_arg, default=None,
+        help="orbitals to leave out: a count of the lowest (e.g. 2) or indices (e.g. 0,1,5), as PySCF",
+    )
+    p.add_argument("--charge", type=int, default=0, help="molecular charge (default 0)")
+    p.add_argument("--spin", type=int, default=0, help="2S, as PySCF (default 0); non-zero runs UHF")
+    p.add_argument("--scs", action="store_true", help="report SCS-MP2 (6/5 E_os + 1/3 E_ss) as well")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds a rank waits for the others before the run fails (default 600)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or memory plan on stderr")
     p.add_argument("--backend", choices=("auto", "pytorch", "nki"), default="auto")
     p.add_argument("--simulator", action="store_true", help="run NKI kernels on the CPU emulator")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64")
@@ -64,7 +80,33 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             p.error(f"no default RI basis known for --basis {args.basis}; pass --auxbasis")
     if args.memory is not None and args.memory <= 0:
         p.error("--memory must be a positive number of GiB")
+    if args.frozen is not None and args.frozen_core:
+        p.error("--frozen and --frozen-core exclude each other")
+    if args.timeout <= 0:
+        p.error("--timeout must be a positive number of seconds")
+    kernel_route = args.backend == "nki" or args.simulator or args.dtype == "float32"
+    if kernel_route and (args.spin or args.scs or isinstance(args.frozen, list) or _world_size() > 1):
+        p.error(
+            "--spin, --scs, --frozen lists and several ranks run on the float64 PyTorch route; drop "
+            "--backend nki / --simulator / --dtype float32"
+        )
     return args
+
+
+def _frozen_arg(text: str) -> int | list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a count or comma-separated indices, got {text!r}"
+        ) from None
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected non-negative integers, got {text!r}")
+    return values[0] if "," not in text else values
+
+
+def _world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 class KernelRoute:
@@ -143,9 +185,93 @@ class Stages:
             self.bar.close()
 
 
-def run(args: argparse.Namespace) -> dict[str, object]:
-    """Run the whole calculation and return its results (energies in Hartree, times in s)."""
-    from pyscf import df, gto, scf
+def run(args: argparse.Namespace, group: object = None) -> dict[str, object]:
+    """Run the whole calculation and return its results (energies in Hartree, times in s).
+
+    The float64 PyTorch route goes through trntensor.dfmp2_energy (RHF or UHF, spin components,
+    any number of ranks); the kernel routes (``--backend nki``, ``--simulator``) and float32 run
+    the building blocks (ao_to_mo_transform, mp2_energy) on one process, closed shell.
+    """
+    kernel_route = args.backend == "nki" or args.simulator or args.dtype == "float32"
+    return run_kernels(args) if kernel_route else run_driver(args, group)
+
+
+def _molecule(args: argparse.Namespace) -> object:
+    from pyscf import gto
+
+    return gto.M(atom=load_geometry(args.molecule), basis=args.basis, charge=args.charge, spin=args.spin,
+                 verbose=0)
+
+
+def run_driver(args: argparse.Namespace, group: object) -> dict[str, object]:
+    """DF-MP2 with trntensor.dfmp2_energy, checked against PySCF's energy-only DF-MP2 (rank 0)."""
+    from pyscf import df, scf
+    from pyscf.data.elements import chemcore
+    from pyscf.mp import dfmp2, dfump2
+
+    import trntensor
+
+    rank = 0 if group is None else torch.distributed.get_rank(group)
+    show = not (args.quiet or args.json) and rank == 0
+    times: dict[str, float] = {}
+
+    def timed(name: str, fn: object) -> object:
+        start = time.perf_counter()
+        out = fn()  # type: ignore[operator]
+        times[name] = time.perf_counter() - start
+        return out
+
+    mol = timed("molecule", lambda: _molecule(args))
+    frozen = chemcore(mol) if args.frozen_core else args.frozen
+    mf = scf.UHF(mol) if args.spin else scf.RHF(mol)
+    mf = mf.density_fit()
+    timed("scf", mf.kernel)
+    if not mf.converged:
+        raise RuntimeError("the SCF did not converge")
+    budget = None if args.memory is None else int(args.memory * 2**30)
+
+    def show_plan(plan: object) -> None:
+        if show:
+            print(plan.describe(), file=sys.stderr)  # type: ignore[attr-defined]
+
+    res = timed("correlation", lambda: trntensor.dfmp2_energy(
+        mf, args.auxbasis, frozen=frozen, group=group, memory=budget, progress=show, on_plan=show_plan,
+    ))
+    out: dict[str, object] = {
+        "molecule": args.molecule, "basis": args.basis, "auxbasis": args.auxbasis,
+        "charge": args.charge, "spin": args.spin, "reference": "UHF" if args.spin else "RHF",
+        "frozen": frozen, "frozen_core_orbitals": frozen if args.frozen_core else 0,
+        "nbasis": int(mol.nao), "nocc": list(res.nocc) if res.unrestricted else res.nocc[0],
+        "nvir": list(res.nvir) if res.unrestricted else res.nvir[0], "naux": res.naux,
+        "dtype": "float64", "backend": args.backend, "route": "pytorch", "ranks": res.ranks,
+        "e_hf": float(mf.e_tot), "e_corr": res.e_corr, "e_os": res.e_os, "e_ss": res.e_ss,
+        "e_scs": res.scs(), "e_total": float(mf.e_tot) + res.e_corr,
+        "memory_plan_mib": res.plan.total / 2**20,
+    }
+    if rank == 0:  # the reference: PySCF's energy-only DF-MP2 on the same SCF and fitting basis
+        cls = dfump2.DFUMP2 if args.spin else dfmp2.DFMP2
+        pt = cls(mf, frozen=frozen or None)
+        pt.with_df = df.DF(mol, auxbasis=args.auxbasis)
+        timed("pyscf_dfmp2", lambda: pt.kernel(with_t2=False))
+        tolerance = TOLERANCE["float64"]
+        ref_scs = 1.2 * float(pt.e_corr_os) + float(pt.e_corr_ss) / 3
+        checked = [res.e_corr - float(pt.e_corr)] + ([res.scs() - ref_scs] if args.scs else [])
+        out.update({
+            "e_corr_pyscf": float(pt.e_corr), "e_os_pyscf": float(pt.e_corr_os),
+            "e_ss_pyscf": float(pt.e_corr_ss), "e_scs_pyscf": ref_scs,
+            "difference": res.e_corr - float(pt.e_corr), "tolerance": tolerance,
+            "agrees": all(abs(d) <= tolerance for d in checked),
+        })
+    out.update({
+        "seconds": times, "fallbacks": [],
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    })
+    return out
+
+
+def run_kernels(args: argparse.Namespace) -> dict[str, object]:
+    """The building blocks on one process (closed shell), on any route including the kernels."""
+    from pyscf import df, scf
     from pyscf.data.elements import chemcore
     from pyscf.mp import dfmp2
 
@@ -162,8 +288,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     names = ["molecule", "scf", "integrals", "transform", "energy", "pyscf_dfmp2"]
     stages = Stages(names, show=sys.stderr.isatty() and not args.json)
     with stages.stage("molecule"):
-        mol = gto.M(atom=load_geometry(args.molecule), basis=args.basis, verbose=0)
-        frozen = chemcore(mol) if args.frozen_core else 0
+        mol = _molecule(args)
+        frozen = chemcore(mol) if args.frozen_core else (args.frozen or 0)
     with stages.stage("scf"):
         mf = scf.RHF(mol).density_fit()  # density-fitted SCF (JK fitting basis): fast, and shared below
         mf.kernel()
@@ -183,7 +309,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     with stages.stage("pyscf_dfmp2"):
         pt = dfmp2.DFMP2(mf, frozen=frozen or None)
         pt.with_df = df.DF(mol, auxbasis=args.auxbasis)  # the same fitting basis as ours
-        e_ref = float(pt.kernel()[0])
+        e_ref = float(pt.kernel(with_t2=False)[0])
     stages.close()
 
     route = trntensor._library.explain()[0].value
@@ -209,6 +335,10 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "e_hf": float(mf.e_tot),
         "e_corr": e_corr,
         "e_total": float(mf.e_tot) + e_corr,
+        "e_os": None,  # spin components: on the float64 PyTorch route (trntensor.dfmp2_energy)
+        "e_ss": None,
+        "e_scs": None,
+        "ranks": 1,
         "e_corr_pyscf": e_ref,
         "difference": e_corr - e_ref,
         "tolerance": tolerance,
@@ -223,20 +353,29 @@ def run(args: argparse.Namespace) -> dict[str, object]:
 def report(r: dict[str, object]) -> str:
     t = r["seconds"]
     assert isinstance(t, dict)
+    frozen = r.get("frozen") or r["frozen_core_orbitals"]
     lines = [
         f"DF-MP2  {r['molecule']}  {r['basis']} / {r['auxbasis']}  "
-        f"(nbasis {r['nbasis']}, nocc {r['nocc']}, nvir {r['nvir']}, naux {r['naux']}, "
-        f"frozen {r['frozen_core_orbitals']})",
-        f"route: {r['route']} (backend {r['backend']}, {r['dtype']})",
+        f"(nbasis {r['nbasis']}, nocc {r['nocc']}, nvir {r['nvir']}, naux {r['naux']}, frozen {frozen})",
+        f"route: {r['route']} (backend {r['backend']}, {r['dtype']}, {r['ranks']} rank(s))",
         f"  E_HF            {r['e_hf']:+.10f} Eh",
         f"  E_corr          {r['e_corr']:+.10f} Eh",
+    ]
+    if r["e_os"] is not None:
+        lines += [
+            f"    opposite-spin {r['e_os']:+.10f} Eh   (PySCF {r['e_os_pyscf']:+.10f})",
+            f"    same-spin     {r['e_ss']:+.10f} Eh   (PySCF {r['e_ss_pyscf']:+.10f})",
+            f"  E_corr (SCS)    {r['e_scs']:+.10f} Eh   (PySCF {r['e_scs_pyscf']:+.10f})",
+        ]
+    correlation = t["correlation"] if "correlation" in t else t["transform"] + t["energy"]
+    lines += [
         f"  E_total         {r['e_total']:+.10f} Eh",
         f"  E_corr (PySCF)  {r['e_corr_pyscf']:+.10f} Eh",
         f"  difference      {r['difference']:+.3e} Eh   (tolerance {r['tolerance']:.0e}: "
         f"{'agrees' if r['agrees'] else 'DISAGREES'})",
         "  time per stage: " + ", ".join(f"{k} {v:.2f} s" for k, v in t.items()),
-        f"  correlation step (transform + energy) {t['transform'] + t['energy']:.2f} s, "
-        f"PySCF DFMP2 {t['pyscf_dfmp2']:.2f} s; peak RSS {r['peak_rss_mib']:.0f} MiB",
+        f"  correlation step {correlation:.2f} s, PySCF DFMP2 (energy only) {t['pyscf_dfmp2']:.2f} s; "
+        f"peak RSS {r['peak_rss_mib']:.0f} MiB",
     ]
     if "kernel_keys" in r:
         launches = ", ".join(f"{k} x{v}" for k, v in sorted(r["launches"].items()))
@@ -250,17 +389,53 @@ def report(r: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def _init_ranks(args: argparse.Namespace) -> object:
+    """The process group when launched by torchrun with several ranks (gloo; on a Neuron host set
+    TRNSCI_DIST_BACKEND=xla for the XLA process group), else None."""
+    if _world_size() <= 1:
+        return None
+    import datetime
+
+    import torch.distributed as dist
+
+    # gloo prints its connection messages to the C stdout; keep stdout for results (--json).
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        dist.init_process_group(
+            os.environ.get("TRNSCI_DIST_BACKEND", "gloo"), timeout=datetime.timedelta(seconds=args.timeout)
+        )
+        dist.barrier()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    return dist.group.WORLD
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    group = None
+    rank = int(os.environ.get("RANK", "0"))
     try:
-        results = run(args)
-    except (ValueError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        group = _init_ranks(args)
+        results = run(args, group)
+    except (ValueError, RuntimeError, MemoryError) as exc:
+        where = f"rank {rank} of {_world_size()}: " if _world_size() > 1 else ""
+        print(f"error: {where}{exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         # Ctrl-C: no energy, no traceback; PySCF's scratch files go with the interpreter's exit.
         print("interrupted: no energy computed", file=sys.stderr)
         return 130  # 128 + SIGINT, the shell's convention
+    finally:
+        if group is not None:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.destroy_process_group()
+    if rank != 0:
+        return 0  # rank 0 reports (every rank computed the same energy)
     print(json.dumps(results, indent=1) if args.json else report(results))
     if args.check and not results["agrees"]:
         print(

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,3 +95,65 @@ def test_bad_arguments_are_named():
     assert out.returncode == 2 and "no default RI basis" in out.stderr
     out = run("--memory", "-1")
     assert out.returncode == 2 and "--memory must be a positive" in out.stderr
+
+
+# ----------------------------------------------------------------------------- open shells, SCS, ranks
+
+
+def test_open_shell_scs_and_frozen_list_match_pyscf():
+    r = results("--molecule", "water", "--charge", "1", "--spin", "1", "--scs", "--frozen", "0,23")
+    assert r["reference"] == "UHF" and r["frozen"] == [0, 23] and r["nocc"] == [4, 3]
+    for part in ("e_corr", "e_os", "e_ss", "e_scs"):
+        assert abs(r[part] - r[f"{part}_pyscf"]) <= 1e-8, part
+    assert r["e_scs"] == pytest.approx(1.2 * r["e_os"] + r["e_ss"] / 3, abs=1e-15)
+
+
+def _torchrun(ranks: int, *args: str, **popen: object) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
+           "--master-port", str(29500 + ranks + os.getpid() % 1000), str(EXAMPLE), *args]
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **popen)
+
+
+@pytest.mark.slow
+def test_torchrun_ranks_give_the_one_process_energy_bit_for_bit():
+    args = ("--molecule", "benzene", "--frozen-core", "--json", "--check")
+    energies = {}
+    for ranks in (1, 2):
+        proc = _torchrun(ranks, *args)
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        r = json.loads(out)
+        assert r["ranks"] == ranks and r["agrees"]
+        energies[ranks] = (r["e_corr"], r["e_os"], r["e_ss"])  # JSON floats round-trip exactly
+    assert energies[1] == energies[2]
+
+
+def _child_with_rank(parent: int, rank: int, deadline: float) -> int:
+    """The pid of the torchrun worker with RANK=rank (waits for it to start)."""
+    while time.monotonic() < deadline:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == parent and f"RANK={rank}".encode() in environ:
+                return int(pid)
+        time.sleep(0.05)
+    raise AssertionError(f"no worker with RANK={rank} started")
+
+
+@pytest.mark.slow
+def test_a_killed_rank_ends_the_run_with_an_error_and_no_energy():
+    proc = _torchrun(2, "--molecule", "naphthalene", "--timeout", "60")
+    victim = _child_with_rank(proc.pid, 1, time.monotonic() + 120)
+    time.sleep(1.5)  # the workers are importing and running their SCF: mid-run
+    assert proc.poll() is None, "the run ended before a rank could be killed"
+    os.kill(victim, signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)  # never hangs: torchrun stops the other rank
+    assert proc.returncode != 0
+    assert "E_corr" not in out and "Eh" not in out  # no energy is printed
+    assert "rank: 1" in err or "rank 1" in err, err[-3000:]  # the failure names the dead rank

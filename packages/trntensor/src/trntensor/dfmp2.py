@@ -498,9 +498,10 @@ def _pass_on(
 
 
 def _progress(show: bool) -> Callable[..., Any]:
-    """``bar(iterable, desc=...)``: a tqdm bar on stderr when ``show``, else the iterable itself."""
+    """``bar(iterable, desc=...)``: a tqdm bar on stderr when ``show`` (appearing only once a stage
+    has run for two seconds, so quick runs print nothing), else the iterable itself."""
     if not show:
         return lambda it, desc="": it
     from tqdm import tqdm
 
-    return lambda it, desc="": tqdm(it, desc=desc, leave=False)
+    return lambda it, desc="": tqdm(it, desc=desc, leave=False, delay=2.0)
