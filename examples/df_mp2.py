@@ -70,7 +70,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--backend", choices=("auto", "pytorch", "nki"), default="auto")
     p.add_argument("--simulator", action="store_true", help="run NKI kernels on the CPU emulator")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64")
-    p.add_argument("--memory", type=float, default=None, help="memory budget for the energy step, GiB")
+    p.add_argument("--memory", type=float, default=None,
+                   help="memory per rank, GiB: PySCF's max_memory and the correlation step's budget")
     p.add_argument("--check", action="store_true", help="exit non-zero if E_corr disagrees with PySCF")
     p.add_argument("--json", action="store_true", help="print machine-readable results instead of text")
     args = p.parse_args(argv)
@@ -199,8 +200,11 @@ def run(args: argparse.Namespace, group: object = None) -> dict[str, object]:
 def _molecule(args: argparse.Namespace) -> object:
     from pyscf import gto
 
-    return gto.M(atom=load_geometry(args.molecule), basis=args.basis, charge=args.charge, spin=args.spin,
-                 verbose=0)
+    mol = gto.M(atom=load_geometry(args.molecule), basis=args.basis, charge=args.charge, spin=args.spin,
+                verbose=0)
+    if args.memory is not None:  # --memory bounds PySCF's SCF and integrals too (MB, its unit)
+        mol.max_memory = args.memory * 1024
+    return mol
 
 
 def run_driver(args: argparse.Namespace, group: object) -> dict[str, object]:

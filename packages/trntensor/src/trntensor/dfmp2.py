@@ -307,17 +307,35 @@ def _pair_list(nspin: int, counts: list[int]) -> list[tuple[int, int, int, int]]
 def _pair_energy(
     bi: torch.Tensor, bj: torch.Tensor, di: torch.Tensor, dj: torch.Tensor, same_spin: bool
 ) -> tuple[float, float]:
-    """``(Σ T²/Δ, Σ T(T − T')/Δ)`` over one pair block (the second only for a same-spin pair)."""
+    """``(Σ T²/Δ, Σ T(T − T')/Δ)`` over one pair block (the second only for a same-spin pair).
+
+    Two temporaries of the block's size (``T/Δ`` and, for same-spin pairs, ``T'``); the sums are
+    dot products, so no product array is formed.
+    """
     ni, nv1, naux = bi.shape
     nj, nv2, _ = bj.shape
     t = torch.matmul(bi.reshape(ni * nv1, naux), bj.reshape(nj * nv2, naux).mT).view(ni, nv1, nj, nv2)
-    denom = di[:, :, None, None] + dj[None, None, :, :]
-    t_over = t / denom
-    os_part = float(torch.sum(t_over * t))
-    ss_part = 0.0
-    if same_spin:
-        ss_part = float(torch.sum(t_over * (t - t.permute(0, 3, 2, 1))))
-    return os_part, ss_part
+    t_over = t / (di[:, :, None, None] + dj[None, None, :, :])
+    flat = t_over.reshape(-1)
+    direct = float(torch.dot(flat, t.reshape(-1)))
+    if not same_spin:
+        return direct, 0.0
+    exchange = float(torch.dot(flat, t.permute(0, 3, 2, 1).reshape(-1)))  # T' = T_ij^ba, one copy
+    return direct, direct - exchange
+
+
+def _diagonal_block_energy(b: torch.Tensor, d: torch.Tensor) -> tuple[float, float]:
+    """:func:`_pair_energy` of a block with itself (same spin), forming only the pairs ``j ≥ i``:
+    the pair sums are symmetric in ``(i, j)``, so the full block is ``Σ_i e_ii + 2 Σ_{i<j} e_ij``
+    at a little over half the GEMM work of the square."""
+    direct = ss = 0.0
+    for i in range(b.shape[0]):
+        d_ii, s_ii = _pair_energy(b[i : i + 1], b[i : i + 1], d[i : i + 1], d[i : i + 1], True)
+        direct, ss = direct + d_ii, ss + s_ii
+        if i + 1 < b.shape[0]:
+            d_ij, s_ij = _pair_energy(b[i : i + 1], b[i + 1 :], d[i : i + 1], d[i + 1 :], True)
+            direct, ss = direct + 2.0 * d_ij, ss + 2.0 * s_ij
+    return direct, ss
 
 
 def dfmp2_energy(
@@ -431,7 +449,10 @@ def dfmp2_energy(
                         if n is None:
                             continue
                         (a0, a1), (b0, b1) = s.blocks[k], spins[sj].blocks[l]
-                        os_part, ss_part = _pair_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj)
+                        if si == sj and k == l:
+                            os_part, ss_part = _diagonal_block_energy(bk, d[si][a0:a1])
+                        else:
+                            os_part, ss_part = _pair_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj)
                         energies[n, 0], energies[n, 1] = os_part, ss_part
         if step + 1 < comm.size:
             visiting = _pass_on(comm, spins, visiting, (source - 1) % comm.size, naux)
