@@ -10,14 +10,16 @@ over many processes through ``torch.distributed``.
   the occupied blocks it owns;
 * occupied orbitals are cut into fixed blocks (:data:`OCC_BLOCK`); block ``k`` of each spin belongs
   to rank ``k mod R``, which fits it with the metric;
-* pair blocks are formed as the blocks travel once around a ring of ranks (``send``/``recv``):
-  the owner of block ``k`` computes every pair ``(k, l)`` it needs when block ``l`` passes by.
+* pair blocks: each block is broadcast once by its owner, and the owner of block ``k`` forms every
+  pair ``(k, l)`` it needs while block ``l`` is in its one receive buffer (row by row, so the
+  temporaries are one row's amplitudes).
 
 Peak memory per rank therefore falls with the number of ranks (a rank holds its own blocks, one
-visiting set and one integral chunk). Every number is computed by the same operations on the same
-shapes whatever the number of ranks, and the pair energies are added up with ``math.fsum`` in a
-fixed order, so **the energy is bitwise the same for 1, 2, 3, ... ranks** (at a fixed number of
-threads per rank: a BLAS may split sums differently across thread counts).
+received block, one row of amplitudes and one integral chunk). Every number is computed by the
+same operations on the same shapes whatever the number of ranks, and the pair energies are added
+up with ``math.fsum`` in a fixed order, so **the energy is bitwise the same for 1, 2, 3, ...
+ranks** (at a fixed number of threads per rank: a BLAS may split sums differently across thread
+counts).
 
 Spin components: for RHF ``E_os = Σ T²/Δ`` and ``E_ss = Σ T(T − T')/Δ`` over ``i, j, a, b``
 (``T' = T_ij^ba``), ``E_corr = E_os + E_ss``; for UHF the same-spin part is
@@ -42,7 +44,7 @@ __all__ = ["AUX_CHUNK", "OCC_BLOCK", "DFMP2Energy", "MemoryPlan", "dfmp2_energy"
 
 #: Auxiliary functions per integral chunk (whole shells): fixed, so the chunks do not depend on
 #: the number of ranks.
-AUX_CHUNK = 128
+AUX_CHUNK = 48
 #: Occupied orbitals per block of the pair loop: fixed for the same reason.
 OCC_BLOCK = 8
 
@@ -94,7 +96,7 @@ class MemoryPlan:
 
     integrals: int  #: one chunk of (μν|P) and its transformed rows, all spins
     b_own: int  #: the fitted B rows of the occupied blocks this rank owns
-    b_visiting: int  #: the visiting blocks of the ring (received while the current ones are used)
+    b_visiting: int  #: one received block of another rank
     energy: int  #: the intermediates of one pair block
     budget: int | None
 
@@ -113,7 +115,7 @@ class MemoryPlan:
         parts = [
             f"integrals chunk {self.integrals / mib:.1f} MiB",
             f"B (own blocks) {self.b_own / mib:.1f} MiB",
-            f"B (visiting) {self.b_visiting / mib:.1f} MiB",
+            f"B (received block) {self.b_visiting / mib:.1f} MiB",
             f"pair block {self.energy / mib:.1f} MiB",
         ]
         limit = "no budget" if self.budget is None else f"budget {self.budget / mib:.1f} MiB"
@@ -167,9 +169,10 @@ def memory_plan(
         sizes = [b - a for a, b in _blocks(o, occ_block)]
         per_rank = [sum(sizes[k] for k in _owned(len(sizes), r, ranks)) for r in range(ranks)]
         own += _F64 * max(per_rank, default=0) * v * naux
-        visiting += 2 * _F64 * max(per_rank, default=0) * v * naux  # the set in use + the one arriving
+        if ranks > 1:
+            visiting = max(visiting, _F64 * max(sizes, default=0) * v * naux)
     vmax = max(nvir, default=0)
-    energy = 3 * _F64 * (occ_block * vmax) ** 2
+    energy = 3 * _F64 * vmax * occ_block * vmax  # T, T/Δ and T' of one row against a block
     return MemoryPlan(int(integrals), int(own), int(visiting), int(energy), budget)
 
 
@@ -271,19 +274,6 @@ class _Comm:
         if self.size > 1:
             self.dist.broadcast(t, src=self._global(src), group=self.group)
 
-    def ring(self, send: torch.Tensor, recv: torch.Tensor) -> None:
-        """Send ``send`` to the next rank and receive ``recv`` from the previous one."""
-        if self.size == 1:
-            recv.copy_(send)
-            return
-        nxt, prev = (self.rank + 1) % self.size, (self.rank - 1) % self.size
-        reqs = [
-            self.dist.isend(send, self._global(nxt), group=self.group),
-            self.dist.irecv(recv, self._global(prev), group=self.group),
-        ]
-        for r in reqs:
-            r.wait()
-
     def sum_exact(self, t: torch.Tensor) -> None:
         """Element-wise sum over ranks of a tensor that at most one rank holds non-zero per entry
         (adding zeros is exact, so the result does not depend on the reduction order)."""
@@ -322,6 +312,18 @@ def _pair_energy(
         return direct, 0.0
     exchange = float(torch.dot(flat, t.permute(0, 3, 2, 1).reshape(-1)))  # T' = T_ij^ba, one copy
     return direct, direct - exchange
+
+
+def _block_energy(
+    bi: torch.Tensor, bj: torch.Tensor, di: torch.Tensor, dj: torch.Tensor, same_spin: bool
+) -> tuple[float, float]:
+    """:func:`_pair_energy` of two blocks, one row ``i`` at a time (temporaries of one row's
+    size: ``nvir × nj·nvir``, instead of the whole block pair's)."""
+    direct = ss = 0.0
+    for i in range(bi.shape[0]):
+        d_i, s_i = _pair_energy(bi[i : i + 1], bj, di[i : i + 1], dj, same_spin)
+        direct, ss = direct + d_i, ss + s_i
+    return direct, ss
 
 
 def _diagonal_block_energy(b: torch.Tensor, d: torch.Tensor) -> tuple[float, float]:
@@ -438,24 +440,27 @@ def dfmp2_energy(
     index = {p: n for n, p in enumerate(pairs)}
     energies = torch.zeros(len(pairs), 2, dtype=torch.float64)
     d = [s.e_occ[:, None] - s.e_vir[None, :] for s in spins]
-    visiting = [dict(s.own) for s in spins]  # step 0: this rank's own blocks
-    for step in bar(range(comm.size), desc="pair energies"):
-        source = (comm.rank - step) % comm.size  # whose blocks are visiting now
+    # Pair blocks: every block is broadcast once by its owner (one block buffer per rank), and
+    # each rank forms the pairs (k, l) of the blocks k it owns.
+    todo = [(sj, l) for sj, s in enumerate(spins) for l in range(len(s.blocks))]
+    for sj, l in bar(todo, desc="pair energies"):
+        sl = spins[sj]
+        b0, b1 = sl.blocks[l]
+        owner = l % comm.size
+        bl = sl.own[l] if comm.rank == owner else torch.empty(b1 - b0, sl.c_vir.shape[1], naux, dtype=dtype)
+        comm.broadcast(bl, owner)
         for si, s in enumerate(spins):
             for k, bk in s.own.items():
-                for sj in range(len(spins)):
-                    for l, bl in visiting[sj].items():
-                        n = index.get((si, k, sj, l))
-                        if n is None:
-                            continue
-                        (a0, a1), (b0, b1) = s.blocks[k], spins[sj].blocks[l]
-                        if si == sj and k == l:
-                            os_part, ss_part = _diagonal_block_energy(bk, d[si][a0:a1])
-                        else:
-                            os_part, ss_part = _pair_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj)
-                        energies[n, 0], energies[n, 1] = os_part, ss_part
-        if step + 1 < comm.size:
-            visiting = _pass_on(comm, spins, visiting, (source - 1) % comm.size, naux)
+                n = index.get((si, k, sj, l))
+                if n is None:
+                    continue
+                a0, a1 = s.blocks[k]
+                if si == sj and k == l:
+                    os_part, ss_part = _diagonal_block_energy(bk, d[si][a0:a1])
+                else:
+                    os_part, ss_part = _block_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj)
+                energies[n, 0], energies[n, 1] = os_part, ss_part
+        del bl
     comm.sum_exact(energies)
 
     e_os, e_ss = [], []
@@ -490,32 +495,6 @@ def _aux_chunks(auxmol: Any, size: int) -> list[tuple[int, int, int, int]]:
             chunks.append((start, sh, int(loc[start]), int(loc[sh])))
             start = sh
     return chunks
-
-
-def _pass_on(
-    comm: _Comm, spins: list[_Spin], visiting: list[dict[int, torch.Tensor]], arriving_from: int, naux: int
-) -> list[dict[int, torch.Tensor]]:
-    """Send the visiting blocks on around the ring and receive the set rank ``arriving_from`` owns."""
-    send = torch.cat([b.reshape(-1) for v in visiting for b in v.values()] or [torch.empty(0)])
-    shapes = [
-        {
-            k: (s.blocks[k][1] - s.blocks[k][0], s.c_vir.shape[1])
-            for k in _owned(len(s.blocks), arriving_from, comm.size)
-        }
-        for s in spins
-    ]
-    total = sum(rows * nv * naux for per_spin in shapes for rows, nv in per_spin.values())
-    recv = torch.empty(total, dtype=torch.float64)
-    comm.ring(send, recv)
-    out, offset = [], 0
-    for per_spin in shapes:
-        blocks = {}
-        for k, (rows, nv) in per_spin.items():
-            n = rows * nv * naux
-            blocks[k] = recv[offset : offset + n].view(rows, nv, naux)
-            offset += n
-        out.append(blocks)
-    return out
 
 
 def _progress(show: bool) -> Callable[..., Any]:
