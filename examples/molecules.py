@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-__all__ = ["BUILTIN", "load_geometry"]
+__all__ = ["BUILTIN", "alkane", "load_geometry"]
 
 
 def _ring(radius: float, n: int = 6, phase: float = 0.0) -> list[tuple[float, float]]:
@@ -38,6 +38,30 @@ def _naphthalene() -> str:
                 f"H {sx * 1.2427:.4f} {sy * 2.4930:.4f} 0.0",
                 f"H {sx * 3.3785:.4f} {sy * 1.2404:.4f} 0.0",
             ]
+    return "; ".join(atoms)
+
+
+def alkane(carbons: int) -> str:
+    """An all-trans n-alkane C_nH_(2n+2): zig-zag carbon chain (C–C 1.54 Å, tetrahedral angles),
+    C–H 1.09 Å; for benchmarks that need molecules of a chosen size (cc-pVDZ: 24n + 10 functions)."""
+    if carbons < 1:
+        raise ValueError(f"carbons must be >= 1, got {carbons}")
+    half = math.radians(109.47 / 2)
+    dx, dy = 1.54 * math.sin(half), 1.54 * math.cos(half)
+    hz, hy = 1.09 * math.sin(half), 1.09 * math.cos(half)
+    atoms = []
+    for i in range(carbons):
+        x, up = i * dx, i % 2
+        y = dy if up else 0.0
+        side = 1.0 if up else -1.0  # hydrogens point away from the chain's zig
+        atoms.append(f"C {x:.4f} {y:.4f} 0.0")
+        atoms.append(f"H {x:.4f} {y + side * hy:.4f} {hz:.4f}")
+        atoms.append(f"H {x:.4f} {y + side * hy:.4f} {-hz:.4f}")
+    # Terminal hydrogens where the chain's next carbon would be, 1.09 Å away.
+    atoms.append(f"H {-hz:.4f} {hy:.4f} 0.0")  # C0 is a lower carbon; its missing neighbour is up
+    last_up = (carbons - 1) % 2
+    end_y = (dy - hy) if last_up else hy
+    atoms.append(f"H {(carbons - 1) * dx + hz:.4f} {end_y:.4f} 0.0")
     return "; ".join(atoms)
 
 

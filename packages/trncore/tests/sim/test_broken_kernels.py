@@ -157,9 +157,9 @@ def bad_start_partition(a):
     nisa.tensor_copy(dst=u, src=t[32:96, :])  # BROKEN
 
 
-def memset_int_literal_on_float(a):
-    t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
-    nisa.memset(dst=t, value=0)  # BROKEN
+def memset_float_literal_on_int(a):
+    t = nl.ndarray((128, 64), nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=0.5)  # BROKEN
 
 
 def psum_group_reused(a):
@@ -253,7 +253,7 @@ CATALOG = [
     (host_reads_tensor, E.HostReadError, "no-host-read"),
     (reads_unwritten, E.UninitializedReadError, "read-before-write"),
     (bad_start_partition, E.PartitionError, "start-partition"),
-    (memset_int_literal_on_float, E.DtypeError, "memset-value-type"),
+    (memset_float_literal_on_int, E.DtypeError, "memset-value-type"),
     (psum_group_reused, E.AccumulationError, "accumulate-group-reuse"),
     (bias_not_a_column, E.ShapeError, "activation-bias-shape"),
     (reduce_non_trailing_axis, E.ShapeError, "reduce-axes"),

@@ -224,3 +224,35 @@ def test_identity_matrix_and_invert(target: str) -> None:
     t, inv = simulate(k)(a, bits)
     np.testing.assert_array_equal(t, a.T)
     np.testing.assert_array_equal(inv, ~bits)
+
+
+def test_memset_takes_an_int_literal_for_a_float_tile_and_optional_arguments_compare_with_none():
+    # AWS's nki.isa.memset reference (NKI 0.3.0) fills float tiles with value=0; kernels test an
+    # optional argument with `!= None` (the 0.3.0 update guide's spelling of `is not None`).
+    def kernel(a, bias=None):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=0)
+        x = nl.load(a)
+        if bias != None:  # noqa: E711
+            x = nl.add(x, nl.load(bias))
+        if bias == None:  # noqa: E711
+            x = nl.add(x, t)
+        nl.store(out, x)
+        return out
+
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(simulate(kernel)(a), a)
+    np.testing.assert_array_equal(simulate(kernel)(a, np.ones_like(a)), a + 1)
+
+
+def test_comparing_a_tensor_with_anything_but_none_is_still_an_error():
+    def kernel(a, b):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        if a == b:
+            nl.store(out, nl.load(a))
+        return out
+
+    x = np.ones((2, 2), np.float32)
+    with pytest.raises(NotImplementedError, match="Python operators on NKI tensors"):
+        simulate(kernel)(x, x)

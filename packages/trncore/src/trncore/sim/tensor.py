@@ -536,7 +536,21 @@ class NkiTensor:
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_operator
     __truediv__ = __rtruediv__ = __matmul__ = __neg__ = __pow__ = _no_operator
-    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _no_operator  # type: ignore[assignment]
+    __lt__ = __le__ = __gt__ = __ge__ = _no_operator
+
+    # `t == None` / `t != None` test an optional kernel argument at trace time: AWS's NKI 0.3.0
+    # update guide tells kernel authors to write `==`/`!=` where they wrote `is`/`is not`, and
+    # nkilib's kernels do. A comparison with anything else stays an error (no elementwise `==`).
+    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+        if other is None:
+            return False
+        return self._no_operator(other)  # type: ignore[no-any-return]
+
+    def __ne__(self, other: object) -> bool:  # type: ignore[override]
+        if other is None:
+            return True
+        return self._no_operator(other)  # type: ignore[no-any-return]
+
     __hash__ = object.__hash__
 
 
