@@ -6,10 +6,11 @@ over many processes through ``torch.distributed``.
 ``J^{-1/2}``, and the pair energies. With a process group every step is split:
 
 * the auxiliary shells are cut into fixed chunks (:data:`AUX_CHUNK` functions); chunk ``c`` is
-  computed and transformed by rank ``c mod R`` and broadcast, and every rank keeps only the rows of
-  the occupied blocks it owns;
-* occupied orbitals are cut into fixed blocks (:data:`OCC_BLOCK`); block ``k`` of each spin belongs
-  to rank ``k mod R``, which fits it with the metric;
+  computed and transformed by rank ``c mod R`` (all of a rank's chunks first, in parallel), then
+  the chunks are broadcast in order and every rank keeps only the rows of the blocks it owns;
+* occupied orbitals are cut into fixed blocks (:data:`OCC_BLOCK`), dealt to the ranks in a snake
+  order (0, 1, …, R−1, R−1, …, 0, …: block ``k`` has the most pairs when ``k`` is small), and each
+  owner fits its blocks with the metric;
 * pair blocks: each block is broadcast once by its owner, and the owner of block ``k`` forms every
   pair ``(k, l)`` it needs while block ``l`` is in its one receive buffer (row by row, so the
   temporaries are one row's amplitudes).
@@ -129,8 +130,15 @@ def _blocks(n: int, size: int) -> list[tuple[int, int]]:
     return [(s, min(s + size, n)) for s in range(0, n, size)]
 
 
+def _owner(k: int, ranks: int) -> int:
+    """The rank that owns occupied block ``k``: a snake order (0, 1, .., R-1, R-1, .., 0, 0, ..),
+    because block ``k`` has the pairs ``(k, l ≥ k)``, fewer for later blocks."""
+    r = k % (2 * ranks)
+    return r if r < ranks else 2 * ranks - 1 - r
+
+
 def _owned(count: int, rank: int, ranks: int) -> list[int]:
-    return [k for k in range(count) if k % ranks == rank]
+    return [k for k in range(count) if _owner(k, ranks) == rank]
 
 
 def memory_plan(
@@ -414,18 +422,21 @@ def dfmp2_energy(
             i0, i1 = s.blocks[k]
             s.own[k] = torch.empty(i1 - i0, s.c_vir.shape[1], naux, dtype=dtype)
 
-    # Integrals by auxiliary chunk: computed by the chunk's owner, broadcast, rows kept by owners.
+    # Integrals by auxiliary chunk: every rank first computes and transforms its own chunks
+    # (c mod R), then all chunks are broadcast in order and each rank keeps its blocks' rows.
     chunks = _aux_chunks(auxmol, aux_chunk)
     nbas = mol.nbas
-    for c, (sh0, sh1, p0, p1) in enumerate(bar(chunks, desc="integrals + transform")):
+    mine: dict[int, list[torch.Tensor]] = {}
+    for c in bar(range(comm.rank, len(chunks), comm.size), desc="integrals + transform"):
+        sh0, sh1, _, _ = chunks[c]
+        eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", shls_slice=(0, nbas, 0, nbas, sh0, sh1))
+        packed = torch.from_numpy(eri.T.copy()).to(dtype)  # (P, μν) lower triangles
+        del eri
+        mine[c] = [ao_to_mo_transform(packed, s.c_occ, s.c_vir) for s in spins]
+        del packed
+    for c, (_, _, p0, p1) in enumerate(chunks):
         owner = c % comm.size
-        rows = []
-        if comm.rank == owner:
-            shells = (0, nbas, 0, nbas, sh0, sh1)
-            eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", shls_slice=shells)
-            packed = torch.from_numpy(eri.T.copy()).to(dtype)  # (P, μν) lower triangles
-            rows = [ao_to_mo_transform(packed, s.c_occ, s.c_vir) for s in spins]
-            del packed, eri
+        rows = mine.pop(c, None)
         for si, s in enumerate(spins):
             part = rows[si] if rows else torch.empty(s.c_occ.shape[1], s.c_vir.shape[1], p1 - p0, dtype=dtype)
             comm.broadcast(part, owner)
@@ -446,7 +457,7 @@ def dfmp2_energy(
     for sj, l in bar(todo, desc="pair energies"):
         sl = spins[sj]
         b0, b1 = sl.blocks[l]
-        owner = l % comm.size
+        owner = _owner(l, comm.size)
         bl = sl.own[l] if comm.rank == owner else torch.empty(b1 - b0, sl.c_vir.shape[1], naux, dtype=dtype)
         comm.broadcast(bl, owner)
         for si, s in enumerate(spins):
