@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -461,6 +463,39 @@ def test_partition_and_scalar_reductions(target: str) -> None:
     np.testing.assert_array_equal(scaled, a * 2)
     np.testing.assert_array_equal(rowmax, (a * 2).max(axis=1, keepdims=True))
     np.testing.assert_array_equal(top, -np.sort(-a, axis=1)[:, :8])
+
+
+def test_tensor_scalar_reduce_takes_abs_but_not_a_bitwise_op(target: str) -> None:
+    # abs is arithmetic in the NKI 0.3.0 ALU-operator table (nki.isa reference): |x| per element,
+    # its row sums in reduce_res; operand0 is a dummy for a unary op.
+    def k(a):
+        ta = _load(a)
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        sums = nl.ndarray((a.shape[0], 1), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(
+            dst=out, data=ta, op0=nl.abs, operand0=0.0, reduce_op=nl.add, reduce_res=sums
+        )
+        return _store(out), _store(sums)
+
+    a = _f32(16, 12)
+    out, sums = simulate(k)(a)
+    np.testing.assert_array_equal(out, np.abs(a))
+    np.testing.assert_allclose(sums, np.abs(a).sum(axis=1, keepdims=True), rtol=1e-6)
+
+    def bitwise(a):
+        ta = _load(a)
+        out = nl.ndarray(a.shape, nl.int32, buffer=nl.sbuf)
+        sums = nl.ndarray((a.shape[0], 1), nl.int32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(  # BROKEN: bitwise ops are not arithmetic
+            dst=out, data=ta, op0=nl.bitwise_and, operand0=1, reduce_op=nl.add, reduce_res=sums
+        )
+        return _store(out)
+
+    with pytest.raises(Exception, match="op0") as info:
+        _simulate(bitwise)(np.ones((4, 4), np.int32))
+    lines, start = inspect.getsourcelines(bitwise)
+    broken = start + next(i for i, text in enumerate(lines) if "# BROKEN" in text)
+    assert f"test_isa_conformance.py:{broken}" in str(info.value)  # reported at the kernel's line
 
 
 def test_predicated_copy_and_batch_norm_stats(target: str) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.alu import BINARY
+from trncore.sim.alu import BINARY, UNARY_ALU
 from trncore.sim.checks import (
     F32,
     check_compute_operand,
@@ -81,13 +81,18 @@ def tensor_scalar_reduce(
     if res.partitions != data.partitions or res.free_size != 1:
         raise ShapeError("reduce-res-shape", f"reduce_res must be ({data.partitions}, 1), got "
                          f"{res.describe()}", site)  # fmt: skip
+    # op0 is an arithmetic ALU op: the binary ones and abs, which the NKI 0.3.0 ALU-operator table
+    # (nki.isa API reference) lists as arithmetic; bitwise and comparison ops stay refused.
     arith = {k: v for k, v in BINARY.items() if v.kind == "arith"}
+    arith["abs"] = UNARY_ALU["abs"]
     t0 = _op_token(op0, "op0", site, arith)
     reducers = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
                 "minimum": np.minimum}  # fmt: skip
     tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in reducers})
     operand0 = check_vector_operand(operand0, data, "tensor_scalar_reduce", "operand0", site)
-    o_read, fn, red = scalar_reader(operand0, site), t0.fn, reducers[tr.name]
+    o_read, red = scalar_reader(operand0, site), reducers[tr.name]
+    unary = t0.fn
+    fn = (lambda x, _o: unary(x)) if t0.name == "abs" else t0.fn  # a unary op ignores operand0
     x_op, write, res_write, p = data.operand(site), _writer(dst, site), _writer(res, site), \
         data.partitions  # fmt: skip
 
