@@ -10,6 +10,7 @@ needs, so callers bucket shapes (:func:`bucket_dim`, :func:`bucket_shape`) befor
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import inspect
@@ -99,6 +100,10 @@ def _canonical(value: Any) -> Any:
     spec = arg_spec(value)
     if spec is not None:
         return {"shape": list(spec[0]), "dtype": spec[1]}
+    if getattr(type(value), "__nki_object__", False) or dataclasses.is_dataclass(value):
+        # An nl.NKIObject (or dataclass) configuration: the key is its class and its fields.
+        cls = type(value)
+        return {"__object__": f"{cls.__module__}.{cls.__qualname__}", "fields": _canonical(vars(value))}
     if callable(value):
         return kernel_identity(value)
     name = getattr(value, "name", None)  # enums and dtype-like objects
@@ -106,7 +111,7 @@ def _canonical(value: Any) -> Any:
         return f"{type(value).__name__}.{name}"
     raise TypeError(
         f"compile-time parameter of type {type(value).__name__} cannot be part of a kernel key; "
-        "pass ints, floats, strings, bools, None, tuples or mappings of those"
+        "pass ints, floats, strings, bools, None, tuples or mappings of those, or an nl.NKIObject"
     )
 
 

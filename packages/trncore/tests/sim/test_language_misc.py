@@ -256,3 +256,44 @@ def test_comparing_a_tensor_with_anything_but_none_is_still_an_error():
     x = np.ones((2, 2), np.float32)
     with pytest.raises(NotImplementedError, match="Python operators on NKI tensors"):
         simulate(kernel)(x, x)
+
+
+def test_nkiobject_configurations_as_kernel_arguments_and_in_kernel_keys():
+    from dataclasses import dataclass
+
+    from trncore.keys import KernelKey
+
+    class Tiling(nl.NKIObject):  # NKI generates __init__(self, rows=None, scale=None)
+        rows: int
+        scale: float
+
+    @dataclass
+    class Options(nl.NKIObject):
+        negate: bool = False
+
+    def kernel(a, cfg, opts):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a[0 : cfg.rows, :])
+        t = nl.multiply(t, -cfg.scale if opts.negate else cfg.scale)
+        nl.store(out[0 : cfg.rows, :], t)
+        if cfg.rows < a.shape[0]:
+            nl.store(out[cfg.rows : a.shape[0], :], nl.load(a[cfg.rows : a.shape[0], :]))
+        return out
+
+    a = np.arange(24, dtype=np.float32).reshape(6, 4)
+    got = simulate(kernel)(a, Tiling(rows=4, scale=2.0), Options(negate=True))
+    np.testing.assert_array_equal(got[:4], -2 * a[:4])
+    np.testing.assert_array_equal(got[4:], a[4:])
+    assert Tiling(rows=3).scale is None  # fields not given are None, as NKI's generated __init__
+    with pytest.raises(TypeError, match="unexpected fields"):
+        Tiling(cols=3)
+    spec = [((6, 4), "float32")]
+    key = lambda cfg: KernelKey.build(kernel, spec, {"cfg": cfg, "opts": Options()})  # noqa: E731
+    assert key(Tiling(4, 2.0)) == key(Tiling(rows=4, scale=2.0))  # hashed by fields
+    assert key(Tiling(4, 2.0)) != key(Tiling(4, 3.0))
+
+    class NotAnNkiObject:
+        rows = 4
+
+    with pytest.raises(TypeError, match="cannot be part of a kernel key"):
+        KernelKey.build(kernel, spec, {"cfg": NotAnNkiObject()})

@@ -280,7 +280,38 @@ def no_reorder() -> Iterator[None]:
 
 
 class NKIObject:
-    """Base class for user classes passed into kernels (§1.1)."""
+    """Base class for user classes passed into kernels as compile-time configuration.
+
+    As NKI 0.3.0 does for such classes, a subclass that writes no ``__init__`` of its own gets one
+    taking every annotated field as an argument, ``None`` when not given
+    (``Config(tile=128)``); a ``@dataclass`` subclass keeps the dataclass's ``__init__``. The
+    instance's fields are its identity for kernel cache keys (:mod:`trncore.keys`).
+    """
+
+    #: Marks instances whose fields (``vars(obj)``) are compile-time values (read by trncore.keys).
+    __nki_object__ = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            return
+        fields: list[str] = []
+        for klass in reversed(cls.__mro__):
+            for name in getattr(klass, "__annotations__", {}):
+                if name not in fields and not name.startswith("__"):
+                    fields.append(name)
+
+        def __init__(self: Any, *args: Any, **values: Any) -> None:
+            if len(args) > len(fields):
+                raise TypeError(f"{cls.__name__}() takes at most {len(fields)} positional arguments")
+            unknown = set(values) - set(fields)
+            if unknown:
+                raise TypeError(f"{cls.__name__}() got unexpected fields {sorted(unknown)}; fields: {fields}")
+            given = dict(zip(fields, args))
+            for name in fields:
+                setattr(self, name, given.get(name, values.get(name)))
+
+        cls.__init__ = __init__  # type: ignore[misc]
 
 
 def device_print(print_prefix: str, tensor: NkiTensor) -> None:
