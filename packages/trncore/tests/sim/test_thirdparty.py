@@ -114,3 +114,12 @@ def test_two_outputs_from_strided_views(target: str, kernels) -> None:
     even, odd = kernels["even_odd"].split_even_odd(x)
     np.testing.assert_array_equal(even, x[:, 0::2])
     np.testing.assert_array_equal(odd, x[:, 1::2])
+
+
+def test_isa_constants_is_an_importable_submodule(kernels) -> None:
+    # Production kernels import the ISA enumerations from nki.isa.constants (NKI 0.3.0 layout).
+    import nki.isa
+    from nki.isa.constants import engine, oob_mode
+
+    assert engine is nki.isa.engine and oob_mode is nki.isa.oob_mode
+    assert importlib.util.find_spec("nki.isa.constants") is not None

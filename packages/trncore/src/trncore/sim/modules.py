@@ -13,8 +13,8 @@ import sys
 import types
 
 from trncore.sim import isa as nisa
+from trncore.sim import isa_constants, nki_typing
 from trncore.sim import language as nl
-from trncore.sim import nki_typing
 from trncore.sim.runner import jit, simulate
 
 __all__ = ["EMULATED", "install", "nisa", "nki", "nl", "uninstall"]
@@ -24,6 +24,7 @@ nki.jit = jit  # type: ignore[attr-defined]
 nki.simulate = simulate  # type: ignore[attr-defined]
 nki.language = nl  # type: ignore[attr-defined]
 nki.isa = nisa  # type: ignore[attr-defined]
+nisa.constants = isa_constants  # type: ignore[attr-defined]
 nki.typing = nki_typing  # type: ignore[attr-defined]
 nki.__version__ = "0.3.0+trncore.sim"  # type: ignore[attr-defined]
 nki.__trncore_emulator__ = True  # type: ignore[attr-defined]
@@ -43,6 +44,7 @@ EMULATED: dict[str, types.ModuleType] = {
     "nki": nki,
     "nki.language": nl,
     "nki.isa": nisa,
+    "nki.isa.constants": isa_constants,
     "nki.typing": nki_typing,
 }
 
