@@ -297,3 +297,15 @@ def test_nkiobject_configurations_as_kernel_arguments_and_in_kernel_keys():
 
     with pytest.raises(TypeError, match="cannot be part of a kernel key"):
         KernelKey.build(kernel, spec, {"cfg": NotAnNkiObject()})
+
+
+def test_a_kernel_may_return_its_own_argument_at_lnc1():
+    # The shared_hbm rule is for tensors the kernel allocates; AWS's NKI library kernels return
+    # their `output` argument at LNC=1. A private-HBM allocation returned is still refused (the
+    # broken-kernel catalogue's output_in_private_hbm).
+    def kernel(a, output):
+        nl.store(output, nl.multiply(nl.load(a), 2.0))
+        return output
+
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_array_equal(simulate(kernel)(a, np.zeros_like(a)), 2 * a)

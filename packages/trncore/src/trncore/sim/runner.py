@@ -210,7 +210,7 @@ def _trace(
                 results.append(body(**call))
     finally:
         context.pop()
-    outputs = _outputs(results[0], fn)
+    outputs = _outputs(results[0], fn, ctx.inputs)
     sbuf_peak, psum_bytes, psum_banks = ctx.check_capacity()
     regs = ctx.engine_state.get("scalar_regs")
     prog = Program(
@@ -232,7 +232,7 @@ def _trace(
     return prog
 
 
-def _outputs(result: Any, fn: Callable[..., Any]) -> list[NkiTensor]:
+def _outputs(result: Any, fn: Callable[..., Any], inputs: Sequence[Any] = ()) -> list[NkiTensor]:
     if result is None:
         return []
     items = result if isinstance(result, (tuple, list)) else (result,)
@@ -245,7 +245,9 @@ def _outputs(result: Any, fn: Callable[..., Any]) -> list[NkiTensor]:
                 "shared_hbm tensors (or a tuple of them)",
                 _def_site(fn),
             )
-        if item.alloc.buffer is not SHARED_HBM:
+        # The shared_hbm rule concerns tensors the kernel allocates: a kernel may return one of
+        # its own (aliased) arguments, as AWS's NKI library kernels do at LNC=1 with `output`.
+        if item.alloc.buffer is not SHARED_HBM and not any(item.alloc is a for a in inputs):
             raise LanguageError(
                 "output-shared-hbm",
                 f"kernel output {item.describe()} must be in shared_hbm address space "
