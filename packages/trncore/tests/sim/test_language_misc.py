@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import hypothesis
 import ml_dtypes
 import numpy as np
@@ -309,3 +311,32 @@ def test_a_kernel_may_return_its_own_argument_at_lnc1():
 
     a = np.arange(8, dtype=np.float32).reshape(2, 4)
     np.testing.assert_array_equal(simulate(kernel)(a, np.zeros_like(a)), 2 * a)
+
+
+def test_assignment_into_a_tensor_copies_as_nki_does():
+    # The Beta-2 migration guide's own examples: t[...] = nl.load(x), acc[0:P, s:s+1] = nl.sum(...).
+    def kernel(a):
+        out = nl.ndarray((a.shape[0], 2), nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        t[...] = nl.load(a)
+        acc = nl.ndarray((a.shape[0], 2), nl.float32, buffer=nl.sbuf)
+        acc[0 : a.shape[0], 0:1] = nl.sum(t, axis=1, keepdims=True)
+        acc[0 : a.shape[0], 1:2] = 0
+        out[...] = acc
+        return out
+
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = simulate(kernel)(a)
+    np.testing.assert_array_equal(got[:, 0], a.sum(axis=1))
+    np.testing.assert_array_equal(got[:, 1], 0)
+
+    def into_psum(a):  # the neighbouring invalid form: a DMA may not write PSUM
+        p = nl.ndarray(a.shape, nl.float32, buffer=nl.psum)
+        p[...] = a  # BROKEN
+        return a
+
+    lines, start = inspect.getsourcelines(into_psum)
+    broken = start + next(i for i, text in enumerate(lines) if "# BROKEN" in text)
+    with pytest.raises(errors.BufferError, match="dma-no-psum") as info:
+        simulate(into_psum)(a)
+    assert info.value.lineno == broken

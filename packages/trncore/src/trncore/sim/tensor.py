@@ -379,10 +379,27 @@ class NkiTensor:
         return NkiTensor(self.alloc, self.dtype, offset, dims, indexed=True)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        raise NotImplementedError(
-            "assigning into a tensor (t[...] = value) is Beta-1 syntax; NKI 0.3.0 writes through "
-            "dst= of nisa.* calls (e.g. nisa.tensor_copy(dst=t[...], src=value))"
-        )
+        """``t[...] = value``: write a tile into a region of ``t``.
+
+        AWS's Beta-2 migration guide (NKI 0.3.0) writes its migrated examples this way, with the
+        results of ``nl.*`` calls (``t[...] = nl.load(x)``, ``acc[0:P, s:s+1] = nl.sum(...)``). The
+        write is the copy NKI performs: a DMA when either side is in HBM, else ``tensor_copy``; a
+        number fills the region (``memset``). Every rule of those instructions applies at this line.
+        """
+        from trncore.sim import isa_movement as mv  # tensor is below the ISA modules
+
+        dst = self[key]
+        if isinstance(value, NkiTensor):
+            if dst.buffer.is_hbm or value.buffer.is_hbm:
+                mv.dma_copy(dst=dst, src=value)
+            else:
+                mv.tensor_copy(dst=dst, src=value)
+        elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            mv.memset(dst=dst, value=value)
+        else:
+            raise TypeError(
+                f"t[...] = value needs an NKI tensor or a number, got {type(value).__name__}"
+            )
 
     # ---------------------------------------------------------------- reshape / view / ap
     def _contiguous(self) -> bool:
