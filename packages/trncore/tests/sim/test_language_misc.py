@@ -340,3 +340,24 @@ def test_assignment_into_a_tensor_copies_as_nki_does():
     with pytest.raises(errors.BufferError, match="dma-no-psum") as info:
         simulate(into_psum)(a)
     assert info.value.lineno == broken
+
+
+def test_ap_bounds_are_checked_where_the_view_is_used():
+    # An .ap() view describes an access; a kernel may build one it only uses under a guard.
+    def kernel(a, use_tail=False):
+        out = nl.ndarray((8, 128), nl.float32, buffer=nl.shared_hbm)
+        tail = a.ap([[64, 8], [1, 128]], offset=64 * 127)  # past the end of a: never read here
+        t = nl.ndarray((8, 128), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap([[128, 8], [1, 128]]))
+        if use_tail:
+            nisa.dma_copy(dst=t, src=tail)  # BROKEN when use_tail
+        nl.store(out, t)
+        return out
+
+    a = np.arange(8 * 128, dtype=np.float32).reshape(8, 128)
+    np.testing.assert_array_equal(simulate(kernel)(a), a)
+    lines, start = inspect.getsourcelines(kernel)
+    broken = start + next(i for i, text in enumerate(lines) if "# BROKEN" in text)
+    with pytest.raises(errors.BoundsError, match="access-in-bounds") as info:
+        simulate(kernel)(a, use_tail=True)
+    assert info.value.lineno == broken

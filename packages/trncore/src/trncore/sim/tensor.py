@@ -144,7 +144,9 @@ class NkiTensor:
     it would make control flow depend on data, which NKI 0.3.0 kernels cannot do.
     """
 
-    __slots__ = ("__weakref__", "_array", "alloc", "dims", "dtype", "dynamic", "indexed", "offset")
+    __slots__ = (
+        "__weakref__", "_array", "_unchecked", "alloc", "dims", "dtype", "dynamic", "indexed", "offset"
+    )
 
     def __init__(
         self,
@@ -162,6 +164,8 @@ class NkiTensor:
         self.indexed = indexed
         self.dynamic = dynamic
         self._array: np.ndarray | None = None
+        #: Set on an .ap() view whose bounds are checked when it is first read or written.
+        self._unchecked: tuple[str, int] | None = None
         alloc._view_created(self)
 
     @classmethod
@@ -239,6 +243,8 @@ class NkiTensor:
     # ---------------------------------------------------------------- storage views
     def array(self) -> np.ndarray:
         """The strided NumPy view of this tensor's elements (static views only)."""
+        if self._unchecked is not None:
+            self._checked_at(self._unchecked)
         if self._array is None:
             flat = self.alloc.flat_as(self.dtype)
             self._array = self._strided(flat)
@@ -265,8 +271,14 @@ class NkiTensor:
     def operand(self, site: tuple[str, int] | None, oob_skip: bool = False) -> Operand:
         """A read/write accessor; dynamic views compute their offsets at run time."""
         if self.dynamic is None:
+            if self._unchecked is not None:
+                self._checked_at(site)
             return Operand(self.array())
         return self.dynamic.operand(self, site, oob_skip)
+
+    def _checked_at(self, site: Any) -> None:
+        self._check_bounds(site)
+        self._unchecked = None
 
     # ---------------------------------------------------------------- indexing (§2.5)
     def _check_bounds(self, site: Any = None) -> None:
@@ -510,7 +522,9 @@ class NkiTensor:
                     site,
                 )
         if dynamic is None:
-            result._check_bounds(site)
+            # Bounds are checked where the view is read or written, not where it is built: AWS's
+            # NKI library builds views it only uses under a guard (an .ap() is a description).
+            result._unchecked = site
         else:
             dynamic.check_static(result)
         return result
