@@ -15,7 +15,7 @@ pytest.importorskip("pyscf")
 from pyscf import df, gto, scf
 from pyscf.mp import dfmp2, dfump2
 
-from trntensor.dfmp2 import DFMP2Energy, dfmp2_energy, memory_plan
+from trntensor.dfmp2 import OCC_BLOCK, DFMP2Energy, dfmp2_energy, memory_plan
 
 pytestmark = pytest.mark.pyscf
 
@@ -91,10 +91,10 @@ def test_memory_plan_and_budget(water):
     assert "memory per rank" in r.plan.describe()
     with pytest.raises(MemoryError, match="does not fit: memory per rank"):
         dfmp2_energy(water, AUX, memory=1024)
-    one = memory_plan(200, [64], [136], 800, 1)  # 8 occupied blocks of OCC_BLOCK = 8
+    one = memory_plan(200, [64], [136], 800, 1)  # 64 / OCC_BLOCK occupied blocks
     four = memory_plan(200, [64], [136], 800, 4)
     assert four.b_own * 4 == one.b_own and one.b_visiting == 0  # one process receives nothing
-    assert four.b_visiting == one.b_own // 8  # one block of eight
+    assert four.b_visiting == one.b_own // (64 // OCC_BLOCK)  # one block
     b_parts = [p.b_own + p.b_visiting for p in (four, one)]
     assert b_parts[0] <= 0.4 * b_parts[1] and four.integrals == one.integrals
 

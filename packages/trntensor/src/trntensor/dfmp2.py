@@ -5,9 +5,9 @@ over many processes through ``torch.distributed``.
 ``int3c2e`` over a range of auxiliary shells), their transformation to ``B[i,a,P]``, the fit with
 ``J^{-1/2}``, and the pair energies. With a process group every step is split:
 
-* the auxiliary shells are cut into fixed chunks (:data:`AUX_CHUNK` functions); chunk ``c`` is
-  computed and transformed by rank ``c mod R`` (all of a rank's chunks first, in parallel), then
-  the chunks are broadcast in order and every rank keeps only the rows of the blocks it owns;
+* the auxiliary shells are cut into fixed chunks (:data:`AUX_CHUNK` functions); in rounds, every
+  rank computes and transforms one chunk (``c mod R`` = rank) in parallel with the others, then
+  the round's chunks are broadcast and every rank keeps only the rows of the blocks it owns;
 * occupied orbitals are cut into fixed blocks (:data:`OCC_BLOCK`), dealt to the ranks in a snake
   order (0, 1, …, R−1, R−1, …, 0, …: block ``k`` has the most pairs when ``k`` is small), and each
   owner fits its blocks with the metric;
@@ -45,9 +45,9 @@ __all__ = ["AUX_CHUNK", "OCC_BLOCK", "DFMP2Energy", "MemoryPlan", "dfmp2_energy"
 
 #: Auxiliary functions per integral chunk (whole shells): fixed, so the chunks do not depend on
 #: the number of ranks.
-AUX_CHUNK = 48
+AUX_CHUNK = 24
 #: Occupied orbitals per block of the pair loop: fixed for the same reason.
-OCC_BLOCK = 8
+OCC_BLOCK = 4
 
 _F64 = 8
 
@@ -95,7 +95,7 @@ class DFMP2Energy:
 class MemoryPlan:
     """Bytes one rank needs at its peak, by use (see :func:`memory_plan`)."""
 
-    integrals: int  #: one chunk of (μν|P) and its transformed rows, all spins
+    integrals: int  #: one chunk of (μν|P), unpacked, transformed, and one received chunk
     b_own: int  #: the fitted B rows of the occupied blocks this rank owns
     b_visiting: int  #: one received block of another rank
     energy: int  #: the intermediates of one pair block
@@ -171,7 +171,8 @@ def memory_plan(
     """
     npair = nbasis * (nbasis + 1) // 2
     chunk = min(aux_chunk, naux) + 16  # whole shells may run past AUX_CHUNK by a shell
-    integrals = _F64 * chunk * (npair + sum(o * v for o, v in zip(nocc, nvir)))
+    # packed (μν|P), its dense unpacking for the transform, our transformed rows and a received chunk
+    integrals = _F64 * chunk * (npair + nbasis * nbasis + 2 * sum(o * v for o, v in zip(nocc, nvir)))
     own = visiting = 0
     for o, v in zip(nocc, nvir):
         sizes = [b - a for a, b in _blocks(o, occ_block)]
@@ -422,27 +423,35 @@ def dfmp2_energy(
             i0, i1 = s.blocks[k]
             s.own[k] = torch.empty(i1 - i0, s.c_vir.shape[1], naux, dtype=dtype)
 
-    # Integrals by auxiliary chunk: every rank first computes and transforms its own chunks
-    # (c mod R), then all chunks are broadcast in order and each rank keeps its blocks' rows.
+    # Integrals by auxiliary chunk, in rounds: in round j every rank computes and transforms its
+    # j-th chunk (c = j·R + rank) in parallel, then the round's chunks are broadcast in order and
+    # each rank keeps its blocks' rows. A rank holds one transformed chunk and one received.
     chunks = _aux_chunks(auxmol, aux_chunk)
     nbas = mol.nbas
-    mine: dict[int, list[torch.Tensor]] = {}
-    for c in bar(range(comm.rank, len(chunks), comm.size), desc="integrals + transform"):
-        sh0, sh1, _, _ = chunks[c]
-        eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", shls_slice=(0, nbas, 0, nbas, sh0, sh1))
-        packed = torch.from_numpy(eri.T.copy()).to(dtype)  # (P, μν) lower triangles
-        del eri
-        mine[c] = [ao_to_mo_transform(packed, s.c_occ, s.c_vir) for s in spins]
-        del packed
-    for c, (_, _, p0, p1) in enumerate(chunks):
-        owner = c % comm.size
-        rows = mine.pop(c, None)
-        for si, s in enumerate(spins):
-            part = rows[si] if rows else torch.empty(s.c_occ.shape[1], s.c_vir.shape[1], p1 - p0, dtype=dtype)
-            comm.broadcast(part, owner)
-            for k, b in s.own.items():
-                i0, i1 = s.blocks[k]
-                b[:, :, p0:p1] = part[i0:i1]
+    for first in bar(range(0, len(chunks), comm.size), desc="integrals + transform"):
+        mine: list[torch.Tensor] | None = None
+        c = first + comm.rank
+        if c < len(chunks):
+            sh0, sh1, _, _ = chunks[c]
+            shells = (0, nbas, 0, nbas, sh0, sh1)
+            eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", shls_slice=shells)
+            packed = torch.from_numpy(eri.T.copy()).to(dtype)  # (P, μν) lower triangles
+            del eri
+            mine = [ao_to_mo_transform(packed, s.c_occ, s.c_vir) for s in spins]
+            del packed
+        for c in range(first, min(first + comm.size, len(chunks))):
+            owner, (_, _, p0, p1) = c - first, chunks[c]
+            for si, s in enumerate(spins):
+                if comm.rank == owner and mine is not None:
+                    part = mine[si]
+                else:
+                    part = torch.empty(s.c_occ.shape[1], s.c_vir.shape[1], p1 - p0, dtype=dtype)
+                comm.broadcast(part, owner)
+                for k, b in s.own.items():
+                    i0, i1 = s.blocks[k]
+                    b[:, :, p0:p1] = part[i0:i1]
+                del part
+        del mine
     for s in spins:  # the fit, block by block (the same shapes whatever the number of ranks)
         for k, b in s.own.items():
             s.own[k] = torch.matmul(b.reshape(-1, naux), fit).reshape(b.shape)
