@@ -14,6 +14,7 @@ concatenated operands), so they take the kernel route with it.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
@@ -450,25 +451,34 @@ mp2_energy_df_op = _library.operation(
 # ----------------------------------------------------------------------------- GEMM reductions
 
 
+def _triangle_product(
+    build: Any, gemm: Any, alpha: Any, a: torch.Tensor, b: torch.Tensor, beta: Any,
+    c: torch.Tensor | None, right: bool, lower: bool, *extra: Any,
+) -> torch.Tensor:
+    """``alpha·full·b`` (or ``alpha·b·full``) ``+ beta·c`` with ``full = build(a, lower)`` (the
+    symmetric or Hermitian matrix from one triangle), through ``gemm`` (reference or driver)."""
+    full = build(a, lower)
+    if right:
+        return gemm(alpha, b, full, beta, c, 0, 0, *extra)
+    return gemm(alpha, full, b, beta, c, 0, 0, *extra)
+
+
 def _symm_reference(
     alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None, right: bool,
     lower: bool, allow_fp32: bool = False,
 ) -> torch.Tensor:
     """The PyTorch SYMM: the symmetric matrix built from one triangle, then one GEMM."""
-    full = symmetric_from_triangle(a, lower)
-    if right:
-        return _pytorch.gemm(alpha, b, full, beta, c, 0, 0)
-    return _pytorch.gemm(alpha, full, b, beta, c, 0, 0)
+    return _triangle_product(symmetric_from_triangle, _pytorch.gemm, alpha, a, b, beta, c, right, lower)
 
 
 def _symm_driver(
     ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float,
     c: torch.Tensor | None, right: bool, lower: bool, allow_fp32: bool = False,
 ) -> torch.Tensor:
-    full = symmetric_from_triangle(a, lower)
-    if right:
-        return _gemm_driver(ctx, alpha, b, full, beta, c, 0, 0, allow_fp32)
-    return _gemm_driver(ctx, alpha, full, b, beta, c, 0, 0, allow_fp32)
+    return _triangle_product(
+        symmetric_from_triangle, functools.partial(_gemm_driver, ctx), alpha, a, b, beta, c, right,
+        lower, allow_fp32,
+    )
 
 
 symm_op = _library.operation(
@@ -548,20 +558,17 @@ def _hemm_reference(
     lower: bool, allow_fp32: bool = False,
 ) -> torch.Tensor:
     """The PyTorch HEMM: the Hermitian matrix built from one triangle, then one GEMM."""
-    full = hermitian_from_triangle(a, lower)
-    if right:
-        return _pytorch.gemm(alpha, b, full, beta, c, 0, 0)
-    return _pytorch.gemm(alpha, full, b, beta, c, 0, 0)
+    return _triangle_product(hermitian_from_triangle, _pytorch.gemm, alpha, a, b, beta, c, right, lower)
 
 
 def _hemm_driver(
     ctx: KernelContext, alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: complex,
     c: torch.Tensor | None, right: bool, lower: bool, allow_fp32: bool = False,
 ) -> torch.Tensor:
-    full = hermitian_from_triangle(a, lower)
-    if right:
-        return _gemm_driver(ctx, alpha, b, full, beta, c, 0, 0, allow_fp32)
-    return _gemm_driver(ctx, alpha, full, b, beta, c, 0, 0, allow_fp32)
+    return _triangle_product(
+        hermitian_from_triangle, functools.partial(_gemm_driver, ctx), alpha, a, b, beta, c, right,
+        lower, allow_fp32,
+    )
 
 
 hemm_op = _library.operation(

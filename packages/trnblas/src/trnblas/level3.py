@@ -8,6 +8,8 @@ compatibility and ignored (inputs are never written).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from trnblas import _ops
@@ -173,6 +175,29 @@ def batched_gemm(
     return _ops.call(_ops.batched_gemm_op, alpha_, a, b, beta_, c, ta, tb)
 
 
+def _one_triangle_product(
+    alpha: object, a: object, b: object, beta: object, c: object, side: object, lower: object,
+    overwrite_c: object,
+) -> tuple[Any, ...]:
+    """Checked arguments of ``symm``/``hemm``: ``(alpha, a, b, beta, c, right, lower)``."""
+    a = v.tensor("a", a, 2)
+    b = v.tensor("b", b, 2)
+    v.same_kind(a=a, b=b)
+    right, low = side_flag(side), lower_flag(lower)
+    overwrite_flag("overwrite_c", overwrite_c)
+    alpha_, beta_ = v.scalar("alpha", alpha, a.dtype), v.scalar("beta", beta, a.dtype)
+    order = v.square("a", a)
+    m, n = b.shape
+    needed = n if right else m
+    if order != needed:
+        raise ValueError(
+            f"a must have shape {(needed, needed)} to multiply b of shape {(m, n)} from the "
+            f"{'right' if right else 'left'} (side={int(right)}), got {tuple(a.shape)}"
+        )
+    c_ = _optional_c(c, (m, n), "the shape of b", a=a)
+    return alpha_, a, b, beta_, c_, right, low
+
+
 def symm(
     alpha: float | complex,
     a: torch.Tensor,
@@ -210,22 +235,7 @@ def symm(
     torch.Tensor
         A new ``(m, n)`` tensor.
     """
-    a = v.tensor("a", a, 2)
-    b = v.tensor("b", b, 2)
-    v.same_kind(a=a, b=b)
-    right, low = side_flag(side), lower_flag(lower)
-    overwrite_flag("overwrite_c", overwrite_c)
-    alpha_, beta_ = v.scalar("alpha", alpha, a.dtype), v.scalar("beta", beta, a.dtype)
-    order = v.square("a", a)
-    m, n = b.shape
-    needed = n if right else m
-    if order != needed:
-        raise ValueError(
-            f"a must have shape {(needed, needed)} to multiply b of shape {(m, n)} from the "
-            f"{'right' if right else 'left'} (side={int(right)}), got {tuple(a.shape)}"
-        )
-    c_ = _optional_c(c, (m, n), "the shape of b", a=a)
-    return _ops.call(_ops.symm_op, alpha_, a, b, beta_, c_, right, low)
+    return _ops.call(_ops.symm_op, *_one_triangle_product(alpha, a, b, beta, c, side, lower, overwrite_c))
 
 
 def _rank_k_checks(
@@ -481,22 +491,7 @@ def hemm(
     torch.Tensor
         A new ``(m, n)`` tensor.
     """
-    a = v.tensor("a", a, 2)
-    b = v.tensor("b", b, 2)
-    v.same_kind(a=a, b=b)
-    right, low = side_flag(side), lower_flag(lower)
-    overwrite_flag("overwrite_c", overwrite_c)
-    alpha_, beta_ = v.scalar("alpha", alpha, a.dtype), v.scalar("beta", beta, a.dtype)
-    order = v.square("a", a)
-    m, n = b.shape
-    needed = n if right else m
-    if order != needed:
-        raise ValueError(
-            f"a must have shape {(needed, needed)} to multiply b of shape {(m, n)} from the "
-            f"{'right' if right else 'left'} (side={int(right)}), got {tuple(a.shape)}"
-        )
-    c_ = _optional_c(c, (m, n), "the shape of b", a=a)
-    return _ops.call(_ops.hemm_op, alpha_, a, b, beta_, c_, right, low)
+    return _ops.call(_ops.hemm_op, *_one_triangle_product(alpha, a, b, beta, c, side, lower, overwrite_c))
 
 
 def _hermitian_rank_checks(
