@@ -31,7 +31,7 @@ from trnblas.kernels import (
     syrk_kernel,
 )
 from trncore import TilePolicy
-from trncore.dispatch import KernelContext, KernelUnsupported
+from trncore.dispatch import KernelContext, KernelUnsupported, Operation
 from trncore.kernels.complex_gemm import complex_matmul_kernel, use_gauss
 from trncore.padding import crop, pad_to
 from trncore.precision import kernel_dtype as _trncore_kernel_dtype
@@ -62,12 +62,13 @@ _SYRK_BUDGET = 144 * 1024
 _MIN_FLOPS = 2 * 256**3
 
 
-def _cast(t: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    return t if t is None or t.dtype == dtype else t.to(dtype)
+def _cast(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return t if t.dtype == dtype else t.to(dtype)
 
 
 def _finish(
-    prod: torch.Tensor, alpha: float, beta: float, c: torch.Tensor | None, dtype: torch.dtype
+    prod: torch.Tensor, alpha: float | complex, beta: float | complex, c: torch.Tensor | None,
+    dtype: torch.dtype,
 ) -> torch.Tensor:
     """``alpha * prod + beta * c`` (``c`` unread when ``beta`` is 0) in float32, then ``dtype``."""
     if alpha != 1:
@@ -172,7 +173,7 @@ def _gemm_driver(
     return _finish(prod, alpha, beta, c, a.dtype)
 
 
-gemm_op = _library.operation(
+gemm_op: Operation = _library.operation(
     "gemm",
     reference=_gemm_reference,
     kernel=gemm_kernel,
@@ -225,7 +226,7 @@ def _batched_driver(
     return _finish(prod, alpha, beta, c, a.dtype)
 
 
-batched_gemm_op = _library.operation(
+batched_gemm_op: Operation = _library.operation(
     "batched_gemm",
     reference=_batched_reference,
     kernel=gemm_kernel,
@@ -278,7 +279,7 @@ def _keep(full: torch.Tensor, c: torch.Tensor | None, lower: bool) -> torch.Tens
     return torch.where(mask, full, other)
 
 
-syrk_op = _library.operation(
+syrk_op: Operation = _library.operation(
     "syrk",
     reference=_syrk_reference,
     kernel=syrk_kernel,
@@ -358,7 +359,7 @@ def _trsm_driver(
     return x.to(b.dtype).contiguous()
 
 
-trsm_op = _library.operation(
+trsm_op: Operation = _library.operation(
     "trsm",
     reference=_trsm_reference,
     kernel=gemm_update_kernel,
@@ -406,7 +407,7 @@ def _mp2_driver(
     return out.reshape(()).to(result)
 
 
-mp2_energy_op = _library.operation(
+mp2_energy_op: Operation = _library.operation(
     "mp2_energy",
     reference=_mp2_reference,
     kernel=mp2_energy_kernel,
@@ -439,7 +440,7 @@ def _mp2_df_driver(
     return out.reshape(()).to(result)
 
 
-mp2_energy_df_op = _library.operation(
+mp2_energy_df_op: Operation = _library.operation(
     "mp2_energy_df",
     reference=_mp2_df_reference,
     kernel=mp2_energy_df_kernel,
@@ -481,7 +482,7 @@ def _symm_driver(
     )
 
 
-symm_op = _library.operation(
+symm_op: Operation = _library.operation(
     "symm", reference=_symm_reference, kernel=gemm_kernel, driver=_symm_driver, policy=_POLICY,
     min_work=_MIN_FLOPS, work=lambda alpha, a, b, *args, **kw: 2 * a.shape[0] * b.numel(),
 )
@@ -508,7 +509,7 @@ def _trmm_driver(
     return _gemm_driver(ctx, alpha, tri, b, 0.0, None, trans_a, 0, allow_fp32)
 
 
-trmm_op = _library.operation(
+trmm_op: Operation = _library.operation(
     "trmm", reference=_trmm_reference, kernel=gemm_kernel, driver=_trmm_driver, policy=_POLICY,
     min_work=_MIN_FLOPS, work=lambda alpha, a, b, *args, **kw: a.shape[0] * b.numel(),
 )
@@ -534,7 +535,7 @@ def _syr2k_driver(
     return _keep(full, c, lower)
 
 
-syr2k_op = _library.operation(
+syr2k_op: Operation = _library.operation(
     "syr2k", reference=_syr2k_reference, kernel=gemm_kernel, driver=_syr2k_driver, policy=_POLICY,
     min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, beta, c, trans, *args, **kw: 2 * a.numel() * a.shape[1 if trans else 0],
@@ -571,7 +572,7 @@ def _hemm_driver(
     )
 
 
-hemm_op = _library.operation(
+hemm_op: Operation = _library.operation(
     "hemm", reference=_hemm_reference, kernel=complex_matmul_kernel, driver=_hemm_driver,
     policy=_POLICY, min_work=_MIN_FLOPS, work=lambda alpha, a, b, *args, **kw: 8 * a.shape[0] * b.numel(),
 )
@@ -594,7 +595,7 @@ def _herk_driver(
     return _real_diagonal(_keep(full, c, lower))
 
 
-herk_op = _library.operation(
+herk_op: Operation = _library.operation(
     "herk", reference=_herk_reference, kernel=complex_matmul_kernel, driver=_herk_driver,
     policy=_POLICY, min_work=_MIN_FLOPS,
     work=lambda alpha, a, beta, c, trans, *args, **kw: 8 * a.numel() * a.shape[1 if trans else 0],
@@ -627,7 +628,7 @@ def _her2k_driver(
     return _real_diagonal(_keep(full, c, lower))
 
 
-her2k_op = _library.operation(
+her2k_op: Operation = _library.operation(
     "her2k", reference=_her2k_reference, kernel=complex_matmul_kernel, driver=_her2k_driver,
     policy=_POLICY, min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, beta, c, trans, *args, **kw: 16 * a.numel() * a.shape[1 if trans else 0],

@@ -8,6 +8,7 @@ Every error names the argument and says what was expected.
 from __future__ import annotations
 
 import numbers
+from typing import cast
 
 import torch
 
@@ -96,7 +97,7 @@ def scalar(name: str, value: object, dtype: torch.dtype) -> float | complex:
             f"{name}={value!r} is complex but the operands are {_dtype_name(dtype)}; "
             "use complex64/complex128 operands or a real scalar"
         )
-    return complex(value)  # type: ignore[arg-type]
+    return complex(cast(complex, value))
 
 
 def real_scalar(name: str, value: object) -> float:

@@ -99,8 +99,9 @@ def nki_trsm(
 
 
 def _check_energies(eps_occ_chunk: object, eps_occ_full: object, eps_vir: object, like: torch.Tensor) -> None:
-    for name, e in (("eps_occ_chunk", eps_occ_chunk), ("eps_occ_full", eps_occ_full), ("eps_vir", eps_vir)):
-        v.tensor(name, e, 1, dtypes=(torch.float32, torch.float64))
+    named = (("eps_occ_chunk", eps_occ_chunk), ("eps_occ_full", eps_occ_full), ("eps_vir", eps_vir))
+    for name, value in named:
+        e = v.tensor(name, value, 1, dtypes=(torch.float32, torch.float64))
         if e.device != like.device:
             raise ValueError(
                 f"{name} must be on the same device as the amplitudes ({like.device}), got {e.device}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = [
     "BACKENDS",
@@ -95,8 +95,8 @@ class EnvSettings:
 # On POSIX CPython ``os.environ`` keeps its contents in a dict of bytes (``_data``) that every
 # ``os.environ`` update (including pytest's monkeypatch) goes through; reading it directly costs
 # a tenth of ``os.environ.get``, which matters because dispatch checks the variables on every call.
-_ENV_DATA = getattr(os.environ, "_data", None)
-_ENCODE = getattr(os.environ, "encodekey", None)
+_ENV_DATA: Any = getattr(os.environ, "_data", None)
+_ENCODE: Any = getattr(os.environ, "encodekey", None)
 _FAST_ENV = isinstance(_ENV_DATA, dict) and callable(_ENCODE)
 _SUFFIXES = ("FORCE_BACKEND", "USE_SIMULATOR", "REQUIRE_NKI")
 _keys: dict[str, tuple[object, ...]] = {}
@@ -109,7 +109,7 @@ def _raw_values(library: str) -> tuple[object, ...]:
     if keys is None:
         names = _steering_names(library)
         keys = _keys[library] = tuple(_ENCODE(n) for n in names) if _FAST_ENV else names
-    get = _ENV_DATA.get if _FAST_ENV else os.environ.get
+    get: Any = _ENV_DATA.get if _FAST_ENV else os.environ.get
     return tuple(map(get, keys))
 
 
@@ -157,7 +157,7 @@ def bump_generation() -> None:
     GENERATION[0] += 1
 
 
-class _TrackedEnviron(os._Environ):  # type: ignore[name-defined,misc]
+class _TrackedEnviron(os._Environ):
     """``os.environ``'s class plus a change counter; behaviour is otherwise identical."""
 
     def __setitem__(self, key: str, value: str) -> None:
@@ -173,7 +173,7 @@ def _track_environ() -> bool:
     # Only the standard class is swapped. Anything else (another tool's replacement, or the
     # subclass of an earlier import of this module, which bumps that import's counter) leaves
     # tracking off, and dispatch checks the variables on every call.
-    if type(os.environ) is not os._Environ:  # type: ignore[attr-defined]
+    if type(os.environ) is not os._Environ:
         return False
     try:
         os.environ.__class__ = _TrackedEnviron

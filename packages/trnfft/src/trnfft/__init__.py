@@ -13,7 +13,7 @@ from trncore import Library, NkiDispatchError, NkiFallbackWarning, neuron_device
 
 __version__ = "0.1.0"
 
-_library = Library.register("trnfft", __version__)
+_library: Library = Library.register("trnfft", __version__)
 set_backend = _library.set_backend
 backend = _library.backend  # with backend("nki"): ... (scoped to the block)
 get_backend = _library.get_backend

@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from trncore.dispatch import Operation
 from trnfft import _library
 from trnfft._layer_ops import _planes_driver
 from trnfft.kernels.batchnorm import batchnorm_backward_kernel, batchnorm_forward_kernel
@@ -108,14 +109,14 @@ def _backward_torch(
     return dcr, dci, gparams
 
 
-batchnorm_forward = _library.operation(
+batchnorm_forward: Operation = _library.operation(
     "batchnorm_forward",
     reference=_forward_torch,
     driver=_planes_driver(batchnorm_forward_kernel),
     work=lambda xr, *a, **k: int(xr.numel()),
     min_work=1 << 20,
 )
-batchnorm_backward = _library.operation(
+batchnorm_backward: Operation = _library.operation(
     "batchnorm_backward",
     reference=_backward_torch,
     driver=_planes_driver(batchnorm_backward_kernel),

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from trncore.dispatch import KernelContext, KernelUnsupported
+from trncore.dispatch import KernelContext, KernelUnsupported, Operation
 from trncore.kernels.complex_gemm import complex_matmul_kernel, use_gauss
 from trnfft import _library
 from trnfft.kernels.modrelu import modrelu_backward_kernel, modrelu_kernel
@@ -57,6 +57,7 @@ def _complex_matmul_torch(
     cr = ar @ br - ai @ bi
     ci = ar @ bi + ai @ br
     if bias_r is not None:
+        assert bias_i is not None  # the planes of one bias come together
         cr = cr + bias_r
         ci = ci + bias_i
     return cr, ci
@@ -113,7 +114,7 @@ def _work(
         return 0
 
 
-complex_matmul = _library.operation(
+complex_matmul: Operation = _library.operation(
     "complex_matmul",
     reference=_complex_matmul_torch,
     driver=_complex_matmul_driver,
@@ -224,7 +225,8 @@ class Conv1dFunction(torch.autograd.Function):
         ctx.save_for_backward(cr, ci, w2r, w2i)
         ctx.geo, ctx.in_shape, ctx.w_shape, ctx.has_bias = geo, xr.shape, wr.shape, br is not None
         n = xr.shape[0]
-        return tuple(y.reshape(n, -1, out_ch).transpose(1, 2).contiguous() for y in (yr, yi))  # type: ignore[return-value]
+        planes = [y.reshape(n, -1, out_ch).transpose(1, 2).contiguous() for y in (yr, yi)]
+        return planes[0], planes[1]
 
     @staticmethod
     def backward(ctx: Any, gyr: torch.Tensor, gyi: torch.Tensor) -> tuple[Any, ...]:
@@ -293,14 +295,14 @@ def _planes_driver(kernel: Any) -> Any:
     return driver
 
 
-modrelu = _library.operation(
+modrelu: Operation = _library.operation(
     "modrelu",
     reference=_modrelu_torch,
     driver=_planes_driver(modrelu_kernel),
     work=lambda xr, *a, **k: int(xr.numel()),
     min_work=1 << 20,
 )
-modrelu_backward = _library.operation(
+modrelu_backward: Operation = _library.operation(
     "modrelu_backward",
     reference=_modrelu_backward_torch,
     driver=_planes_driver(modrelu_backward_kernel),

@@ -69,8 +69,8 @@ def stft_driver(
     align_to_window: Any = None,
 ) -> torch.Tensor:
     """NKI-route driver of ``stft``: frames framed and windowed in torch, transformed by the kernel."""
-    args = (input, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided)
-    args = (*args, return_complex)
+    args: tuple[Any, ...] = (input, n_fft, hop_length, win_length, window, center, pad_mode, normalized)
+    args = (*args, onesided, return_complex)
     x = _check_input(input)
     if align_to_window is not None:
         raise KernelUnsupported("align_to_window is not supported by the kernel route")
@@ -121,8 +121,8 @@ def istft_driver(
     return_complex: Any = False,
 ) -> torch.Tensor:
     """NKI-route driver of ``istft``: kernel inverse transforms of the frames, overlap-add in torch."""
-    args = (input, n_fft, hop_length, win_length, window, center, normalized, onesided, length)
-    args = (*args, return_complex)
+    args: tuple[Any, ...] = (input, n_fft, hop_length, win_length, window, center, normalized, onesided)
+    args = (*args, length, return_complex)
     x = _check_input(input)
     lengths = _lengths(n_fft, hop_length, win_length)
     if lengths is None or not x.is_complex() or x.dim() not in (2, 3) or x.numel() == 0:

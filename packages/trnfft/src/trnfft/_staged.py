@@ -46,6 +46,7 @@ def staged_fft(x: torch.Tensor, plan: FFTPlan) -> torch.Tensor:
     if plan.algorithm in ("stockham", "mixed_radix"):
         return _stages(x, plan.radices, tables)
     # Bluestein: X[k] = c[k] * sum_j (x[j] c[j]) conj(c[k - j]), a circular convolution of length m.
+    assert tables.chirp is not None and tables.chirp_filter is not None  # Bluestein plans have them
     chirp = _complex(tables.chirp)
     m = plan.inner_length
     inner = create_plan(m, dtype=plan.dtype, device=plan.device)

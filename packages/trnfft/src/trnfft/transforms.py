@@ -16,7 +16,7 @@ re-raised as a :mod:`trnfft.errors` exception that names the argument and keeps 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -285,7 +285,7 @@ def irfft(
             raise
         except TypeError:
             pass  # a ComplexTensor or not a tensor: the general path converts it or says so
-    return _general_1d("irfft", _ops.irfft, input, n, dim, norm, out, True)
+    return cast(torch.Tensor, _general_1d("irfft", _ops.irfft, input, n, dim, norm, out, True))
 
 
 @_doc(
@@ -307,7 +307,7 @@ def hfft(
             raise
         except TypeError:
             pass  # a ComplexTensor or not a tensor: the general path converts it or says so
-    return _general_1d("hfft", _ops.hfft, input, n, dim, norm, out, True)
+    return cast(torch.Tensor, _general_1d("hfft", _ops.hfft, input, n, dim, norm, out, True))
 
 
 @_doc(
@@ -424,7 +424,7 @@ def irfft2(
             raise
         except TypeError:
             pass  # a ComplexTensor or not a tensor: the general path converts it or says so
-    return _general_nd("irfft2", _ops.irfft2, input, s, dim, norm, out, True)
+    return cast(torch.Tensor, _general_nd("irfft2", _ops.irfft2, input, s, dim, norm, out, True))
 
 
 @_doc(
@@ -452,7 +452,7 @@ def hfft2(
             raise
         except TypeError:
             pass  # a ComplexTensor or not a tensor: the general path converts it or says so
-    return _general_nd("hfft2", _ops.hfft2, input, s, dim, norm, out, True)
+    return cast(torch.Tensor, _general_nd("hfft2", _ops.hfft2, input, s, dim, norm, out, True))
 
 
 @_doc("Inverse of :func:`hfft2` (``torch.fft.ihfft2``).", _PARAMS_ND, _COMPLEX_RESULT, "", _LAST_TWO)
@@ -567,7 +567,7 @@ def irfftn(
             raise
         except TypeError:
             pass  # a ComplexTensor or not a tensor: the general path converts it or says so
-    return _general_nd("irfftn", _ops.irfftn, input, s, dim, norm, out, True)
+    return cast(torch.Tensor, _general_nd("irfftn", _ops.irfftn, input, s, dim, norm, out, True))
 
 
 @_doc(
@@ -595,7 +595,7 @@ def hfftn(
             raise
         except TypeError:
             pass  # a ComplexTensor or not a tensor: the general path converts it or says so
-    return _general_nd("hfftn", _ops.hfftn, input, s, dim, norm, out, True)
+    return cast(torch.Tensor, _general_nd("hfftn", _ops.hfftn, input, s, dim, norm, out, True))
 
 
 @_doc("Inverse of :func:`hfftn` (``torch.fft.ihfftn``).", _PARAMS_ND, _COMPLEX_RESULT, "", _ALL_OR_S)

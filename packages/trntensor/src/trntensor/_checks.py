@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 
@@ -60,4 +61,4 @@ def check_scalar(value: object, name: str) -> complex | float | int:
         return int(value)
     if isinstance(value, numbers.Real):
         return float(value)
-    return complex(value)  # type: ignore[arg-type]
+    return complex(cast(complex, value))

@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from trncore.dispatch import KernelContext, KernelUnsupported
+from trncore.dispatch import KernelContext, KernelUnsupported, Operation
 from trncore.keys import bucket_dim
 from trncore.padding import TilePolicy, pad_to
 from trntensor import _library, df_mp2
@@ -80,7 +80,10 @@ def _ao_to_mo_driver(
     c_vir_p = pad_to(c_vir.to(dtype), (n_p, nvir_p)).contiguous()
     for p0 in range(0, naux, chunk):
         pc = min(chunk, naux - p0)
-        dense = _unpack_tril(eri3c[p0 : p0 + pc], index, n) if packed else eri3c[:, :, p0 : p0 + pc]
+        if index is not None:  # packed
+            dense = _unpack_tril(eri3c[p0 : p0 + pc], index, n)
+        else:
+            dense = eri3c[:, :, p0 : p0 + pc]
         rows = pad_to(dense.to(dtype), (n_p, n_p, chunk)).contiguous().reshape(n_p, n_p * chunk)
         for o0 in range(0, nocc, occ_block):
             oc = min(occ_block, nocc - o0)
@@ -90,7 +93,7 @@ def _ao_to_mo_driver(
     return out
 
 
-ao_to_mo_op = _library.operation(
+ao_to_mo_op: Operation = _library.operation(
     "ao_to_mo",
     reference=_ao_to_mo_reference,
     kernel=ao_to_mo_kernel,
@@ -165,7 +168,7 @@ def _mp2_driver(ctx: KernelContext, b: torch.Tensor, d: torch.Tensor, budget: in
     return total  # float64, like the reference for single-precision inputs
 
 
-mp2_energy_op = _library.operation(
+mp2_energy_op: Operation = _library.operation(
     "mp2_energy",
     reference=_mp2_energy_reference,
     kernel=mp2_energy_block_kernel,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from trncore.dispatch import KernelContext, KernelUnsupported
+from trncore.dispatch import KernelContext, KernelUnsupported, Operation
 from trncore.kernels import gemm_kernel
 from trncore.padding import TilePolicy, pad_to
 from trntensor import _library
@@ -78,7 +78,7 @@ def _gemm_driver(ctx: KernelContext, a: torch.Tensor, b: torch.Tensor) -> torch.
     return out if a.dim() == 3 else out[0]
 
 
-_contract_gemm = _library.operation(
+_contract_gemm: Operation = _library.operation(
     "contract_gemm",
     reference=_gemm_reference,
     kernel=gemm_kernel,

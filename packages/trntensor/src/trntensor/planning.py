@@ -320,7 +320,9 @@ def _step(
     ), result
 
 
-def _path(labels: list[tuple[int, ...]], output: tuple[int, ...], sizes: dict[int, int]):
+def _path(
+    labels: list[tuple[int, ...]], output: tuple[int, ...], sizes: dict[int, int]
+) -> tuple[list[tuple[int, ...]], int]:
     """opt_einsum's path and its naive cost for the reduced operands."""
     sym = {x: opt_einsum.get_symbol(i) for i, x in enumerate(sizes)}
     eq = ",".join("".join(sym[x] for x in t) for t in labels) + "->" + "".join(sym[x] for x in output)

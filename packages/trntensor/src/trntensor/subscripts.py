@@ -104,11 +104,11 @@ def parse_subscripts(subscripts: str, ranks: Sequence[int]) -> ParsedSubscripts:
 
     if arrow:
         head, tail, has_ellipsis = _split_term(rhs, "output subscripts")
-        named = head + tail
-        repeated = sorted({label_name(x) for x in named if named.count(x) > 1})
+        out_labels = head + tail
+        repeated = sorted({label_name(x) for x in out_labels if out_labels.count(x) > 1})
         if repeated:
             raise ValueError(f"einsum: output subscripts {rhs!r} repeat {', '.join(repeated)}")
-        missing = [label_name(x) for x in named if x not in counts]
+        missing = [label_name(x) for x in out_labels if x not in counts]
         if missing:
             raise ValueError(
                 f"einsum: output subscript(s) {', '.join(missing)} in {subscripts!r} appear in no operand"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from trncore.kernels.matmul import k_tiles_per_block, matmul_tile
 from trncore.kernels.tiles import ceil_div, load_block
 from trncore.lang import nl
@@ -10,20 +12,20 @@ __all__ = ["product_tile"]
 
 
 def product_tile(
-    acc,
-    lhs,
-    rhs,
-    k_total,
-    m0,
-    ms,
-    n0,
-    ns,
-    lhs_batch=0,
-    rhs_batch=0,
-    transpose_lhs=False,
-    transpose_rhs=False,
-    tile_k=128,
-):
+    acc: Any,
+    lhs: Any,
+    rhs: Any,
+    k_total: Any,
+    m0: Any,
+    ms: Any,
+    n0: Any,
+    ns: Any,
+    lhs_batch: Any = 0,
+    rhs_batch: Any = 0,
+    transpose_lhs: Any = False,
+    transpose_rhs: Any = False,
+    tile_k: Any = 128,
+) -> Any:
     """``acc[0:ms, 0:ns] = Σ_k L[k, m0 + m] · R[k, n0 + n]`` with ``L``/``R`` whole HBM arguments.
 
     ``L`` is ``lhs`` (or ``lhs[lhs_batch]`` for a 3-D argument) with the contraction along its

@@ -7,7 +7,7 @@ when called, the experimental ``nl.*`` wrapper of the same name (``nl.add(x, y)`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -28,7 +28,7 @@ F32 = np.float32
 class Op:
     """An NKI operator token / activation function."""
 
-    def __init__(self, name: str, kind: str, fn: Callable[..., np.ndarray] | None) -> None:
+    def __init__(self, name: str, kind: str, fn: Callable[..., np.ndarray]) -> None:
         self.name = name
         self.kind = kind  # "arith", "bitvec", "compare", "unary", "activation"
         self.fn = fn
@@ -178,7 +178,7 @@ for _name, _kind, _fn in [
     ("left_shift", "bitvec", lambda a, b: np.left_shift(a, np.asarray(b).astype(a.dtype))),
     ("right_shift", "bitvec", _shift_right),
 ]:
-    BINARY[_name] = Op(_name, _kind, _fn)
+    BINARY[_name] = Op(_name, _kind, cast(Callable[..., np.ndarray], _fn))
 
 #: Unary ALU ops usable in tensor_scalar/tensor_tensor with a dummy operand (§2.9).
 UNARY_ALU: dict[str, Op] = {}
@@ -220,7 +220,7 @@ for _name, _fn in [
     ("floor", np.floor),
     ("trunc", np.trunc),
 ]:
-    ACTIVATIONS[_name] = Op(_name, "activation", _f(_fn))
+    ACTIVATIONS[_name] = Op(_name, "activation", _f(cast(Callable[..., Any], _fn)))
 
 #: §2.9: the functions ``nisa.activation`` accepts; the rest exist only as ``nl.*`` wrappers.
 DOCUMENTED_ACTIVATIONS = frozenset(

@@ -19,7 +19,7 @@ _state = threading.local()
 
 def user_site() -> tuple[str, int] | None:
     """(file, line) of the innermost stack frame outside ``trncore.sim``: the kernel's own line."""
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if not filename.startswith(_SIM_DIR):

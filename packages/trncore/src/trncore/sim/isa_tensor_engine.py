@@ -150,6 +150,7 @@ def nc_matmul(
         elif mode == "accumulate":
             d_arr[...] += res
         else:
+            assert first is not None
             d_arr[...] = np.where(first, res, d_arr + res)
 
     reads = [stat, mov] + ([dst] if mode != "overwrite" else [])

@@ -88,10 +88,13 @@ def tensor_tensor(
             write(fn(a, b))
     elif exact_int:
 
+        exact = int_fn
+        assert exact is not None
+
         def run() -> None:
             a = np.asarray(a_op.read()).reshape(p, -1).astype(np.int64)
             b = np.asarray(b_op.read()).reshape(p, -1).astype(np.int64)
-            write(int_fn(a, b))
+            write(exact(a, b))
     else:
 
         def run() -> None:

@@ -214,7 +214,7 @@ def par_dim(*args: Any, **kwargs: Any) -> Any:
 
 
 # ---------------------------------------------------------------- loops (§2.7)
-def static_range(start: int, stop: int | None = None, step: int = 1) -> range:
+def static_range(start: int, stop: int | None = None, step: int = 1) -> builtins.range:
     """Fully unrolled at trace time (a Python range)."""
     if stop is None:
         return builtins.range(start)
@@ -311,7 +311,7 @@ class NKIObject:
             for name in fields:
                 setattr(self, name, given.get(name, values.get(name)))
 
-        cls.__init__ = __init__  # type: ignore[misc]
+        setattr(cls, "__init__", __init__)  # noqa: B010 (a generated method, as NKI does)
 
 
 def device_print(print_prefix: str, tensor: NkiTensor) -> None:

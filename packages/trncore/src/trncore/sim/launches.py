@@ -109,7 +109,7 @@ class LaunchRecord:
             upper += entry.count * rep.upper_bound_s
             modelled += entry.count * rep.modelled_s
             for engine, seconds in rep.busy_seconds.items():
-                busy[engine] += entry.count * seconds
+                busy[engine] += entry.count * seconds  # type: ignore[assignment]
         bound = max(busy, key=busy.__getitem__) if any(busy.values()) else "-"
         return StepModel(target, lower, upper, dict(busy), bound, modelled)
 

@@ -28,7 +28,8 @@ nisa.constants = isa_constants  # type: ignore[attr-defined]
 nki.typing = nki_typing  # type: ignore[attr-defined]
 nki.__version__ = "0.3.0+trncore.sim"  # type: ignore[attr-defined]
 nki.__trncore_emulator__ = True  # type: ignore[attr-defined]
-nki.__path__ = []  # type: ignore[attr-defined] - a package, so "import nki.language" resolves
+# a package, so "import nki.language" resolves
+nki.__path__ = []
 # a spec, so importlib.util.find_spec("nki...") works while the emulator is registered
 nki.__spec__ = importlib.machinery.ModuleSpec("nki", None, is_package=True)
 

@@ -107,7 +107,7 @@ class Program:
 
     def listing(self, limit: int | None = None) -> str:
         """The instruction list, one line per instruction with its engine and kernel line."""
-        lines = []
+        lines: list[str] = []
         for ins in self.instrs:
             if ins.engine == "alloc":
                 continue

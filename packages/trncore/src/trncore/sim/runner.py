@@ -423,9 +423,11 @@ def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: An
             "0.3.0; set NEURON_PLATFORM_TARGET_OVERRIDE",
             user_site(),
         )
-    if func is None:
-        return lambda f: Kernel(getattr(f, "func", f))
-    return Kernel(getattr(func, "func", func))
+    def wrap(f: Callable[..., Any]) -> Kernel:
+        inner: Callable[..., Any] = getattr(f, "func", f)
+        return Kernel(inner)
+
+    return wrap if func is None else wrap(func)
 
 
 def simulate(kernel: Callable[..., Any]) -> Callable[..., Any]:

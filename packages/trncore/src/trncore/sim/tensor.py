@@ -266,7 +266,9 @@ class NkiTensor:
 
     def flags_array(self) -> np.ndarray:
         """The PSUM matmul-written flags view (static PSUM views only)."""
-        return self._strided(self.alloc.mm_flags)
+        flags = self.alloc.mm_flags
+        assert flags is not None, "matmul flags exist only for PSUM tensors"
+        return self._strided(flags)
 
     def operand(self, site: tuple[str, int] | None, oob_skip: bool = False) -> Operand:
         """A read/write accessor; dynamic views compute their offsets at run time."""
@@ -494,7 +496,7 @@ class NkiTensor:
                 "ap-dynamic", "scalar_offset and vector_offset are mutually exclusive", site
             )
         view_shape = self.shape
-        dynamic = None
+        dynamic: ScalarOffset | VectorOffset | None = None
         if scalar_offset is not None:
             row = int(math.prod(view_shape[indirect_dim + 1 :]) * scale)
             if isinstance(scalar_offset, NkiTensor):
@@ -572,15 +574,15 @@ class NkiTensor:
     # `t == None` / `t != None` test an optional kernel argument at trace time: AWS's NKI 0.3.0
     # update guide tells kernel authors to write `==`/`!=` where they wrote `is`/`is not`, and
     # nkilib's kernels do. A comparison with anything else stays an error (no elementwise `==`).
-    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+    def __eq__(self, other: object) -> bool:
         if other is None:
             return False
-        return self._no_operator(other)  # type: ignore[no-any-return]
+        return bool(self._no_operator(other))
 
-    def __ne__(self, other: object) -> bool:  # type: ignore[override]
+    def __ne__(self, other: object) -> bool:
         if other is None:
             return True
-        return self._no_operator(other)  # type: ignore[no-any-return]
+        return bool(self._no_operator(other))
 
     __hash__ = object.__hash__
 

@@ -19,6 +19,8 @@ back to K-blocked tiles. Every tile is clipped at the edges, so any ``nbasis``, 
 
 from __future__ import annotations
 
+from typing import Any
+
 from trncore.kernels import ceil_div, evict, load_block, matmul_tile, product_tile, spans
 from trncore.lang import nisa, nl
 
@@ -31,8 +33,19 @@ _WIDE_BYTES = 96 * 1024
 
 
 def _wide_pass(
-    dst, dst_offset, dst_row, stationary, moving, batch, k_total, msz, width, tile_k, tile_n, wide
-):
+    dst: Any,
+    dst_offset: Any,
+    dst_row: Any,
+    stationary: Any,
+    moving: Any,
+    batch: Any,
+    k_total: Any,
+    msz: Any,
+    width: Any,
+    tile_k: Any,
+    tile_n: Any,
+    wide: Any,
+) -> Any:
     """``dst`` rows ``= Σ_k S[k, 0:msz]ᵀ M[k, 0:width]``, moving and storing wide blocks.
 
     ``stationary`` is an SBUF block holding every K tile of ``S``; ``moving`` an HBM argument
@@ -53,7 +66,14 @@ def _wide_pass(
         nisa.dma_copy(dst=dst.ap([[dst_row, msz], [1, ws]], offset=dst_offset + w0), src=res)
 
 
-def ao_to_mo_kernel(eri_rows, c_occ, c_vir, tile_k=128, tile_m=128, tile_n=512):
+def ao_to_mo_kernel(
+    eri_rows: Any,
+    c_occ: Any,
+    c_vir: Any,
+    tile_k: Any = 128,
+    tile_m: Any = 128,
+    tile_n: Any = 512,
+) -> Any:
     """``B[i, a, P]`` (float32) from ``eri_rows[μ, ν·naux + P] = (μν|P)``, ``c_occ``, ``c_vir``.
 
     ``eri_rows`` is the dense ``(n, n, naux)`` integral tensor viewed as ``(n, n·naux)``;

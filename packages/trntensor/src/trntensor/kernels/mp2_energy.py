@@ -18,20 +18,38 @@ shapes, so one compiled kernel serves any number of occupied orbitals.
 
 from __future__ import annotations
 
+from typing import Any
+
 from trncore.kernels import ceil_div, evict, load_block, matmul_tile, mp2_energy_tile, partition_sum, spans
 from trncore.lang import nisa, nl
 
 __all__ = ["mp2_energy_block_kernel"]
 
 
-def _factor_block(bt, i, naux, width, tile_k):
+def _factor_block(
+    bt: Any,
+    i: Any,
+    naux: Any,
+    width: Any,
+    tile_k: Any,
+) -> Any:
     """``bt[i]`` (``(naux, width)``) in SBUF as ``(tile_k, naux tiles, width)``."""
     blk = nl.ndarray((tile_k, ceil_div(naux, tile_k), width), nl.float32, buffer=nl.sbuf)
     load_block(blk, bt, 0, naux, 0, width, batch=i, tile=tile_k)
     return blk
 
 
-def mp2_energy_block_kernel(bt_ia, bt_jb, bt_ja, bt_ib, d_ia, d_jb, tile_k=128, tile_m=128, tile_n=512):
+def mp2_energy_block_kernel(
+    bt_ia: Any,
+    bt_jb: Any,
+    bt_ja: Any,
+    bt_ib: Any,
+    d_ia: Any,
+    d_jb: Any,
+    tile_k: Any = 128,
+    tile_m: Any = 128,
+    tile_n: Any = 512,
+) -> Any:
     """The energy of one block of pairs, a ``(1, 1)`` float32 tensor.
 
     ``bt_ia[i, P, a]`` / ``bt_ib[i, P, b]`` hold the factors of the ``I`` block over the virtual
