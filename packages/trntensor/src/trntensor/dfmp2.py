@@ -12,11 +12,11 @@ over many processes through ``torch.distributed``.
   order (0, 1, …, R−1, R−1, …, 0, …: block ``k`` has the most pairs when ``k`` is small), and each
   owner fits its blocks with the metric;
 * pair blocks: each block is broadcast once by its owner, and the owner of block ``k`` forms every
-  pair ``(k, l)`` it needs while block ``l`` is in its one receive buffer (row by row, so the
-  temporaries are one row's amplitudes).
+  pair ``(k, l)`` it needs while block ``l`` is in its receive buffer and the next block is
+  already travelling (row by row, so the temporaries are one row's amplitudes).
 
-Peak memory per rank therefore falls with the number of ranks (a rank holds its own blocks, one
-received block, one row of amplitudes and one integral chunk). Every number is computed by the
+Peak memory per rank therefore falls with the number of ranks (a rank holds its own blocks, two
+received blocks, one row of amplitudes and one integral chunk). Every number is computed by the
 same operations on the same shapes whatever the number of ranks, and the pair energies are added
 up with ``math.fsum`` in a fixed order, so **the energy is bitwise the same for 1, 2, 3, ...
 ranks** (at a fixed number of threads per rank: a BLAS may split sums differently across thread
@@ -97,7 +97,7 @@ class MemoryPlan:
 
     integrals: int  #: one chunk of (μν|P), unpacked, transformed, and one received chunk
     b_own: int  #: the fitted B rows of the occupied blocks this rank owns
-    b_visiting: int  #: one received block of another rank
+    b_visiting: int  #: received blocks of other ranks (the one in use and the next)
     energy: int  #: the intermediates of one pair block
     budget: int | None
 
@@ -116,7 +116,7 @@ class MemoryPlan:
         parts = [
             f"integrals chunk {self.integrals / mib:.1f} MiB",
             f"B (own blocks) {self.b_own / mib:.1f} MiB",
-            f"B (received block) {self.b_visiting / mib:.1f} MiB",
+            f"B (received blocks) {self.b_visiting / mib:.1f} MiB",
             f"pair block {self.energy / mib:.1f} MiB",
         ]
         limit = "no budget" if self.budget is None else f"budget {self.budget / mib:.1f} MiB"
@@ -178,8 +178,8 @@ def memory_plan(
         sizes = [b - a for a, b in _blocks(o, occ_block)]
         per_rank = [sum(sizes[k] for k in _owned(len(sizes), r, ranks)) for r in range(ranks)]
         own += _F64 * max(per_rank, default=0) * v * naux
-        if ranks > 1:
-            visiting = max(visiting, _F64 * max(sizes, default=0) * v * naux)
+        if ranks > 1:  # the block in use and the next one arriving
+            visiting = max(visiting, 2 * _F64 * max(sizes, default=0) * v * naux)
     vmax = max(nvir, default=0)
     energy = 3 * _F64 * vmax * occ_block * vmax  # T, T/Δ and T' of one row against a block
     return MemoryPlan(int(integrals), int(own), int(visiting), int(energy), budget)
@@ -282,6 +282,12 @@ class _Comm:
     def broadcast(self, t: torch.Tensor, src: int) -> None:
         if self.size > 1:
             self.dist.broadcast(t, src=self._global(src), group=self.group)
+
+    def broadcast_async(self, t: torch.Tensor, src: int) -> Any:
+        """Start a broadcast; ``.wait()`` on the result before using ``t`` (None: nothing to wait)."""
+        if self.size == 1:
+            return None
+        return self.dist.broadcast(t, src=self._global(src), group=self.group, async_op=True)
 
     def sum_exact(self, t: torch.Tensor) -> None:
         """Element-wise sum over ranks of a tensor that at most one rank holds non-zero per entry
@@ -460,15 +466,29 @@ def dfmp2_energy(
     index = {p: n for n, p in enumerate(pairs)}
     energies = torch.zeros(len(pairs), 2, dtype=torch.float64)
     d = [s.e_occ[:, None] - s.e_vir[None, :] for s in spins]
-    # Pair blocks: every block is broadcast once by its owner (one block buffer per rank), and
+    # Pair blocks: every block is broadcast once by its owner (two block buffers per rank), and
     # each rank forms the pairs (k, l) of the blocks k it owns.
     todo = [(sj, l) for sj, s in enumerate(spins) for l in range(len(s.blocks))]
-    for sj, l in bar(todo, desc="pair energies"):
+
+    def start(step: int) -> tuple[torch.Tensor, Any]:
+        """Begin receiving (or sending) the block of ``todo[step]``; the pairs of the current block
+        are formed while it travels, so ranks do not wait for each other at every block."""
+        sj, l = todo[step]
         sl = spins[sj]
         b0, b1 = sl.blocks[l]
         owner = _owner(l, comm.size)
-        bl = sl.own[l] if comm.rank == owner else torch.empty(b1 - b0, sl.c_vir.shape[1], naux, dtype=dtype)
-        comm.broadcast(bl, owner)
+        buf = sl.own[l] if comm.rank == owner else torch.empty(b1 - b0, sl.c_vir.shape[1], naux, dtype=dtype)
+        return buf, comm.broadcast_async(buf, owner)
+
+    pending = start(0) if todo else None
+    for step in bar(range(len(todo)), desc="pair energies"):
+        assert pending is not None
+        bl, work = pending
+        if work is not None:
+            work.wait()
+        pending = start(step + 1) if step + 1 < len(todo) else None
+        sj, l = todo[step]
+        b0, b1 = spins[sj].blocks[l]
         for si, s in enumerate(spins):
             for k, bk in s.own.items():
                 n = index.get((si, k, sj, l))
