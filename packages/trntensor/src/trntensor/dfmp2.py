@@ -423,7 +423,12 @@ def dfmp2_energy(
         raise MemoryError(f"the correlation step does not fit: {plan.describe()}; add ranks or memory")
 
     bar = _progress(progress and comm.rank == 0)
-    fit = metric_inverse_sqrt(torch.from_numpy(auxmol.intor("int2c2e")).to(dtype))
+    # J^{-1/2} once, on rank 0, then broadcast: an eigendecomposition every rank would repeat.
+    if comm.rank == 0:
+        fit = metric_inverse_sqrt(torch.from_numpy(auxmol.intor("int2c2e")).to(dtype))
+    else:
+        fit = torch.empty(naux, naux, dtype=dtype)
+    comm.broadcast(fit, 0)
     for s in spins:
         for k in _owned(len(s.blocks), comm.rank, comm.size):
             i0, i1 = s.blocks[k]
