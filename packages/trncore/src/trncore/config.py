@@ -16,14 +16,18 @@ __all__ = [
     "BACKENDS",
     "ENV_TRACKED",
     "GENERATION",
+    "KNOWN_ISSUES_ENV",
+    "KNOWN_ISSUES_MODES",
     "SUITE_PREFIX",
     "TARGET_ENV",
     "Backend",
     "EnvSettings",
     "bump_generation",
     "check_backend",
+    "check_known_issues_mode",
     "current_target",
     "env_settings",
+    "known_issues_setting",
     "read_bool",
     "read_choice",
     "steering_keys",
@@ -235,3 +239,30 @@ def current_target() -> str:
             + ", ".join(sorted(_TARGET_ALIASES))
         )
     return _TARGET_ALIASES[raw]
+
+
+#: How the emulator treats the known issues of the targeted NKI release (trncore.sim.known_issues):
+#: ``error`` (the default: refused at the kernel's line), ``warn`` or ``off``.
+KNOWN_ISSUES_ENV = "TRNSCI_SIM_KNOWN_ISSUES"
+KNOWN_ISSUES_MODES: tuple[str, ...] = ("error", "warn", "off")
+
+
+def check_known_issues_mode(raw: object, *, what: str) -> str:
+    """``raw`` as one of :data:`KNOWN_ISSUES_MODES`; ``what`` names the argument or variable."""
+    if not isinstance(raw, str):
+        raise TypeError(f"{what} must be one of {', '.join(KNOWN_ISSUES_MODES)}; got {raw!r}")
+    value = raw.strip().lower()
+    if value not in KNOWN_ISSUES_MODES:
+        raise ValueError(
+            f"{what}={raw!r} is not a known-issues mode; allowed values: "
+            + ", ".join(KNOWN_ISSUES_MODES)
+        )
+    return value
+
+
+def known_issues_setting() -> str:
+    """The mode named by ``TRNSCI_SIM_KNOWN_ISSUES`` (``error`` when unset or empty)."""
+    raw = os.environ.get(KNOWN_ISSUES_ENV, "")
+    if not raw.strip():
+        return "error"
+    return check_known_issues_mode(raw, what=KNOWN_ISSUES_ENV)

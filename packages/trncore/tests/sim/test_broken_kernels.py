@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import errors, nisa, nl, simulate, strict_mode
+from trncore.sim.known_issues import KnownIssueError
 
 pytestmark = pytest.mark.simulator
 
@@ -262,7 +263,7 @@ CATALOG = [
     (strided_partition, E.PartitionError, "partition-contiguous"),
     (dma_into_psum, E.BufferError, "dma-no-psum"),
     (string_buffer_name, E.LanguageError, "buffer-string"),
-    (nl_add_broadcasts_tiles, E.ShapeError, "nl-binary-broadcast"),
+    (nl_add_broadcasts_tiles, KnownIssueError, "nl-binary-broadcast"),
     (nl_store_psum, E.BufferError, "dma-no-psum"),
     (free_size_too_big, E.ShapeError, "free-size-max"),
     (psum_address_off_bank, E.CapacityError, "psum-address-bank"),

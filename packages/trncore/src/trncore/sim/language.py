@@ -201,8 +201,25 @@ def rand(*args: Any, **kwargs: Any) -> NkiTensor:
     raise NotImplementedError("nl.rand is not emulated (random state is not modelled)")
 
 
-def random_seed(*args: Any, **kwargs: Any) -> None:
-    raise NotImplementedError("nl.random_seed is not emulated")
+def random_seed(seed: Any) -> None:
+    """``nl.random_seed``: ``seed`` is a ``[1, 1]`` SBUF/PSUM tensor (a Python number is the known
+    issue ``nl-random-seed-scalar``). The random state is not modelled (``nl.rand`` raises), so
+    the call is recorded and checked only."""
+    from trncore.sim import known_issues
+
+    ctx, site = _current(), _site()
+    if not isinstance(seed, NkiTensor):
+        known_issues.check("nl-random-seed-scalar", f"seed {seed!r}", site)
+        inputs: list[NkiTensor] = []
+    elif not seed.on_chip or seed.shape != (1, 1):
+        raise LanguageError(
+            "random-seed-tensor",
+            f"nl.random_seed needs a [1, 1] tensor on SBUF or PSUM, got {seed.describe()}",
+            site,
+        )
+    else:
+        inputs = [seed]
+    ctx.emit("random_seed", "debug", site, inputs, [], lambda: None, {})
 
 
 def shared_constant(*args: Any, **kwargs: Any) -> NkiTensor:

@@ -19,6 +19,7 @@ import numpy as np
 
 from trncore.keys import KernelKey
 from trncore.sim import context, dtypes
+from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
 from trncore.sim.context import user_site
@@ -303,6 +304,10 @@ def get_program(
         dtypes.dtype_name(a.dtype)  # rejects float64 and friends before keying
     strict = _strict()
     flags = [f"lnc={lnc}"] + (["grid"] if grid else []) + (["strict"] if strict else [])
+    issues = _issues.current_mode()
+    if issues != "error":
+        flags.append(f"known_issues={issues}")
+    flags.append(f"nki={_issues.target_release()}")  # interim, until the key holds the release
     closure = _closure_flag(fn)
     if closure:
         flags.append(closure)
@@ -339,11 +344,16 @@ def run_kernel(
     *,
     target: str | None = None,
     lnc: int | None = None,
+    known_issues: str | None = None,
 ) -> Any:
     """Run ``fn`` on NumPy arguments: trace on the first call of a key, replay afterwards.
 
     Inputs the kernel wrote are updated in place (as ``nki.simulate`` does, §1.3).
+    ``known_issues``: ``"error"`` / ``"warn"`` / ``"off"`` (see :mod:`trncore.sim.known_issues`).
     """
+    if known_issues is not None:
+        with _issues.mode(known_issues):
+            return run_kernel(fn, args, kwargs, target=target, lnc=lnc)
     if context.maybe_current() is not None:
         raise LanguageError(
             "nested-kernel-call",
@@ -362,6 +372,7 @@ def trace(
     *arg_specs: Any,
     target: str | None = None,
     lnc: int | None = None,
+    known_issues: str | None = None,
     **params: Any,
 ) -> Program:
     """The program of ``kernel`` for argument specs ``((shape), "dtype")``, without running data.
@@ -370,7 +381,8 @@ def trace(
     kernel's compile-time parameters.
     """
     arrays = [_spec_array(s) for s in arg_specs]
-    prog, _, _ = get_program(kernel, arrays, params, target=target, lnc=lnc, execute=False)
+    with _issues.scoped(known_issues):
+        prog, _, _ = get_program(kernel, arrays, params, target=target, lnc=lnc, execute=False)
     return prog
 
 
@@ -430,13 +442,20 @@ def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: An
     return wrap if func is None else wrap(func)
 
 
-def simulate(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """``nki.simulate(kernel)(*numpy_args)``: run on the emulator, write inputs back in place."""
+def simulate(kernel: Callable[..., Any], known_issues: str | None = None) -> Callable[..., Any]:
+    """``nki.simulate(kernel)(*numpy_args)``: run on the emulator, write inputs back in place.
+
+    ``known_issues`` (``"error"``/``"warn"``/``"off"``) applies to the calls of the result.
+    """
     func = getattr(kernel, "func", kernel)
     grid = getattr(kernel, "grid", None)
+    if known_issues is not None:
+        from trncore.config import check_known_issues_mode
+
+        check_known_issues_mode(known_issues, what="known_issues")  # a bad value fails here
 
     def run(*args: Any, **kwargs: Any) -> Any:
-        return run_kernel(func, args, kwargs, lnc=grid)
+        return run_kernel(func, args, kwargs, lnc=grid, known_issues=known_issues)
 
     return run
 

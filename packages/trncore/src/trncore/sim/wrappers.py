@@ -1,9 +1,9 @@
 """The experimental ``nl.*`` compute wrappers of NKI 0.3.0 (§2.10), lowered onto ``nki.isa``.
 
 Each wrapper allocates its result tile (SBUF unless stated) and issues the ISA instructions the
-real wrapper lowers to, so the same checks and costs apply. The 0.3.0 known limitations are
-enforced: binary ops broadcast only Python scalars, ``nl.matmul`` needs ``transpose_x=True``,
-``nl.store`` cannot take a PSUM tile, reductions take trailing free axes only.
+real wrapper lowers to, so the same checks and costs apply. The Known Issues of the targeted
+release (``nl.divide``, tile broadcasting, ``nl.matmul`` without ``transpose_x=True``, ...) are
+applied through :mod:`trncore.sim.known_issues`; reductions take trailing free axes only.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes
+from trncore.sim import dtypes, known_issues
 from trncore.sim import isa as nisa
 from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
 from trncore.sim.checks import F32
@@ -115,7 +115,9 @@ def load(src: NkiTensor, dtype: Any = None) -> NkiTensor:
 
 
 def store(dst: NkiTensor, value: NkiTensor) -> None:
-    """SBUF -> HBM (``dma_copy``); a PSUM tile is rejected (0.3.0)."""
+    """SBUF -> HBM (``dma_copy``); a PSUM tile is a known issue (0.3.0), then a DMA rule."""
+    if isinstance(value, NkiTensor) and value.buffer is PSUM:
+        known_issues.check("nl-store-psum")
     nisa.dma_copy(dst=dst, src=value)
 
 
@@ -141,9 +143,19 @@ def load_transpose2d(src: NkiTensor, dtype: Any = None) -> NkiTensor:
 
 
 def copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
-    """A new tile in ``x``'s buffer through ``activation(op=nl.copy)`` (float32 path)."""
-    out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype, x.buffer)
-    nisa.activation(dst=out, op=ACTIVATIONS["copy"], data=x)
+    """``nl.copy``: as the targeted release's hardware copies (known issues ``nl-copy-*``).
+
+    Up to 0.5.0 a new tile in ``x``'s buffer through ``activation(op=nl.copy)`` (the Scalar
+    Engine's float32 path, lossy for large integers); from 0.6.0 a new SBUF tile through the
+    Vector Engine's ``tensor_copy`` (bit-exact for equal dtypes).
+    """
+    name = dtypes.dtype_name(dtype) if dtype else x.dtype
+    if known_issues.listed("nl-copy-fp32"):
+        out = _new(x.shape, name, x.buffer)
+        nisa.activation(dst=out, op=ACTIVATIONS["copy"], data=x)
+    else:
+        out = _new(x.shape, name, SBUF)
+        nisa.tensor_copy(dst=out, src=x, engine=nisa.engine.vector)
     return out
 
 
@@ -151,12 +163,11 @@ def copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
 def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False) -> NkiTensor:
     """``x.T @ y`` into a new float32 PSUM tile; 0.3.0 supports only ``transpose_x=True``."""
     if not transpose_x:
-        raise LanguageError(
-            "nl-matmul-transpose-x",
-            "nl.matmul requires transpose_x=True in NKI 0.3.0 (known "
-            "issue); pass x already transposed as (K, M)",
-            user_site(),
-        )
+        known_issues.check("nl-matmul-transpose-x")
+        # what AWS's simulator computes: x @ y, with x (M, K) moved to (K, M) on TensorE
+        xt_psum = transpose(x)
+        x = _new(xt_psum.shape, x.dtype)
+        nisa.tensor_copy(dst=x, src=xt_psum)
     out = _new((x.free_size, y.free_size), "float32", PSUM)
     nisa.nc_matmul(dst=out, stationary=x, moving=y)
     return out
@@ -174,6 +185,8 @@ def call_token(op: Op, *args: Any, **kwargs: Any) -> NkiTensor:
     """``nl.<token>(...)`` called as a function: the experimental wrapper of that name."""
     if op.name == "copy":
         return copy(*args, **kwargs)
+    if op.name == "divide":
+        known_issues.check("nl-divide")
     if op.name in BINARY:
         return _binary(op, *args, **kwargs)
     return _unary(op, *args, **kwargs)
@@ -224,23 +237,17 @@ def _binary(op: Op, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
         raise TypeError(f"nl.{op.name} needs at least one tensor argument")
     if xt and yt:
         if x.shape != y.shape:
-            raise ShapeError(
-                "nl-binary-broadcast",
-                f"nl.{op.name} does not broadcast tiles in NKI 0.3.0 "
-                f"(only Python scalars): {x.describe()} vs {y.describe()}",
-                site,
+            known_issues.check(
+                "nl-binary-broadcast", f"nl.{op.name} of {x.describe()} and {y.describe()}", site
             )
+            x, y = _broadcast_pair(x, y, site)
         name = dtypes.dtype_name(dtype) if dtype else _promote(x.dtype, y.dtype)
         out = _new(x.shape, name)
         nisa.tensor_tensor(dst=out, data1=x, data2=y, op=op)
         return out
     tile, scalar = (x, y) if xt else (y, x)
     if op.name == "power" and xt:
-        raise LanguageError(
-            "nl-power-scalar",
-            "nl.power(tile, scalar) is unsupported in NKI 0.3.0 (tile, tile only)",
-            site,
-        )
+        known_issues.check("nl-power-scalar", f"exponent {scalar!r}", site)
     name = dtypes.dtype_name(dtype) if dtype else _scalar_dtype(tile.dtype, scalar)
     out = _new(tile.shape, name)
     if op.kind == "bitvec":
@@ -251,6 +258,23 @@ def _binary(op: Op, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
     return out
 
 
+def _broadcast_pair(x: NkiTensor, y: NkiTensor, site: Any) -> tuple[NkiTensor, NkiTensor]:
+    """Both tiles broadcast to their common shape (AWS's simulator's lenient semantics)."""
+    try:
+        shape = np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        shape = ()
+    if not shape or len(shape) != x.ndim or len(shape) != y.ndim:
+        raise ShapeError(
+            "broadcast-shape",
+            f"cannot broadcast {x.describe()} with {y.describe()} (same rank, dims equal or 1)",
+            site,
+        )
+    return tuple(  # type: ignore[return-value]
+        t if t.shape == tuple(shape) else broadcast_to(t, shape) for t in (x, y)
+    )
+
+
 def logical_not(x: NkiTensor, dtype: Any = None) -> NkiTensor:
     """``nl.logical_not``: 1 where ``x == 0`` else 0, elementwise (one ``tensor_scalar`` ``equal 0``)."""
     out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype)
@@ -258,14 +282,49 @@ def logical_not(x: NkiTensor, dtype: Any = None) -> NkiTensor:
     return out
 
 
-def fmod(*args: Any, **kwargs: Any) -> NkiTensor:
-    """``nl.fmod``: simulates but does not compile in NKI 0.3.0 (known issue), so not emulated; raises."""
-    raise NotImplementedError("nl.fmod is not emulated (it does not compile in NKI 0.3.0)")
+def _modulo(what: str, fn: Any, x: Any, y: Any, dtype: Any) -> NkiTensor:
+    """``nl.fmod`` / ``nl.mod``: a known issue (no hardware modulo); computed as AWS's simulator
+    does (one float32 VectorE pass) when the known-issues mode lets it through."""
+    ctx, site = current(), user_site()
+    known_issues.check("nl-fmod-mod", f"nl.{what}", site)
+    tile = x if isinstance(x, NkiTensor) else y
+    if not isinstance(tile, NkiTensor):
+        raise TypeError(f"nl.{what} needs at least one tensor argument")
+    for v in (x, y):
+        if isinstance(v, NkiTensor) and v.shape != tile.shape:
+            raise ShapeError("nl-modulo-shape", f"nl.{what} operands differ in shape", site)
+    out = _new(tile.shape, dtypes.dtype_name(dtype) if dtype else tile.dtype)
+    readers = [_reader(v, site) for v in (x, y)]
+    d_arr, name = out.array(), out.dtype
+
+    def run() -> None:
+        a, b = (read() for read in readers)
+        with np.errstate(all="ignore"):
+            d_arr[...] = dtypes.cast(np.asarray(fn(a, b), F32).reshape(d_arr.shape), name)
+
+    tensors = [v for v in (x, y) if isinstance(v, NkiTensor)]
+    meta = {"partitions": tile.partitions, "free": tile.free_size}
+    ctx.emit(f"nl.{what}", "vector", site, tensors, [out], run, meta)
+    return out
 
 
-def mod(*args: Any, **kwargs: Any) -> NkiTensor:
-    """``nl.mod``: simulates but does not compile in NKI 0.3.0 (known issue), so not emulated; raises."""
-    raise NotImplementedError("nl.mod is not emulated (it does not compile in NKI 0.3.0)")
+def _reader(v: Any, site: Any) -> Any:
+    """A zero-argument function giving ``v`` (a tile or a number) as float32."""
+    if isinstance(v, NkiTensor):
+        operand = v.operand(site)
+        return lambda: np.asarray(operand.read(), F32)
+    value = F32(v)
+    return lambda: value
+
+
+def fmod(x: Any, y: Any, dtype: Any = None) -> NkiTensor:
+    """``nl.fmod``: remainder with the sign of ``x`` (known issue ``nl-fmod-mod``)."""
+    return _modulo("fmod", np.fmod, x, y, dtype)
+
+
+def mod(x: Any, y: Any, dtype: Any = None) -> NkiTensor:
+    """``nl.mod``: remainder with the sign of ``y`` (known issue ``nl-fmod-mod``)."""
+    return _modulo("mod", np.mod, x, y, dtype)
 
 
 # ---------------------------------------------------------------- reductions
@@ -404,6 +463,7 @@ def where(condition: NkiTensor, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
 
 def softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None) -> NkiTensor:
     """Softmax over the last free axis: max, exp(x - max) with row sums, reciprocal, scale."""
+    known_issues.check("nl-softmax-rms-norm", "nl.softmax")
     axes = _reduce_axes(x, axis, "softmax")
     if len(axes) != 1 or x.ndim != 2:
         raise NotImplementedError("nl.softmax over more than the single free axis of a 2-D tile")
@@ -438,6 +498,41 @@ def dropout(*args: Any, **kwargs: Any) -> NkiTensor:
     raise NotImplementedError("nl.dropout is not emulated (random state is not modelled)")
 
 
-def rms_norm(*args: Any, **kwargs: Any) -> NkiTensor:
-    """``nl.rms_norm(x, w, axis, n, epsilon=1e-06, ...)``: RMS normalization; not emulated, raises."""
-    raise NotImplementedError("nl.rms_norm is not emulated")
+def rms_norm(
+    x: NkiTensor,
+    w: NkiTensor,
+    axis: Any,
+    n: int,
+    epsilon: float = 1e-06,
+    dtype: Any = None,
+    compute_dtype: Any = None,
+) -> NkiTensor:
+    """``nl.rms_norm``: ``x / sqrt(sum(x^2)/n + epsilon) * w`` over the last free axis of a 2-D
+    tile (squares summed on ScalarE, rsqrt, a per-partition scale, then the weight)."""
+    known_issues.check("nl-softmax-rms-norm", "nl.rms_norm")
+    axes = _reduce_axes(x, axis, "rms_norm")
+    if len(axes) != 1 or x.ndim != 2:
+        raise NotImplementedError("nl.rms_norm over more than the single free axis of a 2-D tile")
+    p = x.partitions
+    sq = _new(x.shape, "float32")
+    ss = _new((p, 1), "float32")
+    nisa.activation(
+        dst=sq,
+        op=ACTIVATIONS["square"],
+        data=x,
+        reduce_op=BINARY["add"],
+        reduce_res=ss,
+        reduce_cmd=nisa.reduce_cmd.reset_reduce,
+    )
+    ms = _new((p, 1), "float32")
+    nisa.tensor_scalar(
+        dst=ms, data=ss, op0=BINARY["multiply"], operand0=1.0 / n, op1=BINARY["add"],
+        operand1=float(epsilon),
+    )
+    r = _new((p, 1), "float32")
+    nisa.activation(dst=r, op=ACTIVATIONS["rsqrt"], data=ms)
+    scaled = _new(x.shape, "float32")
+    nisa.tensor_scalar(dst=scaled, data=x, op0=BINARY["multiply"], operand0=r)
+    out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype)
+    nisa.tensor_tensor(dst=out, data1=scaled, data2=w, op=BINARY["multiply"])
+    return out
