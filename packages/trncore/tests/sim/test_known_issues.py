@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trncore.sim import errors, nisa, nl, simulate
+from trncore.sim import clear_cache, errors, nisa, nl, simulate
 from trncore.sim import known_issues as K
 from trncore.sim.known_issues import KnownIssueError, KnownIssueWarning
 
@@ -30,6 +30,12 @@ pytestmark = pytest.mark.simulator
 RELEASES = ("0.3.0", "0.4.0", "0.5.0", "0.6.0")
 F32 = np.float32
 rng = np.random.default_rng(20)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_programs() -> None:
+    """Warnings are issued while tracing: start each test without cached programs."""
+    clear_cache()
 
 
 @contextlib.contextmanager
@@ -94,6 +100,12 @@ def power_workaround(a, b):
 def add_broadcast(a, b):
     x, c = nl.load(a), nl.load(b[:, 0:1])
     return _out(nl.add(x, c))  # ISSUE
+
+
+def subtract_column_from_corner(a, b):
+    # the pattern public kernels written against AWS's simulator use: (1, 1) - (P, 1)
+    corner, col = nl.load(a[0:1, 0:1]), nl.load(b[:, 0:1])
+    return _out(nl.subtract(corner, col))  # ISSUE
 
 
 def add_broadcast_workaround(a, b):
@@ -199,6 +211,8 @@ REFUSED = [
     ("nl-power-scalar", power_scalar, power_workaround, "pos", lambda a, b: a**2),
     ("nl-binary-broadcast", add_broadcast, add_broadcast_workaround, "pos",
      lambda a, b: a + b[:, 0:1]),
+    ("nl-binary-broadcast", subtract_column_from_corner, None, "pos",
+     lambda a, b: a[0:1, 0:1] - b[:, 0:1]),
     ("nl-softmax-rms-norm", softmax_call, softmax_workaround, "pos", lambda a, b: _softmax(a)),
     ("nl-softmax-rms-norm", rms_norm_call, None, "pos", _rms),
     ("nl-random-seed-scalar", random_seed_scalar, random_seed_workaround, "pos",
@@ -315,6 +329,7 @@ def test_warn_mode_runs_as_aws_simulator_with_a_warning() -> None:
     ("kernel", "data", "ref"),
     [
         (add_broadcast, "pos", lambda a, b: a + b[:, 0:1]),
+        (subtract_column_from_corner, "pos", lambda a, b: a[0:1, 0:1] - b[:, 0:1]),
         (matmul_no_transpose_x, "matmul", lambda a, b: a @ b),
         (power_scalar, "pos", lambda a, b: a**2),
         (fmod_tiles, "fmod", np.fmod),
@@ -379,3 +394,11 @@ def test_docs_table_lists_every_issue() -> None:
         assert k.status in row, k.rule
         for r in k.releases:
             assert r in row, (k.rule, r)
+
+
+def test_warning_points_at_the_kernel_line() -> None:
+    a, b = _data("pos")
+    with pytest.warns(KnownIssueWarning) as caught:
+        simulate(power_scalar, known_issues="warn")(a, b)
+    assert caught[0].filename == __file__
+    assert caught[0].lineno == _issue_line(power_scalar)

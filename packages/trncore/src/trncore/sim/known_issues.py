@@ -346,7 +346,11 @@ def check(rule: str, detail: str = "", site: tuple[str, int] | None = None) -> b
     if how == "error":
         raise KnownIssueError(rule, text, where)
     loc = f" (at {where[0]}:{where[1]})" if where else ""
-    warnings.warn(f"[known-issue: {rule}] {text}{loc}", KnownIssueWarning, stacklevel=2)
+    warning = KnownIssueWarning(f"[known-issue: {rule}] {text}{loc}")
+    if where:  # reported at the kernel's line, as the refusal would be
+        warnings.warn_explicit(warning, KnownIssueWarning, where[0], where[1])
+    else:
+        warnings.warn(warning, stacklevel=2)
     return True
 
 
