@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from trncore.keys import KernelKey
-from trncore.sim import context, dtypes
+from trncore.sim import context, dtypes, versions
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
 from trncore.sim.context import user_site
@@ -191,16 +191,19 @@ def _trace(
     grid: bool,
     strict: bool,
     execute: bool,
+    release: str,
 ) -> Program:
     rules = rules_for(key.target)
     ctx = TraceContext(rules, strict=strict, execute=execute, lnc=lnc)
     ctx.grid = grid
+    ctx.nki_version = release
+    truncate = versions.cast_truncates(release)
     buffer = SHARED_HBM if lnc > 1 else PRIVATE_HBM  # §1.3 step 1
     tensors = [ctx.add_input(np.asarray(a), buffer, n) for n, a in zip(names, arrays)]
     body = rebind(fn)
     context.push(ctx)
     try:
-        with blas_threads():
+        with blas_threads(), dtypes.float_to_int_truncation(truncate):
             results = []
             for pid in range(lnc):
                 ctx.program_id = pid
@@ -226,9 +229,14 @@ def _trace(
         sbuf_peak=sbuf_peak,
         psum_peak=psum_bytes,
         psum_banks_peak=psum_banks,
+        nki_version=release,
+        cast_truncate=truncate,
     )
     if regs is not None:
         prog.registers.append(regs)
+    acc = ctx.engine_state.get("vector_acc")
+    if acc is not None:
+        prog.registers.append(acc)
     return prog
 
 
@@ -279,14 +287,18 @@ def get_program(
     target: str | None = None,
     lnc: int | None = None,
     execute: bool = True,
+    nki_version: str | None = None,
 ) -> tuple[Program, list[np.ndarray], Any]:
     """The cached program for this call, tracing it if new.
 
     Returns ``(program, arrays, result)``: ``result`` holds the outputs of the traced run when
-    this call traced and executed the kernel, else :data:`NOT_RUN`.
+    this call traced and executed the kernel, else :data:`NOT_RUN`. ``nki_version`` is the
+    target NKI release (default: :func:`trncore.sim.versions.current`).
     """
     fn = getattr(fn, "func", fn)
     target = _target(target)
+    release = versions.resolve(nki_version)
+    versions.check_kernel(fn, release)
     grid = lnc is not None
     lnc = lnc or 1
     rules = rules_for(target)
@@ -306,7 +318,7 @@ def get_program(
     closure = _closure_flag(fn)
     if closure:
         flags.append(closure)
-    key = KernelKey.build(fn, arrays, params, target=target, flags=flags)
+    key = KernelKey.build(fn, arrays, params, target=target, flags=flags, nki_version=release)
     digest = key.digest
     for seen in _counters:
         seen.add(digest)
@@ -322,7 +334,7 @@ def get_program(
         prog = _cache.get(digest)
         if prog is not None:
             return prog, arrays, NOT_RUN
-        prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute)
+        prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release)
         # collect the traced run's results before other threads can replay the program
         result = prog.collect(arrays) if execute else NOT_RUN
         _stats["traces"] += 1
@@ -339,10 +351,12 @@ def run_kernel(
     *,
     target: str | None = None,
     lnc: int | None = None,
+    nki_version: str | None = None,
 ) -> Any:
     """Run ``fn`` on NumPy arguments: trace on the first call of a key, replay afterwards.
 
     Inputs the kernel wrote are updated in place (as ``nki.simulate`` does, §1.3).
+    ``nki_version`` is the target NKI release (``"0.3"``...``"0.6.0"``; default the current one).
     """
     if context.maybe_current() is not None:
         raise LanguageError(
@@ -351,7 +365,9 @@ def run_kernel(
             "inlined, §1.1)",
             user_site(),
         )
-    prog, arrays, result = get_program(fn, args, kwargs, target=target, lnc=lnc)
+    prog, arrays, result = get_program(
+        fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version
+    )
     if result is not NOT_RUN:
         return result
     return prog.run(arrays)
@@ -362,6 +378,7 @@ def trace(
     *arg_specs: Any,
     target: str | None = None,
     lnc: int | None = None,
+    nki_version: str | None = None,
     **params: Any,
 ) -> Program:
     """The program of ``kernel`` for argument specs ``((shape), "dtype")``, without running data.
@@ -370,7 +387,9 @@ def trace(
     kernel's compile-time parameters.
     """
     arrays = [_spec_array(s) for s in arg_specs]
-    prog, _, _ = get_program(kernel, arrays, params, target=target, lnc=lnc, execute=False)
+    prog, _, _ = get_program(
+        kernel, arrays, params, target=target, lnc=lnc, execute=False, nki_version=nki_version
+    )
     return prog
 
 
@@ -430,13 +449,18 @@ def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: An
     return wrap if func is None else wrap(func)
 
 
-def simulate(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """``nki.simulate(kernel)(*numpy_args)``: run on the emulator, write inputs back in place."""
+def simulate(kernel: Callable[..., Any], *, nki_version: str | None = None) -> Callable[..., Any]:
+    """``nki.simulate(kernel)(*numpy_args)``: run on the emulator, write inputs back in place.
+
+    ``nki_version`` (an emulator extension) fixes the target NKI release for these calls.
+    """
     func = getattr(kernel, "func", kernel)
     grid = getattr(kernel, "grid", None)
+    if nki_version is not None:
+        nki_version = versions.resolve(nki_version)
 
     def run(*args: Any, **kwargs: Any) -> Any:
-        return run_kernel(func, args, kwargs, lnc=grid)
+        return run_kernel(func, args, kwargs, lnc=grid, nki_version=nki_version)
 
     return run
 

@@ -141,7 +141,12 @@ def load_transpose2d(src: NkiTensor, dtype: Any = None) -> NkiTensor:
 
 
 def copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
-    """A new tile in ``x``'s buffer through ``activation(op=nl.copy)`` (float32 path)."""
+    """A new tile in ``x``'s buffer through ``activation(op=nl.copy)`` (float32 path); from NKI
+    0.6.0 the stable form (:func:`trncore.sim.release_rules.stable_copy`)."""
+    from trncore.sim import release_rules
+
+    if release_rules.stable_copy_applies():
+        return release_rules.stable_copy(x, dtype)
     out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype, x.buffer)
     nisa.activation(dst=out, op=ACTIVATIONS["copy"], data=x)
     return out
