@@ -478,8 +478,18 @@ def requires(version: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 def kernel_release(fn: Callable[..., Any]) -> str | None:
-    """The release ``fn`` declares with :func:`requires` (None when it declares none)."""
-    value = getattr(getattr(fn, "func", fn), "__nki_requires__", None)
+    """The release ``fn`` declares: :func:`requires` on the function, else a module-level
+    ``__nki_requires__ = "0.3.0"`` in the module defining it (None when neither is there).
+
+    The module form is how the suite's ``kernels`` modules declare theirs without importing the
+    emulator."""
+    import sys
+
+    inner = getattr(fn, "func", fn)
+    value = getattr(inner, "__nki_requires__", None)
+    if value is None:
+        module = sys.modules.get(getattr(inner, "__module__", "") or "")
+        value = getattr(module, "__nki_requires__", None)
     return str(value) if value is not None else None
 
 
