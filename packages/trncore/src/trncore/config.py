@@ -18,6 +18,7 @@ __all__ = [
     "GENERATION",
     "KNOWN_ISSUES_ENV",
     "KNOWN_ISSUES_MODES",
+    "NKI_VERSION_ENV",
     "SUITE_PREFIX",
     "TARGET_ENV",
     "Backend",
@@ -28,6 +29,8 @@ __all__ = [
     "current_target",
     "env_settings",
     "known_issues_setting",
+    "nki_version_setting",
+    "normalize_nki_version",
     "read_bool",
     "read_choice",
     "steering_keys",
@@ -266,3 +269,36 @@ def known_issues_setting() -> str:
     if not raw.strip():
         return "error"
     return check_known_issues_mode(raw, what=KNOWN_ISSUES_ENV)
+
+
+#: The NKI release kernels are checked against by the emulator (trncore.sim.versions owns the
+#: list of releases; this module only reads and spells the variable).
+NKI_VERSION_ENV = "TRNSCI_NKI_VERSION"
+
+
+def normalize_nki_version(raw: str, allowed: tuple[str, ...], *, what: str) -> str:
+    """``raw`` (``"0.3"``, ``"0.3.0"``, ``"v0.6"``) as one of ``allowed`` (``"0.3.0"`` spellings).
+
+    ``what`` names the argument or variable in the ``ValueError`` raised for anything else.
+    """
+    if not isinstance(raw, str):
+        raise TypeError(f"{what} must be a string such as '0.6.0', got {raw!r}")
+    text = raw.strip().lower().removeprefix("v")
+    parts = text.split(".")
+    if len(parts) == 2:
+        parts.append("0")
+    name = ".".join(parts)
+    if name not in allowed:
+        raise ValueError(
+            f"{what}={raw!r} is not an NKI release the emulator knows; allowed values: "
+            + ", ".join(allowed)
+        )
+    return name
+
+
+def nki_version_setting(allowed: tuple[str, ...]) -> str | None:
+    """The release named by ``TRNSCI_NKI_VERSION`` (None when unset or empty)."""
+    raw = os.environ.get(NKI_VERSION_ENV)
+    if raw is None or not raw.strip():
+        return None
+    return normalize_nki_version(raw, allowed, what=NKI_VERSION_ENV)

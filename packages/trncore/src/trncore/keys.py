@@ -130,6 +130,9 @@ class KernelKey:
     target: str = "trn2"
     toolchain: tuple[tuple[str, str], ...] = field(default_factory=toolchain_versions)
     flags: tuple[str, ...] = ()
+    #: The NKI release the kernel is checked against (the emulator's target release, see
+    #: trncore.sim.versions); ``None`` keeps the key of callers that do not name one.
+    nki_version: str | None = None
 
     @classmethod
     def build(
@@ -140,6 +143,7 @@ class KernelKey:
         *,
         target: str = "trn2",
         flags: Sequence[str] = (),
+        nki_version: str | None = None,
     ) -> KernelKey:
         """Key a kernel call from its array arguments (or ``ArgSpec`` tuples) and parameters."""
         specs = []
@@ -161,6 +165,7 @@ class KernelKey:
             params=_freeze(canon),
             target=target,
             flags=tuple(flags),
+            nki_version=nki_version,
         )
 
     def as_json(self) -> str:
@@ -174,6 +179,8 @@ class KernelKey:
             "toolchain": [list(t) for t in self.toolchain],
             "flags": list(self.flags),
         }
+        if self.nki_version is not None:
+            body["nki_version"] = self.nki_version
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
     @functools.cached_property
@@ -182,7 +189,8 @@ class KernelKey:
         return hashlib.sha256(self.as_json().encode()).hexdigest()[:24]
 
     def __str__(self) -> str:
-        return f"{self.kernel.rsplit(':', 1)[-1]}@{self.target}:{self.digest}"
+        release = f"/nki-{self.nki_version}" if self.nki_version else ""
+        return f"{self.kernel.rsplit(':', 1)[-1]}@{self.target}{release}:{self.digest}"
 
 
 def _freeze(value: Any) -> Any:

@@ -25,6 +25,9 @@ from trncore.lang import nisa, nl
 
 __all__ = ["mp2_energy_df_kernel", "mp2_energy_kernel"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 
 def _start(out_shape: tuple[int, int]) -> tuple[Any, Any, Any]:
     out = nl.ndarray(out_shape, nl.float32, buffer=nl.shared_hbm)

@@ -17,6 +17,9 @@ from trncore.lang import nl
 
 __all__ = ["syrk_kernel"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 
 def syrk_kernel(a: Any, trans: int = 0, lower: int = 1, alpha: float = 1.0, tile_n: int = 512) -> Any:
     """The ``lower`` (1) or upper (0) triangle of ``alpha · op(a) op(a)ᵀ`` in float32.

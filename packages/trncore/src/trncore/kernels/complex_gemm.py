@@ -31,6 +31,9 @@ from trncore.lang import nisa, nl
 
 __all__ = ["complex_matmul_kernel", "use_gauss"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 
 def use_gauss(m: int, n: int) -> bool:
     """Whether a launch of ``(m, n)`` output should take the three-multiplication form: it pays

@@ -34,6 +34,9 @@ from trncore.lang import nisa, nl
 
 __all__ = ["gemm_kernel", "gemm_update_kernel"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 
 def _dims(x: Any, trans: int) -> tuple[int, int, int]:
     """(batch, rows of op(x), cols of op(x)) of a 2-D or 3-D operand."""

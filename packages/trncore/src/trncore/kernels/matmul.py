@@ -16,6 +16,9 @@ from trncore.lang import nisa, nl
 
 __all__ = ["evict", "k_tiles_per_block", "matmul_tile"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 
 def matmul_tile(
     psum: Any,

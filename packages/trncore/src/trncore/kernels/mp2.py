@@ -17,6 +17,9 @@ from trncore.lang import nisa, nl
 
 __all__ = ["mp2_energy_tile", "partition_sum"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 
 def mp2_energy_tile(acc: Any, t: Any, t_swap: Any, vir_row: Any, shift: Any, scratch: Any) -> None:
     """``acc[p, 0] += Σ_f t[p,f] · (2 t[p,f] − t_swap[p,f]) / (shift[p, 0] + vir_row[p,f])``.

@@ -10,6 +10,9 @@ from trncore.lang import nl
 
 __all__ = ["product_tile"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 
 def product_tile(
     acc: Any,

@@ -14,6 +14,9 @@ from trncore.lang import nisa
 
 __all__ = ["block_view", "ceil_div", "dtype_bytes", "load_block", "spans", "store_block"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 _BYTES = {"float32": 4, "tfloat32": 4, "int32": 4, "uint32": 4, "bfloat16": 2, "float16": 2,
           "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "bool": 1}
 

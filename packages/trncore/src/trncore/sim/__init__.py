@@ -10,7 +10,9 @@ against the target's rules (trn1 / trn2, from ``NEURON_PLATFORM_TARGET_OVERRIDE`
 a violation raises an :class:`NkiValidationError` subclass naming the rule and the kernel line.
 The first call of a kernel key traces it into an instruction list; later calls replay the list.
 :func:`report` gives the program's modelled cost, :func:`timeline` its modelled schedule as
-lanes of instructions over time. See docs/emulator.md.
+lanes of instructions over time. Kernels are checked against a target NKI release (0.3.0-0.6.0,
+``nki_version=`` / :func:`nki_version` / ``TRNSCI_NKI_VERSION``, default the newest; see
+:mod:`trncore.sim.versions`). See docs/emulator.md.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from trncore.sim.runner import (
     trace,
 )
 from trncore.sim.timeline import Timeline, timeline
+from trncore.sim.versions import VersionError, nki_version, requires
 
 __all__ = [
     "ENGINE",
@@ -44,6 +47,7 @@ __all__ = [
     "Report",
     "StepModel",
     "Timeline",
+    "VersionError",
     "cache_info",
     "clear_cache",
     "count_keys",
@@ -52,9 +56,11 @@ __all__ = [
     "jit",
     "nisa",
     "nki",
+    "nki_version",
     "nl",
     "record_launches",
     "report",
+    "requires",
     "run_kernel",
     "simulate",
     "strict_mode",

@@ -105,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         p.add_argument("--target", default=None, help="trn1 or trn2 (default: env or trn2)")
         p.add_argument("--lnc", type=int, default=None, help="launch grid (kernel[2])")
+        p.add_argument(
+            "--nki-version", default=None, metavar="X.Y.Z",
+            help="target NKI release 0.3.0-0.6.0 (default: TRNSCI_NKI_VERSION or the newest)",
+        )  # fmt: skip
         p.add_argument("--param", action="append", default=[], help="name=value compile-time")
         if cmd == "run":
             p.add_argument("--seed", type=int, default=0)
@@ -130,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "report":
         from trncore.sim.runner import trace
 
-        prog = trace(kernel, *specs, target=args.target, lnc=args.lnc, **params)
+        prog = trace(
+            kernel, *specs, target=args.target, lnc=args.lnc, nki_version=args.nki_version, **params
+        )
         rep = prog.report()
         print(json.dumps(rep.as_dict(), indent=2) if args.json else rep)
         if args.listing:
@@ -153,11 +159,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         params,
         target=args.target,
         lnc=args.lnc if args.lnc is not None else getattr(kernel, "grid", None),
+        nki_version=args.nki_version,
     )
     elapsed = time.perf_counter() - start
     outs = result if isinstance(result, tuple) else (() if result is None else (result,))
     for i, out in enumerate(outs):
         print(_summary(f"output[{i}]", out))
     how = "traced and ran" if cache_info()["traces"] > traces else "replayed a cached program"
-    print(f"{how} in {elapsed:.3f} s")
+    from trncore.sim.versions import release, resolve
+
+    print(f"{how} in {elapsed:.3f} s under {release(resolve(args.nki_version)).label}")
     return 0

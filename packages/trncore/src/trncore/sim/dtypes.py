@@ -8,6 +8,9 @@ whose mantissa is rounded to 10 bits (nearest even) on every write.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import ml_dtypes
@@ -19,6 +22,7 @@ __all__ = [
     "NKI_DTYPES",
     "cast",
     "dtype_name",
+    "float_to_int_truncation",
     "is_float",
     "is_int",
     "itemsize",
@@ -41,9 +45,13 @@ NKI_DTYPES: dict[str, np.dtype] = {
     "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    # NKI 0.5.0: the OCP MX scale type (8 exponent bits, no sign or mantissa; page
+    # nki.language.float8_e8m0fnu); trncore.sim.versions gates nl.float8_e8m0fnu to 0.5.0+.
+    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
 }
 FLOAT_NAMES = frozenset(
-    {"float16", "bfloat16", "tfloat32", "float32", "float8_e4m3", "float8_e5m2", "float8_e4m3fn"}
+    {"float16", "bfloat16", "tfloat32", "float32", "float8_e4m3", "float8_e5m2", "float8_e4m3fn",
+     "float8_e8m0fnu"}
 )
 INT_NAMES = frozenset({"bool_", "int8", "int16", "int32", "uint8", "uint16", "uint32"})
 _PACKED = ("float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4")
@@ -62,6 +70,7 @@ _BY_NUMPY = {
     np.dtype(ml_dtypes.float8_e4m3): "float8_e4m3",
     np.dtype(ml_dtypes.float8_e5m2): "float8_e5m2",
     np.dtype(ml_dtypes.float8_e4m3fn): "float8_e4m3fn",
+    np.dtype(ml_dtypes.float8_e8m0fnu): "float8_e8m0fnu",
 }
 
 
@@ -126,7 +135,9 @@ def cast(values: Any, name: str) -> np.ndarray:
 
     Floats: round to nearest even (NumPy/ml_dtypes casts). Float to int: round to nearest even and
     saturate at the integer range; NaN becomes 0 (hardware behaviour for NaN is not documented
-    [INF]). Ints to ints: values are taken as numbers and saturated too.
+    [INF]). Ints to ints: values are taken as numbers and saturated too. Under
+    :func:`float_to_int_truncation` (target NKI releases before 0.6.0, whose simulator cast with
+    NumPy's truncation) float to int truncates toward zero, still saturating.
     """
     target = NKI_DTYPES[name]
     arr = np.asarray(values)
@@ -139,6 +150,23 @@ def cast(values: Any, name: str) -> np.ndarray:
     info = np.iinfo(target)
     if arr.dtype.kind in "iub":
         return np.clip(arr.astype(np.int64), info.min, info.max).astype(target)
-    f = np.rint(arr.astype(np.float64))
+    f = arr.astype(np.float64)
+    f = np.trunc(f) if getattr(_CAST_MODE, "truncate", False) else np.rint(f)
     f = np.nan_to_num(f, nan=0.0, posinf=info.max, neginf=info.min)
     return np.clip(f, info.min, info.max).astype(target)
+
+
+#: Per thread: whether float->int casts truncate toward zero (NKI < 0.6.0's simulator, see
+#: trncore.sim.versions, row "float to int casts") instead of rounding to nearest even.
+_CAST_MODE = threading.local()
+
+
+@contextlib.contextmanager
+def float_to_int_truncation(enabled: bool) -> Iterator[None]:
+    """Inside the block (one thread), float->int casts truncate toward zero when ``enabled``."""
+    previous = getattr(_CAST_MODE, "truncate", False)
+    _CAST_MODE.truncate = enabled
+    try:
+        yield
+    finally:
+        _CAST_MODE.truncate = previous

@@ -144,6 +144,10 @@ def dma_transpose(
             "dma-transpose-shape", f"dst {dst.describe()} must have shape {list(want)}", site
         )
     check_partitions(dst, "dma_transpose", "dst", site, start_rules=False)
+    if int(dge_mode) == 2:  # hwdge: the shape rules of the target NKI release
+        from trncore.sim.release_rules import check_hwdge_transpose
+
+        check_hwdge_transpose(src, site)
     s_op, d_op = src.operand(site), dst.operand(site)
 
     def run() -> None:

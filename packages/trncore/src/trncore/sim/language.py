@@ -87,6 +87,45 @@ class _TileSize:
 
         return rules_for(current_target()).sbuf_bytes
 
+    # NKI 0.4.0 / 0.5.0 byte-aware constants (page nki.language.tile_size; gated by
+    # trncore.sim.versions): usable SBUF is the target's per-partition bytes above.
+    @property
+    def sbuf_fmax_bytes(self) -> int:
+        """Usable SBUF bytes per partition (NKI 0.4.0)."""
+        from trncore.sim.rules import rules_for
+
+        ctx = _maybe_current()
+        if ctx is not None:
+            return int(ctx.rules.sbuf_bytes)
+        from trncore.config import current_target
+
+        return rules_for(current_target()).sbuf_bytes
+
+    @property
+    def sbuf_fmax(self) -> int:
+        """Usable SBUF free size per partition in float32 elements (NKI 0.4.0)."""
+        return self.sbuf_fmax_bytes // 4
+
+    @property
+    def sbuf_size_bytes(self) -> int:
+        """Usable SBUF bytes over all 128 partitions (NKI 0.4.0)."""
+        return self.sbuf_fmax_bytes * self.pmax
+
+    @property
+    def psum_bank_fmax_bytes(self) -> int:
+        """Bytes of one PSUM bank per partition (NKI 0.4.0)."""
+        return 2048
+
+    @property
+    def psum_bank_fmax(self) -> int:
+        """Float32 elements of one PSUM bank per partition (NKI 0.4.0)."""
+        return self.psum_bank_fmax_bytes // 4
+
+    @property
+    def psum_num_banks(self) -> int:
+        """PSUM banks per partition (NKI 0.5.0)."""
+        return 8
+
 
 tile_size = _TileSize()
 

@@ -19,7 +19,7 @@ from trncore.sim.runner import jit, simulate
 
 __all__ = ["EMULATED", "install", "nisa", "nki", "nl", "uninstall"]
 
-nki = types.ModuleType("nki", "NKI 0.3.0 emulated by trncore.sim (NumPy).")
+nki = types.ModuleType("nki", "NKI 0.3.0-0.6.0 emulated by trncore.sim (NumPy).")
 nki.jit = jit  # type: ignore[attr-defined]
 nki.simulate = simulate  # type: ignore[attr-defined]
 nki.language = nl  # type: ignore[attr-defined]
@@ -39,6 +39,20 @@ for _name in ("baremetal", "benchmark", "profile", "simulate_kernel", "collectiv
         raise NotImplementedError(f"nki.{_api} is not available in NKI 0.3.0 / trncore.sim")
 
     setattr(nki, _name, _removed)
+
+# NKI 0.4.0-0.6.0 additions, then the release table applied to the namespaces (one gate per API,
+# trncore.sim.versions): an API the target release lacks raises at the kernel's line.
+from trncore.sim import loops, versions, views  # noqa: E402
+from trncore.sim.isa_reduce_chain import tensor_scalar_reduce  # noqa: E402
+from trncore.sim.isa_topk import topk  # noqa: E402
+from trncore.sim.tensor import NkiTensor  # noqa: E402
+
+nl.fori_loop = loops.fori_loop  # type: ignore[attr-defined]
+nl.while_loop = loops.while_loop  # type: ignore[attr-defined]
+nisa.topk = topk  # type: ignore[attr-defined]
+nisa.tensor_scalar_reduce = tensor_scalar_reduce  # type: ignore[assignment]
+views.attach(NkiTensor)
+versions.install({"nl": nl, "nisa": nisa}, NkiTensor, {"nl.float8_e8m0fnu": "float8_e8m0fnu"})
 
 #: Real module name -> emulator module, used by install() and by kernel rebinding.
 EMULATED: dict[str, types.ModuleType] = {

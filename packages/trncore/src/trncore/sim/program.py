@@ -73,10 +73,14 @@ class Program:
     #: per-engine accumulator registers (§7.6), zeroed at the start of every run
     registers: list[np.ndarray] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the NKI release the program was traced for (trncore.sim.versions)
+    nki_version: str | None = None
+    #: float->int casts truncate (releases before 0.6.0, see dtypes.float_to_int_truncation)
+    cast_truncate: bool = False
 
     def run(self, arrays: Sequence[np.ndarray]) -> Any:
         """Replay on ``arrays`` (one per tensor argument); returns the output array(s)."""
-        with self.lock, blas_threads():
+        with self.lock, blas_threads(), dtypes.float_to_int_truncation(self.cast_truncate):
             for reg in self.registers:
                 reg[...] = 0
             for alloc, arr in zip(self.inputs, arrays):
@@ -149,6 +153,8 @@ class TraceContext:
         self.written: set[int] = set()
         self.engine_state: dict[str, Any] = {}
         self.free_storage: dict[int, list[np.ndarray]] = {}
+        #: the NKI release this trace is checked against (set by the runner)
+        self.nki_version: str | None = None
 
     # ------------------------------------------------------------------ memory
     def allocate(

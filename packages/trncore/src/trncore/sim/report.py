@@ -83,6 +83,8 @@ class Report:
     waits_seconds: dict[str, dict[str, float]] = field(default_factory=dict)
     #: the critical path, consecutive instructions of one engine/op/kernel line merged
     critical_path: list[dict[str, Any]] = field(default_factory=list)
+    #: the NKI release the kernel was checked against (trncore.sim.versions)
+    nki_version: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain dicts/lists/numbers (JSON-serializable), e.g. for ``--json`` output."""
@@ -91,7 +93,8 @@ class Report:
     def __str__(self) -> str:
         us = 1e6
         lines = [
-            f"kernel {self.kernel} on {self.target} (cost MODEL, not a measurement)",
+            f"kernel {self.kernel} on {self.target}{_release_label(self.nki_version)} "
+            "(cost MODEL, not a measurement)",
             "instructions: "
             + ", ".join(f"{k}={v}" for k, v in self.instructions.items())
             + f"; total={self.total_instructions}",
@@ -260,7 +263,16 @@ def program_report(prog: Program) -> Report:
         idle_seconds=sched.lane_idle_s(),
         waits_seconds=sched.lane_waits_s,
         critical_path=_critical_segments(sched),
+        nki_version=prog.nki_version or "",
     )
+
+
+def _release_label(version: str) -> str:
+    if not version:
+        return ""
+    from trncore.sim.versions import release
+
+    return f", {release(version).label}"
 
 
 def _critical_segments(sched: Any) -> list[dict[str, Any]]:
@@ -285,9 +297,16 @@ def _critical_segments(sched: Any) -> list[dict[str, Any]]:
 
 
 def report(
-    kernel: Any, *arg_specs: Any, target: str | None = None, lnc: int | None = None, **params: Any
+    kernel: Any,
+    *arg_specs: Any,
+    target: str | None = None,
+    lnc: int | None = None,
+    nki_version: str | None = None,
+    **params: Any,
 ) -> Report:
-    """Trace ``kernel`` for ``arg_specs`` (``((shape), "dtype")`` or arrays) and report its cost."""
+    """Trace ``kernel`` for ``arg_specs`` (``((shape), "dtype")`` or arrays) and report its cost
+    under NKI release ``nki_version`` (default: the current one, trncore.sim.versions)."""
     from trncore.sim.runner import trace
 
-    return program_report(trace(kernel, *arg_specs, target=target, lnc=lnc, **params))
+    prog = trace(kernel, *arg_specs, target=target, lnc=lnc, nki_version=nki_version, **params)
+    return program_report(prog)

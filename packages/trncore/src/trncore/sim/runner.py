@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from trncore.keys import KernelKey
-from trncore.sim import context, dtypes
+from trncore.sim import context, dtypes, versions
 from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
@@ -192,16 +192,19 @@ def _trace(
     grid: bool,
     strict: bool,
     execute: bool,
+    release: str,
 ) -> Program:
     rules = rules_for(key.target)
     ctx = TraceContext(rules, strict=strict, execute=execute, lnc=lnc)
     ctx.grid = grid
+    ctx.nki_version = release
+    truncate = versions.cast_truncates(release)
     buffer = SHARED_HBM if lnc > 1 else PRIVATE_HBM  # §1.3 step 1
     tensors = [ctx.add_input(np.asarray(a), buffer, n) for n, a in zip(names, arrays)]
     body = rebind(fn)
     context.push(ctx)
     try:
-        with blas_threads():
+        with blas_threads(), dtypes.float_to_int_truncation(truncate):
             results = []
             for pid in range(lnc):
                 ctx.program_id = pid
@@ -227,9 +230,14 @@ def _trace(
         sbuf_peak=sbuf_peak,
         psum_peak=psum_bytes,
         psum_banks_peak=psum_banks,
+        nki_version=release,
+        cast_truncate=truncate,
     )
     if regs is not None:
         prog.registers.append(regs)
+    acc = ctx.engine_state.get("vector_acc")
+    if acc is not None:
+        prog.registers.append(acc)
     return prog
 
 
@@ -280,14 +288,18 @@ def get_program(
     target: str | None = None,
     lnc: int | None = None,
     execute: bool = True,
+    nki_version: str | None = None,
 ) -> tuple[Program, list[np.ndarray], Any]:
     """The cached program for this call, tracing it if new.
 
     Returns ``(program, arrays, result)``: ``result`` holds the outputs of the traced run when
-    this call traced and executed the kernel, else :data:`NOT_RUN`.
+    this call traced and executed the kernel, else :data:`NOT_RUN`. ``nki_version`` is the
+    target NKI release (default: :func:`trncore.sim.versions.current`).
     """
     fn = getattr(fn, "func", fn)
     target = _target(target)
+    release = versions.resolve(nki_version)
+    versions.check_kernel(fn, release)
     grid = lnc is not None
     lnc = lnc or 1
     rules = rules_for(target)
@@ -307,11 +319,10 @@ def get_program(
     issues = _issues.current_mode()
     if issues != "error":
         flags.append(f"known_issues={issues}")
-    flags.append(f"nki={_issues.target_release()}")  # interim, until the key holds the release
     closure = _closure_flag(fn)
     if closure:
         flags.append(closure)
-    key = KernelKey.build(fn, arrays, params, target=target, flags=flags)
+    key = KernelKey.build(fn, arrays, params, target=target, flags=flags, nki_version=release)
     digest = key.digest
     for seen in _counters:
         seen.add(digest)
@@ -327,7 +338,7 @@ def get_program(
         prog = _cache.get(digest)
         if prog is not None:
             return prog, arrays, NOT_RUN
-        prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute)
+        prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release)
         # collect the traced run's results before other threads can replay the program
         result = prog.collect(arrays) if execute else NOT_RUN
         _stats["traces"] += 1
@@ -344,16 +355,18 @@ def run_kernel(
     *,
     target: str | None = None,
     lnc: int | None = None,
+    nki_version: str | None = None,
     known_issues: str | None = None,
 ) -> Any:
     """Run ``fn`` on NumPy arguments: trace on the first call of a key, replay afterwards.
 
     Inputs the kernel wrote are updated in place (as ``nki.simulate`` does, §1.3).
+    ``nki_version`` is the target NKI release (``"0.3"``...``"0.6.0"``; default the current one).
     ``known_issues``: ``"error"`` / ``"warn"`` / ``"off"`` (see :mod:`trncore.sim.known_issues`).
     """
     if known_issues is not None:
         with _issues.mode(known_issues):
-            return run_kernel(fn, args, kwargs, target=target, lnc=lnc)
+            return run_kernel(fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version)
     if context.maybe_current() is not None:
         raise LanguageError(
             "nested-kernel-call",
@@ -361,7 +374,9 @@ def run_kernel(
             "inlined, §1.1)",
             user_site(),
         )
-    prog, arrays, result = get_program(fn, args, kwargs, target=target, lnc=lnc)
+    prog, arrays, result = get_program(
+        fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version
+    )
     if result is not NOT_RUN:
         return result
     return prog.run(arrays)
@@ -372,6 +387,7 @@ def trace(
     *arg_specs: Any,
     target: str | None = None,
     lnc: int | None = None,
+    nki_version: str | None = None,
     known_issues: str | None = None,
     **params: Any,
 ) -> Program:
@@ -382,7 +398,9 @@ def trace(
     """
     arrays = [_spec_array(s) for s in arg_specs]
     with _issues.scoped(known_issues):
-        prog, _, _ = get_program(kernel, arrays, params, target=target, lnc=lnc, execute=False)
+        prog, _, _ = get_program(
+            kernel, arrays, params, target=target, lnc=lnc, execute=False, nki_version=nki_version
+        )
     return prog
 
 
@@ -442,20 +460,30 @@ def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: An
     return wrap if func is None else wrap(func)
 
 
-def simulate(kernel: Callable[..., Any], known_issues: str | None = None) -> Callable[..., Any]:
+def simulate(
+    kernel: Callable[..., Any],
+    *,
+    nki_version: str | None = None,
+    known_issues: str | None = None,
+) -> Callable[..., Any]:
     """``nki.simulate(kernel)(*numpy_args)``: run on the emulator, write inputs back in place.
 
-    ``known_issues`` (``"error"``/``"warn"``/``"off"``) applies to the calls of the result.
+    Emulator extensions for these calls: ``nki_version`` fixes the target NKI release,
+    ``known_issues`` (``"error"``/``"warn"``/``"off"``) how its Known Issues are treated.
     """
     func = getattr(kernel, "func", kernel)
     grid = getattr(kernel, "grid", None)
+    if nki_version is not None:
+        nki_version = versions.resolve(nki_version)
     if known_issues is not None:
         from trncore.config import check_known_issues_mode
 
         check_known_issues_mode(known_issues, what="known_issues")  # a bad value fails here
 
     def run(*args: Any, **kwargs: Any) -> Any:
-        return run_kernel(func, args, kwargs, lnc=grid, known_issues=known_issues)
+        return run_kernel(
+            func, args, kwargs, lnc=grid, nki_version=nki_version, known_issues=known_issues
+        )
 
     return run
 

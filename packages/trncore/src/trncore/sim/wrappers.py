@@ -146,16 +146,15 @@ def copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
     """``nl.copy``: as the targeted release's hardware copies (known issues ``nl-copy-*``).
 
     Up to 0.5.0 a new tile in ``x``'s buffer through ``activation(op=nl.copy)`` (the Scalar
-    Engine's float32 path, lossy for large integers); from 0.6.0 a new SBUF tile through the
-    Vector Engine's ``tensor_copy`` (bit-exact for equal dtypes).
+    Engine's float32 path, lossy for large integers); from 0.6.0 the stable form
+    (:func:`trncore.sim.release_rules.stable_copy`: a VectorE copy onto SBUF, bit-exact).
     """
-    name = dtypes.dtype_name(dtype) if dtype else x.dtype
-    if known_issues.listed("nl-copy-fp32"):
-        out = _new(x.shape, name, x.buffer)
-        nisa.activation(dst=out, op=ACTIVATIONS["copy"], data=x)
-    else:
-        out = _new(x.shape, name, SBUF)
-        nisa.tensor_copy(dst=out, src=x, engine=nisa.engine.vector)
+    from trncore.sim import release_rules
+
+    if not known_issues.listed("nl-copy-fp32"):
+        return release_rules.stable_copy(x, dtype)
+    out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype, x.buffer)
+    nisa.activation(dst=out, op=ACTIVATIONS["copy"], data=x)
     return out
 
 

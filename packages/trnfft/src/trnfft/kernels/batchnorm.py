@@ -20,6 +20,9 @@ from trncore.lang import nisa, nl
 
 __all__ = ["batchnorm_backward_kernel", "batchnorm_forward_kernel"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 _TILE_F = 2048
 
 

@@ -35,6 +35,9 @@ from trncore.lang import nisa, nl
 
 __all__ = ["fft_onchip3_kernel", "fft_onchip_kernel", "fft_stages_kernel"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 _MOVING_MAX = 512  # nc_matmul moving free size, v2/v3 (§3.1)
 
 

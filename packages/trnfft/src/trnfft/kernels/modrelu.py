@@ -23,6 +23,9 @@ from trncore.lang import nisa, nl
 
 __all__ = ["modrelu_backward_kernel", "modrelu_kernel"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 _TILE_F = 2048
 _TINY = 1e-30
 

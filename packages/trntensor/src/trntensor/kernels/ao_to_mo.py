@@ -26,6 +26,9 @@ from trncore.lang import nisa, nl
 
 __all__ = ["ao_to_mo_kernel"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 #: SBUF bytes per partition for one wide moving block (all K tiles) and its wide result. A DMA
 #: has a fixed cost of about 0.6 µs however small (§3.3), so the kernel moves integrals and
 #: results in blocks of many PSUM-bank-wide column tiles instead of one tile at a time.

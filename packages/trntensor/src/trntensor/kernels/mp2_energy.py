@@ -25,6 +25,9 @@ from trncore.lang import nisa, nl
 
 __all__ = ["mp2_energy_block_kernel"]
 
+#: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
+__nki_requires__ = "0.3.0"
+
 
 def _factor_block(
     bt: Any,

@@ -1,0 +1,124 @@
+"""``nisa.tensor_scalar_reduce`` with the Vector Engine accumulator (NKI 0.4.0 / 0.6.0).
+
+AWS page ``nki.isa.tensor_scalar_reduce`` (NKI 0.6.0): ``dst = data op0 operand0`` and a reduction
+over every free element of ``dst`` into a per-partition accumulator register of the Vector Engine.
+``reduce_cmd`` resets it to the identity of ``reduce_op`` (default), continues accumulating
+(``reduce``) or loads ``reduce_init`` first (``load_reduce``) — NKI 0.4.0. ``reduce_res`` receives
+the accumulator (negated with ``reduce_res_negate``, which leaves the register alone); with
+``reduce_res=None`` (NKI 0.6.0) nothing is written and a later call continues the chain. Under NKI
+0.3.0 the call is the single-shot form (reset, ``reduce_res`` required), which is this with the
+defaults. The accumulator is program state, zeroed at the start of every replay like the ScalarE
+registers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trncore.sim.alu import BINARY, UNARY_ALU
+from trncore.sim.checks import (
+    check_compute_operand,
+    check_same_layout,
+    check_vector_operand,
+    read_f32,
+    scalar_reader,
+)
+from trncore.sim.errors import ShapeError
+from trncore.sim.isa_common import _begin, _elementwise_meta, _op_token, _writer, reduce_cmd
+from trncore.sim.isa_common import reduce_cmd as _ReduceCmd
+from trncore.sim.tensor import NkiTensor
+
+__all__ = ["ACC_KEY", "tensor_scalar_reduce"]
+
+#: ``TraceContext.engine_state`` key of the VectorE accumulator (a (128, 1) float32 array).
+ACC_KEY = "vector_acc"
+_F32 = np.float32
+_IDENTITY = {"add": 0.0, "multiply": 1.0, "maximum": -np.inf, "minimum": np.inf}
+_REDUCERS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
+             "minimum": np.minimum}  # fmt: skip
+
+
+def _accumulator(ctx: Any) -> np.ndarray:
+    acc = ctx.engine_state.get(ACC_KEY)
+    if acc is None:
+        acc = ctx.engine_state[ACC_KEY] = np.zeros((ctx.rules.pmax, 1), dtype=_F32)
+    return acc
+
+
+def tensor_scalar_reduce(
+    dst: Any,
+    data: Any,
+    op0: Any,
+    operand0: Any,
+    reduce_op: Any,
+    reduce_res: Any = None,
+    reverse0: bool = False,
+    reduce_cmd: Any = reduce_cmd.reset_reduce,
+    reduce_init: Any = None,
+    reduce_res_negate: bool = False,
+    name: str | None = None,
+) -> None:
+    """``dst = data op0 operand0``; the accumulator reduces ``dst``; ``reduce_res`` gets it."""
+    ctx, site = _begin()
+    if reverse0:
+        raise NotImplementedError("nisa.tensor_scalar_reduce(reverse0=True) (not supported yet)")
+    data = check_compute_operand(data, "tensor_scalar_reduce", "data", site)
+    dst = check_compute_operand(dst, "tensor_scalar_reduce", "dst", site)
+    check_same_layout(data, dst, "tensor_scalar_reduce", "data and dst", site)
+    p = data.partitions
+    res = None
+    if reduce_res is not None:
+        res = check_compute_operand(reduce_res, "tensor_scalar_reduce", "reduce_res", site)
+        if res.partitions != p or res.free_size != 1:
+            raise ShapeError("reduce-res-shape", f"reduce_res must be ({p}, 1), got "
+                             f"{res.describe()}", site)  # fmt: skip
+    # op0 is an arithmetic ALU op (the ALU-operator table of the nki.isa reference).
+    arith = {k: v for k, v in BINARY.items() if v.kind == "arith"}
+    arith["abs"] = UNARY_ALU["abs"]
+    t0 = _op_token(op0, "op0", site, arith)
+    tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in _REDUCERS})
+    cmd_name = reduce_cmd.name if isinstance(reduce_cmd, _ReduceCmd) else ""
+    if cmd_name not in ("reset_reduce", "reduce", "load_reduce"):
+        raise ValueError(
+            "nisa.tensor_scalar_reduce: reduce_cmd must be nisa.reduce_cmd.reset_reduce, reduce "
+            f"or load_reduce, got {reduce_cmd!r}"
+        )
+    if (reduce_init is not None) != (cmd_name == "load_reduce"):
+        raise ValueError(
+            "nisa.tensor_scalar_reduce: reduce_init is given exactly when reduce_cmd=load_reduce"
+        )
+    init_read = None
+    extra: list[NkiTensor] = []
+    if reduce_init is not None:
+        reduce_init = check_vector_operand(reduce_init, data, "tensor_scalar_reduce",
+                                           "reduce_init", site)  # fmt: skip
+        init_read = scalar_reader(reduce_init, site)
+        if isinstance(reduce_init, NkiTensor):
+            extra.append(reduce_init)
+    operand0 = check_vector_operand(operand0, data, "tensor_scalar_reduce", "operand0", site)
+    if isinstance(operand0, NkiTensor):
+        extra.append(operand0)
+    o_read, red, identity = scalar_reader(operand0, site), _REDUCERS[tr.name], _IDENTITY[tr.name]
+    unary = t0.fn
+    fn = (lambda x, _o: unary(x)) if t0.name == "abs" else t0.fn  # a unary op ignores operand0
+    x_op, write = data.operand(site), _writer(dst, site)
+    res_write = _writer(res, site) if res is not None else None
+    acc = _accumulator(ctx)[:p]
+    sign = _F32(-1.0 if reduce_res_negate else 1.0)
+
+    def run() -> None:
+        y = fn(read_f32(x_op.read(), p), o_read())
+        write(y)
+        if cmd_name == "reset_reduce":
+            acc[...] = identity
+        elif init_read is not None:
+            acc[...] = np.broadcast_to(np.asarray(init_read(), dtype=_F32), acc.shape)
+        acc[...] = red(acc, red.reduce(np.asarray(y, dtype=_F32), axis=1, keepdims=True))
+        if res_write is not None:
+            res_write(acc * sign)
+
+    writes = [dst] + ([res] if res is not None else [])
+    ctx.emit("tensor_scalar_reduce", "vector", site, [data, *extra], writes, run,
+             _elementwise_meta(dst))  # fmt: skip

@@ -1,0 +1,71 @@
+"""``nisa.topk`` (NKI 0.6.0, AWS page ``nki.isa.topk``): the K largest bf16 values of a snake.
+
+The page's layout: the source tile holds a "16-partition snake": element ``j`` of the ``n`` input
+elements sits at partition ``j % 16``, free column ``j // 16`` of a group of 16 partitions. The
+instruction writes the K largest values in ascending order (bfloat16) to ``val_dst`` and their
+0-based snake indices (uint32) to ``idx_dst``; K is ``val_dst``'s free size. Reading of the page
+made here, stated because the page does not spell it out: every group of 16 partitions is one
+snake, and each partition of the group receives that snake's K results; equal values are ranked
+by lower index first. Constraints checked as the page lists them: bf16 source and values, uint32
+indices, everything in SBUF, ``8 <= n < 65536``, ``1 <= K < 32768``, ``K <= n``,
+``src`` free size ``>= ceil(n / 16)``, partition count a multiple of 16.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from trncore.sim.checks import check_compute_operand
+from trncore.sim.errors import DtypeError, ShapeError
+from trncore.sim.isa_common import _begin
+
+__all__ = ["topk"]
+
+SNAKE = 16
+
+
+def topk(val_dst: Any, idx_dst: Any, src: Any, n: int, name: str | None = None) -> None:
+    """Top-``K`` values (ascending) and their snake indices of each 16-partition group of ``src``."""
+    ctx, site = _begin()
+    src = check_compute_operand(src, "topk", "src", site, buffers=("sbuf",))
+    val_dst = check_compute_operand(val_dst, "topk", "val_dst", site, buffers=("sbuf",))
+    idx_dst = check_compute_operand(idx_dst, "topk", "idx_dst", site, buffers=("sbuf",))
+    for t, what, want in ((src, "src", "bfloat16"), (val_dst, "val_dst", "bfloat16"),
+                          (idx_dst, "idx_dst", "uint32")):  # fmt: skip
+        if t.dtype != want:
+            raise DtypeError("topk-dtype", f"topk {what} must be {want}, got {t.describe()}", site)
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"nisa.topk: n must be an int, got {n!r}")
+    p, k = src.partitions, val_dst.free_size
+    problems = []
+    if p % SNAKE:
+        problems.append(f"the partition count {p} is not a multiple of {SNAKE}")
+    if not 8 <= n < 65536:
+        problems.append(f"n={n} is outside [8, 65536)")
+    if not (1 <= k < 32768 and k <= n):
+        problems.append(f"K={k} (val_dst free size) must satisfy 1 <= K < 32768 and K <= n")
+    if src.free_size < math.ceil(n / SNAKE):
+        problems.append(f"src holds {src.free_size} columns, n={n} needs {math.ceil(n / SNAKE)}")
+    for t, what in ((val_dst, "val_dst"), (idx_dst, "idx_dst")):
+        if t.partitions != p or t.free_size != k:
+            problems.append(f"{what} must be [{p}, {k}], got {t.describe()}")
+    if problems:
+        raise ShapeError("topk-shape", "nisa.topk: " + "; ".join(problems), site)
+    s_op, v_op, i_op = src.operand(site), val_dst.operand(site), idx_dst.operand(site)
+    groups = p // SNAKE
+
+    def run() -> None:
+        data = np.asarray(s_op.read(), dtype=np.float32).reshape(groups, SNAKE, -1)
+        # snake order: element j = column j // 16, partition j % 16
+        snake = data.transpose(0, 2, 1).reshape(groups, -1)[:, :n]
+        order = np.argsort(-snake, axis=1, kind="stable")[:, :k]  # largest first, low index first
+        idx = order[:, ::-1]  # ascending values
+        vals = np.take_along_axis(snake, idx, axis=1)
+        v_op.write(np.repeat(vals, SNAKE, axis=0).astype(val_dst.alloc.flat.dtype))
+        i_op.write(np.repeat(idx, SNAKE, axis=0).astype(np.uint32))
+
+    meta = {"partitions": p, "free": 4 * n + k}  # the page's estimate: 4n + K GpSimd cycles
+    ctx.emit("topk", "gpsimd", site, [src], [val_dst, idx_dst], run, meta)

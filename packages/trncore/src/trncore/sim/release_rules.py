@@ -1,0 +1,74 @@
+"""Behaviour that changed between NKI releases, applied per target release.
+
+Rows of kind ``behaviour`` in :data:`trncore.sim.versions.CHANGES` whose implementation is not a
+gate: the stable ``nl.copy`` of NKI 0.6.0 and the relaxed HWDGE ``dma_transpose`` shapes of NKI
+0.6.0. (The float->int cast fix of 0.6.0 lives in :mod:`trncore.sim.dtypes` and the runner.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trncore.sim import versions
+from trncore.sim.errors import ShapeError
+from trncore.sim.tensor import SBUF, NkiTensor
+
+__all__ = ["check_hwdge_transpose", "stable_copy", "stable_copy_applies"]
+
+
+def stable_copy_applies() -> bool:
+    """Whether ``nl.copy`` is the stable NKI 0.6.0 form under the target release."""
+    return versions.at_least("0.6.0")
+
+
+def stable_copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
+    """``nl.copy`` of NKI 0.6.0 (page ``nki.language.copy``): a new SBUF tile written by a VectorE
+    ``tensor_copy``, bit-exact when the dtypes match, from an SBUF or PSUM tile.
+
+    Earlier releases keep the experimental form (``trncore.sim.wrappers.copy``): ScalarE
+    ``activation(copy)`` through float32 into a tile in ``x``'s buffer (their known issues: lossy
+    for integers above 2^24, no cross-buffer copy).
+    """
+    from trncore.sim import dtypes
+    from trncore.sim.isa_common import engine
+    from trncore.sim.isa_movement import tensor_copy
+    from trncore.sim.language import ndarray
+
+    out = ndarray(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype, buffer=SBUF)
+    tensor_copy(dst=out, src=x, engine=engine.vector)
+    return out
+
+
+def check_hwdge_transpose(src: NkiTensor, site: Any) -> None:
+    """The HWDGE ``dma_transpose`` shape rules of the target release (page ``nki.isa.dma_transpose``).
+
+    NKI 0.3.0-0.5.0: ``src.shape[0] == 16`` and ``src.shape[-1] % 128 == 0``. NKI 0.6.0: for 2-d
+    ``src`` ``shape[0] == 16``; for 3-4 d ``shape[0]`` in {1, 2, 4, 8, 16} with
+    ``shape[0] * shape[-2]`` a multiple of 16; and ``shape[-1] <= 128``. Both: 2-byte dtype.
+    """
+    from trncore.sim import dtypes
+
+    shape, release = src.shape, versions.current()
+    problems = []
+    if dtypes.itemsize(src.dtype) != 2:
+        problems.append(f"src dtype {src.dtype} is not 2 bytes")
+    if versions.at_least("0.6.0"):
+        if src.ndim == 2 and shape[0] != 16:
+            problems.append(f"2-d src.shape[0] is {shape[0]}, must be 16")
+        if src.ndim > 2 and (shape[0] not in (1, 2, 4, 8, 16) or (shape[0] * shape[-2]) % 16):
+            problems.append(f"src.shape[0]={shape[0]} must be in {{1, 2, 4, 8, 16}} with "
+                            "src.shape[0] * src.shape[-2] a multiple of 16")  # fmt: skip
+        if shape[-1] > 128:
+            problems.append(f"src.shape[-1]={shape[-1]} exceeds 128")
+    else:
+        if shape[0] != 16:
+            problems.append(f"src.shape[0] is {shape[0]}, must be 16")
+        if shape[-1] % 128:
+            problems.append(f"src.shape[-1]={shape[-1]} is not a multiple of 128")
+    if problems:
+        raise ShapeError(
+            "dma-transpose-hwdge",
+            f"dma_transpose(dge_mode=hwdge) under {versions.release(release).label}: "
+            + "; ".join(problems),
+            site,
+        )

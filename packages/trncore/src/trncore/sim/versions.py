@@ -1,0 +1,507 @@
+"""NKI releases the emulator follows (0.3.0 -> 0.6.0) and the APIs that differ between them.
+
+A kernel is checked against a *target release* beside its target chip. The release comes from, in
+order: the ``nki_version=`` argument of the emulator's entry points (``run_kernel``, ``trace``,
+``simulate``, ``report``), the innermost :func:`nki_version` block, the environment variable
+``TRNSCI_NKI_VERSION`` (read by :mod:`trncore.config`), else the newest release (:data:`NEWEST`).
+It is part of every kernel cache key.
+
+:data:`CHANGES` is the one table of every API that differs across the releases: which release
+introduced, deprecated or removed it and whether the emulator runs it. :func:`install` applies
+the table to the emulator's ``nl``/``nisa``/``NkiTensor`` namespaces at import, so the check lives
+in one place (:func:`require`): an API used under a release that lacks it raises
+:class:`VersionError` at the kernel's line ("nl.fori_loop needs NKI 0.6.0 (Neuron SDK 2.32)"), a
+removed one raises, a deprecated one warns (:class:`NkiDeprecationWarning`) as that release does.
+Behaviour changes (relaxed constraints, simulator fixes) are table rows too; the code that applies
+them asks :func:`at_least`.
+
+Sources: the NKI release notes (``release-notes/components/nki.rst`` of the Neuron SDK docs, SDK
+2.29-2.32) and the ``nki.language`` / ``nki.isa`` API pages of each release.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import threading
+import types
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from trncore.sim.context import maybe_current, user_site
+from trncore.sim.errors import NkiValidationError, TargetError
+
+__all__ = [
+    "CHANGES",
+    "NEWEST",
+    "OLDEST",
+    "RELEASES",
+    "ApiChange",
+    "NkiDeprecationWarning",
+    "Release",
+    "VersionError",
+    "at_least",
+    "cast_truncates",
+    "change",
+    "check_kernel",
+    "current",
+    "install",
+    "kernel_release",
+    "nki_version",
+    "release",
+    "require",
+    "requires",
+    "resolve",
+]
+
+
+@dataclass(frozen=True)
+class Release:
+    """One NKI release and the Neuron SDK that ships it."""
+
+    version: str
+    sdk: str
+    date: str
+
+    @property
+    def label(self) -> str:
+        """``NKI 0.6.0 (Neuron SDK 2.32)``."""
+        return f"NKI {self.version} (Neuron SDK {self.sdk})"
+
+
+#: The releases the emulator knows, oldest first (dates from the release notes).
+RELEASES: tuple[Release, ...] = (
+    Release("0.3.0", "2.29", "2026-04-09"),
+    Release("0.4.0", "2.30", "2026-05-21"),
+    Release("0.5.0", "2.31", "2026-07-07"),
+    Release("0.6.0", "2.32", "2026-08-17"),
+)
+VERSIONS: tuple[str, ...] = tuple(r.version for r in RELEASES)
+OLDEST = VERSIONS[0]
+NEWEST = VERSIONS[-1]
+_BY_VERSION = {r.version: r for r in RELEASES}
+
+
+def release(version: str) -> Release:
+    """The :class:`Release` of ``version`` (already normalized, e.g. ``"0.4.0"``)."""
+    return _BY_VERSION[version]
+
+
+def _index(version: str) -> int:
+    return VERSIONS.index(version)
+
+
+class VersionError(NkiValidationError):
+    """An API the target NKI release does not have (introduced later, or removed)."""
+
+    family = "nki-version"
+
+
+class NkiDeprecationWarning(DeprecationWarning):
+    """An API the target NKI release deprecates (it still runs)."""
+
+
+# ------------------------------------------------------------------------------ the table
+@dataclass(frozen=True)
+class ApiChange:
+    """One API (or behaviour) that differs across the releases.
+
+    ``api`` is spelled as a kernel writes it: ``nl.fori_loop``, ``nisa.topk``,
+    ``NkiTensor.slice``, ``nl.tile_size.psum_num_banks``, ``nisa.dma_copy(priority=)``,
+    ``nisa.tensor_scalar_reduce(reduce_res=None)``. ``kind`` says how :func:`install` gates it:
+    ``function``, ``method``, ``attribute`` (a property of ``nl.tile_size``), ``value`` (a
+    module constant such as a dtype), ``parameter`` or ``behaviour`` (checked by the code that
+    implements it through :func:`at_least`). ``emulated``: ``yes``; ``ignored`` (accepted, no
+    effect on results); ``no`` (gated, then ``NotImplementedError``); ``trn3`` (a NeuronCore-v4
+    API: a target error on trn1/trn2, the only targets emulated).
+    """
+
+    api: str
+    kind: str
+    introduced: str | None = None
+    deprecated: str | None = None
+    removed: str | None = None
+    emulated: str = "yes"
+    what: str = ""
+    page: str = ""
+
+
+_RN = "NKI release notes"
+_TS = "nki.language.tile_size"
+#: Every API that differs across NKI 0.3.0-0.6.0 (docs/emulator.md renders this table).
+CHANGES: tuple[ApiChange, ...] = (
+    # ---- NKI 0.3.0 (SDK 2.29): deprecated there, removed later
+    ApiChange("nisa.tensor_copy_dynamic_src", "function", deprecated="0.3.0", removed="0.4.0",
+              emulated="no", what="use tensor_copy with .ap(scalar_offset=...)", page=_RN),
+    ApiChange("nisa.tensor_copy_dynamic_dst", "function", deprecated="0.3.0", removed="0.4.0",
+              emulated="no", what="use tensor_copy with .ap(scalar_offset=...)", page=_RN),
+    # ---- NKI 0.4.0 (SDK 2.30)
+    ApiChange("nl.abs_max", "function", introduced="0.4.0", emulated="trn3",
+              what="element-wise absolute maximum (trn3 only)", page="nki.language.abs_max"),
+    ApiChange("nl.abs_min", "function", introduced="0.4.0", emulated="trn3",
+              what="element-wise absolute minimum (trn3 only)", page="nki.language.abs_min"),
+    ApiChange("nisa.activate2", "function", introduced="0.4.0", emulated="trn3",
+              what="two-stage tensor-scalar then activation (trn3 only)", page="nki.isa.activate2"),
+    ApiChange("nl.prelu", "value", introduced="0.4.0", emulated="no",
+              what="parametric ReLU activation token", page="nki.api.shared"),
+    ApiChange("nl.bypass", "value", introduced="0.4.0", emulated="no",
+              what="pass-through operator token for activate2", page="nki.api.shared"),
+    ApiChange("nl.tile_size.sbuf_size_bytes", "attribute", introduced="0.4.0",
+              what="SBUF bytes over all partitions", page=_TS),
+    ApiChange("nl.tile_size.sbuf_fmax", "attribute", introduced="0.4.0",
+              what="usable SBUF free size per partition in fp32 elements", page=_TS),
+    ApiChange("nl.tile_size.sbuf_fmax_bytes", "attribute", introduced="0.4.0",
+              what="usable SBUF bytes per partition", page=_TS),
+    ApiChange("nl.tile_size.psum_bank_fmax", "attribute", introduced="0.4.0",
+              what="PSUM bank size in fp32 elements", page=_TS),
+    ApiChange("nl.tile_size.psum_bank_fmax_bytes", "attribute", introduced="0.4.0",
+              what="PSUM bank size in bytes", page=_TS),
+    ApiChange("nl.tile_size.psum_fmax", "attribute", deprecated="0.4.0",
+              what="use psum_bank_fmax (same value)", page=_TS),
+    ApiChange("nl.tile_size.total_available_sbuf_size", "attribute", deprecated="0.4.0",
+              what="per-partition size despite its name; same value", page=_TS),
+    ApiChange("nisa.dma_compute(oob_mode=)", "parameter", introduced="0.4.0", emulated="no",
+              what="skip out-of-bounds indirect indices", page="nki.isa.dma_compute"),
+    ApiChange("nisa.dma_copy(priority=)", "parameter", introduced="0.4.0", emulated="ignored",
+              what="DMA queue priority (a scheduling hint)", page="nki.isa.dma_copy"),
+    ApiChange("nisa.dma_transpose(priority=)", "parameter", introduced="0.4.0",
+              emulated="ignored", what="DMA queue priority (a scheduling hint)",
+              page="nki.isa.dma_transpose"),
+    ApiChange("nisa.tensor_scalar_reduce(reduce_cmd=)", "parameter", introduced="0.4.0",
+              what="reset / continue / load the VectorE accumulator",
+              page="nki.isa.tensor_scalar_reduce"),
+    ApiChange("nisa.tensor_scalar_reduce(reduce_init=)", "parameter", introduced="0.4.0",
+              what="initial accumulator for reduce_cmd=load_reduce",
+              page="nki.isa.tensor_scalar_reduce"),
+    ApiChange("nisa.dma_transpose dst rank", "behaviour", introduced="0.4.0",
+              what="dst must have src's rank (a lower-rank dst was padded before)",
+              page=_RN),
+    # ---- NKI 0.5.0 (SDK 2.31)
+    ApiChange("nl.float8_e8m0fnu", "value", introduced="0.5.0",
+              what="OCP MX scale dtype (storage and casts)", page="nki.language.float8_e8m0fnu"),
+    *(
+        ApiChange(f"NkiTensor.{m}", "method", introduced="0.5.0", what=w,
+                  page="nki.language.NkiTensor")
+        for m, w in (
+            ("slice", "view of start:end:step along one dim"),
+            ("select", "view with one index of a dim, the dim removed"),
+            ("permute", "view with the dims reordered"),
+            ("broadcast", "view repeating a size-1 dim"),
+            ("expand_dim", "view with a new size-1 dim"),
+            ("squeeze_dim", "view without a size-1 dim"),
+            ("reshape_dim", "view splitting one dim"),
+            ("flatten_dims", "view merging contiguous dims"),
+            ("rearrange", "einops-style split / reorder / merge"),
+            ("is_contiguous", "whether the view's free dims are row-major"),
+            ("is_indirect", "whether the view is indirect"),
+        )
+    ),
+    ApiChange("NkiTensor.vector_select", "method", introduced="0.5.0", emulated="no",
+              what="indirect partition selection by an index tensor",
+              page="nki.language.NkiTensor"),
+    ApiChange("NkiTensor.indirect", "method", introduced="0.5.0", emulated="trn3",
+              what="gather/scatter view for compute instructions (NeuronCore-v4+)",
+              page="nki.language.NkiTensor"),
+    ApiChange("nl.tile_size.psum_num_banks", "attribute", introduced="0.5.0",
+              what="usable PSUM banks per partition", page=_TS),
+    ApiChange("nisa.get_nc_sub_version", "function", introduced="0.5.0", emulated="no",
+              what="NeuronCore sub-version", page="nki.isa"),
+    ApiChange("nisa.nc_matmul bfloat16 dst", "behaviour", introduced="0.5.0", emulated="trn3",
+              what="moving free size up to 8192 with a bfloat16 dst on NeuronCore-v4; on "
+              "trn1/trn2 dst stays float32 with N <= 512", page="nki.isa.nc_matmul"),
+    ApiChange("NkiTensor.reshape element count", "behaviour", introduced="0.5.0",
+              what="asserted at trace time; the emulator checks it under every release",
+              page=_RN),
+    # ---- NKI 0.6.0 (SDK 2.32)
+    ApiChange("nl.fori_loop", "function", introduced="0.6.0",
+              what="counted loop (constant bounds run; register bounds not emulated)",
+              page="nki.language.fori_loop"),
+    ApiChange("nl.while_loop", "function", introduced="0.6.0",
+              what="condition loop (a constant int condition runs; registers not emulated)",
+              page="nki.language.while_loop"),
+    ApiChange("nl.dynamic_range", "function", deprecated="0.6.0",
+              what="replaced by fori_loop / while_loop", page=_RN),
+    ApiChange("nisa.topk", "function", introduced="0.6.0",
+              what="K largest bf16 values and their indices on GpSimd", page="nki.isa.topk"),
+    ApiChange("nisa.tensor_scalar_reduce(reduce_res=None)", "parameter", introduced="0.6.0",
+              what="keep the reduction in the VectorE accumulator (chaining)",
+              page="nki.isa.tensor_scalar_reduce"),
+    ApiChange("nisa.tensor_scalar_reduce(reduce_res_negate=)", "parameter", introduced="0.6.0",
+              what="negate what is written to reduce_res", page="nki.isa.tensor_scalar_reduce"),
+    ApiChange("nl.copy", "behaviour", introduced="0.6.0",
+              what="stable: VectorE tensor_copy into SBUF, bit-exact, PSUM input allowed "
+              "(before: ScalarE through fp32, same buffer as the input)",
+              page="nki.language.copy"),
+    ApiChange("nisa.dma_transpose hwdge shapes", "behaviour", introduced="0.6.0",
+              what="src.shape[0] in {1,2,4,8,16} for 3-4 d and src.shape[-1] <= 128 "
+              "(before: == 16 and a multiple of 128)", page="nki.isa.dma_transpose"),
+    ApiChange("float to int casts", "behaviour", introduced="0.6.0",
+              what="round to nearest even and saturate (before: the simulator truncated)",
+              page="nki.simulate"),
+    ApiChange("nki.collectives.all_gather_v", "function", introduced="0.6.0", emulated="no",
+              what="variable-length all-gather (multi-rank)", page="nki.collectives"),
+)
+
+_BY_API = {c.api: c for c in CHANGES}
+
+
+def change(api: str) -> ApiChange:
+    """The table row of ``api`` (KeyError naming it when absent)."""
+    return _BY_API[api]
+
+
+# ------------------------------------------------------------------------------ the target release
+_state = threading.local()
+
+
+def resolve(version: str | None) -> str:
+    """The release to use: ``version`` if given (``"0.3"`` or ``"0.3.0"``), else the current one."""
+    from trncore.config import normalize_nki_version
+
+    if version is None:
+        return current()
+    return normalize_nki_version(version, VERSIONS, what="nki_version")
+
+
+def current() -> str:
+    """The target release now: the traced kernel's, the innermost block's, the environment's or
+    the newest."""
+    ctx = maybe_current()
+    if ctx is not None and getattr(ctx, "nki_version", None):
+        return str(ctx.nki_version)
+    stack = getattr(_state, "stack", None)
+    if stack:
+        return str(stack[-1])
+    from trncore.config import nki_version_setting
+
+    return nki_version_setting(VERSIONS) or NEWEST
+
+
+@contextlib.contextmanager
+def nki_version(version: str) -> Iterator[str]:
+    """Inside the block, kernels are traced and checked against NKI release ``version``."""
+    from trncore.config import normalize_nki_version
+
+    name = normalize_nki_version(version, VERSIONS, what="nki_version")
+    stack = getattr(_state, "stack", None)
+    if stack is None:
+        stack = _state.stack = []
+    stack.append(name)
+    try:
+        yield name
+    finally:
+        stack.pop()
+
+
+def cast_truncates(version: str) -> bool:
+    """Whether float->int casts truncate under ``version`` (the simulator fix of NKI 0.6.0)."""
+    return _index(version) < _index(change("float to int casts").introduced or OLDEST)
+
+
+def at_least(version: str) -> bool:
+    """Whether the current target release is ``version`` or later."""
+    return _index(current()) >= _index(version)
+
+
+# ------------------------------------------------------------------------------ the check
+def require(api: str, site: tuple[str, int] | None = None) -> None:
+    """The one check: raise or warn if ``api`` (a :data:`CHANGES` row) is not in the release."""
+    row = _BY_API[api]
+    now = current()
+    here = _index(now)
+    where = site or user_site()
+    if row.introduced is not None and here < _index(row.introduced):
+        raise VersionError(
+            "nki-version",
+            f"{api} needs {release(row.introduced).label}; the target release is "
+            f"{release(now).label} (set TRNSCI_NKI_VERSION or nki_version=)",
+            where,
+        )
+    if row.removed is not None and here >= _index(row.removed):
+        raise VersionError(
+            "nki-version-removed",
+            f"{api} was removed in {release(row.removed).label}; the target release is "
+            f"{release(now).label}" + (f" ({row.what})" if row.what else ""),
+            where,
+        )
+    if row.deprecated is not None and here >= _index(row.deprecated):
+        at = f" (at {where[0]}:{where[1]})" if where else ""
+        warnings.warn(
+            f"{api} is deprecated in {release(row.deprecated).label}"
+            + (f": {row.what}" if row.what else "") + at,
+            NkiDeprecationWarning,
+            stacklevel=3,
+        )
+    if row.emulated == "trn3":
+        ctx = maybe_current()
+        target = ctx.target if ctx is not None else None
+        raise TargetError(
+            "target-trn3",
+            f"{api} is a NeuronCore-v4 (trn3) API; the target is {target or 'trn1/trn2'}",
+            where,
+        )
+    if row.emulated == "no":
+        raise NotImplementedError(f"{api} is not emulated by trncore.sim (docs/emulator.md)")
+
+
+# ------------------------------------------------------------------------------ applying the table
+def _gate_call(api: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        require(api)
+        return fn(*args, **kwargs)
+
+    gated.__trncore_gate__ = api  # type: ignore[attr-defined]
+    return gated
+
+
+def _param_gate(fn: Callable[..., Any], rows: list[ApiChange]) -> Callable[..., Any]:
+    """``fn`` checking each parameter row (``f(name=)`` given, or ``f(name=None)`` used)."""
+    names = list(inspect.signature(fn).parameters)
+    checks: list[tuple[str, str, int, bool, bool]] = []
+    for row in rows:
+        inner = row.api[row.api.index("(") + 1 : -1]
+        pname, _, value = inner.partition("=")
+        pos = names.index(pname) if pname in names else -1
+        checks.append((row.api, pname, pos, value == "None", row.emulated == "ignored"))
+
+    @functools.wraps(fn)
+    def gated(*args: Any, **kwargs: Any) -> Any:
+        for api, pname, pos, when_none, ignored in checks:
+            if pname in kwargs:
+                given, value = True, kwargs[pname]
+            elif 0 <= pos < len(args):
+                given, value = True, args[pos]
+            else:
+                given, value = False, None
+            if (value is None) if when_none else (given and value is not None):
+                require(api)
+            if ignored:
+                kwargs.pop(pname, None)
+        return fn(*args, **kwargs)
+
+    return gated
+
+
+def _gate_property(api: str, prop: Any) -> property:
+    def fget(obj: Any) -> Any:
+        require(api)
+        return prop.__get__(obj, type(obj)) if hasattr(prop, "__get__") else prop
+
+    return property(fget, doc=getattr(prop, "__doc__", None))
+
+
+def _module_getattr(module: types.ModuleType, values: dict[str, tuple[str, Any]]) -> None:
+    """Serve gated constants through the module's ``__getattr__`` (PEP 562): checked per read."""
+    previous = module.__dict__.get("__getattr__")
+
+    def __getattr__(name: str) -> Any:
+        if name in values:
+            api, value = values[name]
+            require(api)
+            return value
+        if previous is not None:
+            return previous(name)
+        raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+
+
+def install(namespaces: dict[str, Any], tensor_class: type, values: dict[str, Any]) -> None:
+    """Apply :data:`CHANGES` to the emulator: ``namespaces`` maps ``"nl"``/``"nisa"`` to modules,
+    ``tensor_class`` is ``NkiTensor``, ``values`` gives the objects of ``value`` rows by API name.
+
+    Called once, by :mod:`trncore.sim.modules`. Functions and methods are wrapped (the wrapper
+    runs :func:`require` and then the implementation), parameter rows wrap the function once per
+    function, ``nl.tile_size`` attributes become checked properties, and constants are removed
+    from the module and served by its ``__getattr__``. Behaviour rows are not wrapped.
+    """
+    params: dict[tuple[str, str], list[ApiChange]] = {}
+    module_values: dict[str, dict[str, tuple[str, Any]]] = {}
+    for row in CHANGES:
+        owner, _, rest = row.api.partition(".")
+        if row.kind == "function" and owner in namespaces:
+            module = namespaces[owner]
+            impl = getattr(module, rest, None) or _not_emulated(row.api)
+            setattr(module, rest, _gate_call(row.api, impl))
+        elif row.kind == "method" and owner == "NkiTensor":
+            impl = tensor_class.__dict__.get(rest) or _not_emulated(row.api)
+            setattr(tensor_class, rest, _gate_call(row.api, impl))
+        elif row.kind == "attribute":
+            obj_name, _, attr = rest.rpartition(".")
+            holder = type(getattr(namespaces[owner], obj_name))
+            setattr(holder, attr, _gate_property(row.api, holder.__dict__[attr]))
+        elif row.kind == "value":
+            module = namespaces[owner]
+            module.__dict__.pop(rest, None)
+            module_values.setdefault(owner, {})[rest] = (row.api, values.get(row.api))
+        elif row.kind == "parameter":
+            func = row.api[: row.api.index("(")]
+            params.setdefault((owner, func.partition(".")[2]), []).append(row)
+    for (owner, name), rows in params.items():
+        module = namespaces[owner]
+        setattr(module, name, _param_gate(getattr(module, name), rows))
+    for owner, vals in module_values.items():
+        _module_getattr(namespaces[owner], vals)
+
+
+def _not_emulated(api: str) -> Callable[..., Any]:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{api} is not emulated by trncore.sim")
+
+    fn.__name__ = api.rpartition(".")[2]
+    return fn
+
+
+# ------------------------------------------------------------------------------ kernels' releases
+def requires(version: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: the oldest NKI release ``fn`` (a kernel or helper) needs.
+
+    Returns ``fn`` itself with ``__nki_requires__`` set, so it keeps working unchanged on the
+    real ``nki`` package; the emulator refuses to trace it under an older release.
+    """
+    from trncore.config import normalize_nki_version
+
+    name = normalize_nki_version(version, VERSIONS, what="requires")
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        target: Any = getattr(fn, "func", fn)
+        target.__nki_requires__ = name
+        if target is not fn:
+            fn.__nki_requires__ = name  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def kernel_release(fn: Callable[..., Any]) -> str | None:
+    """The release ``fn`` declares: :func:`requires` on the function, else a module-level
+    ``__nki_requires__ = "0.3.0"`` in the module defining it (None when neither is there).
+
+    The module form is how the suite's ``kernels`` modules declare theirs without importing the
+    emulator."""
+    import sys
+
+    inner = getattr(fn, "func", fn)
+    value = getattr(inner, "__nki_requires__", None)
+    if value is None:
+        module = sys.modules.get(getattr(inner, "__module__", "") or "")
+        value = getattr(module, "__nki_requires__", None)
+    return str(value) if value is not None else None
+
+
+def check_kernel(fn: Callable[..., Any], version: str) -> None:
+    """Refuse to trace a kernel declaring a newer release than ``version``."""
+    needs = kernel_release(fn)
+    if needs is not None and _index(version) < _index(needs):
+        code = getattr(getattr(fn, "func", fn), "__code__", None)
+        site = (code.co_filename, code.co_firstlineno) if code else None
+        raise VersionError(
+            "nki-version-kernel",
+            f"kernel {getattr(fn, '__qualname__', fn)} declares it needs {release(needs).label}; "
+            f"the target release is {release(version).label}",
+            site,
+        )

@@ -1,0 +1,277 @@
+"""The ``NkiTensor`` view methods of NKI 0.5.0: ``slice``, ``select``, ``permute``, ``broadcast``,
+``expand_dim``, ``squeeze_dim``, ``reshape_dim``, ``flatten_dims``, ``rearrange``,
+``is_contiguous``, ``is_indirect``.
+
+Each returns a new view of the same allocation (no data moves): the emulator's views are an element
+offset plus ``(step, num)`` pairs, so every method is arithmetic on that list. The constraints are
+the ones the ``nki.language.NkiTensor`` API page (NKI 0.5.0) states, each raised at the kernel's
+line: dims in range, the partition dim of an on-chip tensor stays first and whole, merged dims must
+be contiguous, sizes must multiply out. :func:`attach` puts the methods on ``NkiTensor``;
+:mod:`trncore.sim.versions` gates them to 0.5.0 and later.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from trncore.sim.context import user_site
+from trncore.sim.errors import BoundsError, LanguageError, PartitionError
+from trncore.sim.tensor import NkiTensor
+
+__all__ = ["METHODS", "attach"]
+
+Dims = list[tuple[int, int]]
+
+
+def _dim(t: NkiTensor, dim: Any, api: str, ndim: int | None = None) -> int:
+    n = t.ndim if ndim is None else ndim
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < n:
+        raise BoundsError("view-dim", f"{api}: dim={dim!r} must be an int in [0, {n})", user_site())
+    return dim
+
+
+def _no_partition(t: NkiTensor, dim: int, api: str) -> None:
+    if t.on_chip and dim == 0:
+        raise PartitionError(
+            "view-partition-dim",
+            f"{api} cannot act on dim 0 of on-chip {t.describe()}: the partition dim stays "
+            "outermost and whole",
+            user_site(),
+        )
+
+
+def _view(t: NkiTensor, offset: int, dims: Dims) -> NkiTensor:
+    return NkiTensor(t.alloc, t.dtype, offset, dims, indexed=True)
+
+
+def _static(t: NkiTensor, api: str) -> None:
+    if t.dynamic is not None:
+        raise NotImplementedError(f"NkiTensor.{api} on a dynamic (indirect) view is not emulated")
+
+
+def slice(self: NkiTensor, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
+    """The elements ``start:end:step`` of ``dim`` (``0 <= start < end <= shape[dim]``, ``step >= 1``)."""
+    _static(self, "slice")
+    d = _dim(self, dim, "slice")
+    num = self.shape[d]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step)):
+        raise TypeError(f"NkiTensor.slice: start, end and step must be ints, got {start!r}, "
+                        f"{end!r}, {step!r}")  # fmt: skip
+    if not 0 <= start < end <= num or step < 1:
+        raise BoundsError(
+            "view-slice",
+            f"slice(dim={d}, start={start}, end={end}, step={step}) on size {num} of "
+            f"{self.describe()}: needs 0 <= start < end <= {num} and step >= 1",
+            user_site(),
+        )
+    key: list[Any] = [builtins.slice(None)] * self.ndim
+    key[d] = builtins.slice(start, end, step)
+    return self[tuple(key)]
+
+
+def select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
+    """Element ``index`` of ``dim``, the dim removed (a static int index)."""
+    _static(self, "select")
+    d = _dim(self, dim, "select")
+    if isinstance(index, NkiTensor):
+        raise NotImplementedError("NkiTensor.select with a tensor index (dynamic) is not emulated")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise TypeError(f"NkiTensor.select: index must be an int, got {index!r}")
+    _no_partition(self, d, "select")
+    step, num = self.dims[d]
+    if not 0 <= index < num:
+        raise BoundsError("view-select", f"select(dim={d}, index={index}) on size {num} of "
+                          f"{self.describe()}", user_site())  # fmt: skip
+    dims = [x for i, x in enumerate(self.dims) if i != d]
+    return _view(self, self.offset + index * step, dims)
+
+
+def permute(self: NkiTensor, dims: Sequence[int]) -> NkiTensor:
+    """The dims reordered: dim ``i`` of the result is dim ``dims[i]`` of this view."""
+    _static(self, "permute")
+    order = tuple(dims)
+    if sorted(order) != list(range(self.ndim)):
+        raise BoundsError("view-permute", f"permute({order}) is not a permutation of "
+                          f"range({self.ndim}) for {self.describe()}", user_site())  # fmt: skip
+    if self.on_chip and order[0] != 0:
+        _no_partition(self, 0, f"permute({order})")
+    return _view(self, self.offset, [self.dims[i] for i in order])
+
+
+def broadcast(self: NkiTensor, dim: int, size: int) -> NkiTensor:
+    """A size-1 ``dim`` repeated ``size`` times (step 0: no copy)."""
+    _static(self, "broadcast")
+    d = _dim(self, dim, "broadcast")
+    _no_partition(self, d, "broadcast")
+    if self.shape[d] != 1:
+        raise BoundsError("view-broadcast", f"broadcast(dim={d}) needs size 1, {self.describe()} "
+                          f"has {self.shape[d]}", user_site())  # fmt: skip
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise TypeError(f"NkiTensor.broadcast: size must be a positive int, got {size!r}")
+    dims = list(self.dims)
+    dims[d] = (0, size)
+    return _view(self, self.offset, dims)
+
+
+def expand_dim(self: NkiTensor, dim: int) -> NkiTensor:
+    """A new size-1 dim at position ``dim``."""
+    _static(self, "expand_dim")
+    d = _dim(self, dim, "expand_dim", self.ndim + 1)
+    _no_partition(self, d, "expand_dim")
+    dims = list(self.dims)
+    dims.insert(d, (1, 1))
+    return _view(self, self.offset, dims)
+
+
+def squeeze_dim(self: NkiTensor, dim: int) -> NkiTensor:
+    """This view without its size-1 dim ``dim``."""
+    _static(self, "squeeze_dim")
+    d = _dim(self, dim, "squeeze_dim")
+    _no_partition(self, d, "squeeze_dim")
+    if self.shape[d] != 1:
+        raise BoundsError("view-squeeze", f"squeeze_dim({d}) needs size 1, {self.describe()} has "
+                          f"{self.shape[d]}", user_site())  # fmt: skip
+    return _view(self, self.offset, [x for i, x in enumerate(self.dims) if i != d])
+
+
+def _split(step: int, num: int, shape: Sequence[int], api: str, t: NkiTensor) -> Dims:
+    sizes = [int(s) for s in shape]
+    if sizes.count(-1) > 1 or any(s == 0 or s < -1 for s in sizes):
+        raise BoundsError("view-split", f"{api}: shape {tuple(shape)} may hold one -1 and "
+                          "positive sizes", user_site())  # fmt: skip
+    if -1 in sizes:
+        known = math.prod(s for s in sizes if s != -1)
+        if num % known:
+            raise BoundsError("view-split", f"{api}: {num} is not a multiple of {known}",
+                              user_site())  # fmt: skip
+        sizes = [num // known if s == -1 else s for s in sizes]
+    if math.prod(sizes) != num:
+        raise BoundsError("view-split", f"{api}: shape {tuple(shape)} does not multiply to {num} "
+                          f"({t.describe()})", user_site())  # fmt: skip
+    out: Dims = []
+    inner = 1
+    for s in reversed(sizes):
+        out.append((step * inner, s))
+        inner *= s
+    return list(reversed(out))
+
+
+def reshape_dim(self: NkiTensor, dim: int, shape: Sequence[int]) -> NkiTensor:
+    """``dim`` split into ``shape`` (one entry may be -1)."""
+    _static(self, "reshape_dim")
+    d = _dim(self, dim, "reshape_dim")
+    step, num = self.dims[d]
+    new = _split(step, num, shape, f"reshape_dim({d}, {tuple(shape)})", self)
+    if d == 0 and self.on_chip and len(new) > 1:
+        _no_partition(self, 0, f"reshape_dim(0, {tuple(shape)})")
+    return _view(self, self.offset, [*self.dims[:d], *new, *self.dims[d + 1 :]])
+
+
+def _merge(dims: Dims, api: str, t: NkiTensor) -> tuple[int, int]:
+    live = [(s, n) for s, n in dims if n != 1]
+    for (s_out, _), (s_in, n_in) in itertools.pairwise(live):
+        if s_out != s_in * n_in:
+            raise LanguageError("view-merge-contiguous", f"{api}: the merged dims of "
+                                f"{t.describe()} (pattern {t.get_pattern()}) are not contiguous "
+                                "in memory", user_site())  # fmt: skip
+    num = math.prod(n for _, n in dims)
+    step = live[-1][0] if live else 1
+    return step, num
+
+
+def flatten_dims(self: NkiTensor, start_dim: int, end_dim: int) -> NkiTensor:
+    """Dims ``start_dim..end_dim`` (inclusive, contiguous in memory) merged into one."""
+    _static(self, "flatten_dims")
+    a = _dim(self, start_dim, "flatten_dims")
+    b = _dim(self, end_dim, "flatten_dims")
+    if b < a:
+        raise BoundsError("view-dim", f"flatten_dims({a}, {b}): end_dim < start_dim", user_site())
+    if self.on_chip and a == 0 and b > 0:
+        _no_partition(self, 0, f"flatten_dims({a}, {b})")
+    merged = _merge(list(self.dims[a : b + 1]), f"flatten_dims({a}, {b})", self)
+    return _view(self, self.offset, [*self.dims[:a], merged, *self.dims[b + 1 :]])
+
+
+def rearrange(
+    self: NkiTensor, src_pattern: Sequence[Any], dst_pattern: Sequence[Any],
+    fixed_sizes: dict[str, int] | None = None,
+) -> NkiTensor:  # fmt: skip
+    """einops-style: split the grouped names of ``src_pattern``, reorder, merge ``dst_pattern``'s
+    groups. ``fixed_sizes`` gives split sizes (one per group may be inferred)."""
+    _static(self, "rearrange")
+    api = f"rearrange({tuple(src_pattern)}, {tuple(dst_pattern)})"
+    sizes = dict(fixed_sizes or {})
+    if len(src_pattern) != self.ndim:
+        raise BoundsError("view-rearrange", f"{api}: {len(src_pattern)} source names for a "
+                          f"{self.ndim}-d {self.describe()}", user_site())  # fmt: skip
+    named: dict[str, tuple[int, int]] = {}
+    first: Any = None
+    for i, (item, (step, num)) in enumerate(zip(src_pattern, self.dims)):
+        group = (item,) if isinstance(item, str) else tuple(item)
+        split = _split(step, num, [sizes.get(n, -1) for n in group], api, self)
+        for name, sn in zip(group, split):
+            if name in named:
+                raise BoundsError("view-rearrange", f"{api}: name {name!r} repeats", user_site())
+            named[name] = sn
+        if i == 0:
+            first = item
+    out: Dims = []
+    used: list[str] = []
+    for item in dst_pattern:
+        group = (item,) if isinstance(item, str) else tuple(item)
+        missing = [n for n in group if n not in named]
+        if missing:
+            raise BoundsError("view-rearrange", f"{api}: unknown names {missing}", user_site())
+        used += group
+        out.append(named[group[0]] if len(group) == 1 else _merge([named[n] for n in group], api,
+                                                                   self))  # fmt: skip
+    if sorted(used) != sorted(named):
+        raise BoundsError("view-rearrange", f"{api}: every source name must appear once in the "
+                          "destination", user_site())  # fmt: skip
+    if self.on_chip and (dst_pattern[0] != first or not isinstance(first, str)):
+        _no_partition(self, 0, api)
+    return _view(self, self.offset, out)
+
+
+def is_contiguous(self: NkiTensor) -> bool:
+    """Whether the view's dims (free dims only, on chip) are row-major over the storage."""
+    dims = self.dims[1:] if self.on_chip else self.dims
+    inner = 1
+    for step, num in reversed(dims):
+        if num != 1 and step != inner:
+            return False
+        inner *= num
+    return True
+
+
+def is_indirect(self: NkiTensor) -> bool:
+    """Whether the view's addresses come from an index tensor (``.ap(vector_offset=...)``)."""
+    from trncore.sim.dynamic import VectorOffset
+
+    return isinstance(self.dynamic, VectorOffset)
+
+
+METHODS = {
+    "slice": slice,
+    "select": select,
+    "permute": permute,
+    "broadcast": broadcast,
+    "expand_dim": expand_dim,
+    "squeeze_dim": squeeze_dim,
+    "reshape_dim": reshape_dim,
+    "flatten_dims": flatten_dims,
+    "rearrange": rearrange,
+    "is_contiguous": is_contiguous,
+    "is_indirect": is_indirect,
+}
+
+
+def attach(cls: type) -> None:
+    """Put the view methods on ``cls`` (``NkiTensor``), where they are not defined yet."""
+    for name, fn in METHODS.items():
+        if name not in cls.__dict__:
+            setattr(cls, name, fn)
