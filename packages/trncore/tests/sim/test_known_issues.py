@@ -10,24 +10,21 @@ Issues of the NKI release notes, Neuron SDK 2.29-2.32 (NKI 0.3.0-0.6.0).
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import inspect
 import os
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from trncore.sim import clear_cache, errors, nisa, nl, simulate
+from trncore.sim import clear_cache, errors, nisa, nl, simulate, versions
 from trncore.sim import known_issues as K
 from trncore.sim.known_issues import KnownIssueError, KnownIssueWarning
 
 pytestmark = pytest.mark.simulator
 
-RELEASES = ("0.3.0", "0.4.0", "0.5.0", "0.6.0")
+RELEASES = versions.VERSIONS  # 0.3.0 ... 0.6.0
 F32 = np.float32
 rng = np.random.default_rng(20)
 
@@ -38,17 +35,7 @@ def _fresh_programs() -> None:
     clear_cache()
 
 
-@contextlib.contextmanager
-def under(version: str) -> Iterator[None]:
-    """Target NKI release ``version`` inside the block."""
-    try:
-        versions = importlib.import_module("trncore.sim.versions")
-    except ImportError:
-        with K.release(version):
-            yield
-        return
-    with versions.nki_version(version):
-        yield
+under = versions.nki_version  # target NKI release ``version`` inside the block
 
 
 def _out(t):

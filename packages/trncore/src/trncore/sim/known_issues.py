@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from trncore.sim import versions
 from trncore.sim.context import user_site
 from trncore.sim.errors import NkiValidationError
 
@@ -46,9 +47,7 @@ __all__ = [
     "target_release",
 ]
 
-#: The NKI releases and the Neuron SDK release that ships each (release notes, SDK 2.29-2.32).
-SDK = {"0.3.0": "2.29", "0.4.0": "2.30", "0.5.0": "2.31", "0.6.0": "2.32"}
-_ALL = ("0.3.0", "0.4.0", "0.5.0", "0.6.0")
+_ALL = versions.VERSIONS  # 0.3.0 ... 0.6.0
 _NOTES = "NKI release notes (release-notes/components/nki.rst), Known Issues"
 
 
@@ -234,34 +233,9 @@ def issue(rule: str) -> KnownIssue:
 
 
 # ------------------------------------------------------------------------------ release, mode
-_release_state = threading.local()
-
-
-@contextlib.contextmanager
-def release(version: str) -> Iterator[str]:
-    """Interim release accessor (until trncore.sim.versions lands): target ``version`` inside."""
-    if version not in SDK:
-        raise ValueError(f"release={version!r}; allowed values: {', '.join(SDK)}")
-    stack = getattr(_release_state, "stack", None)
-    if stack is None:
-        stack = _release_state.stack = []
-    stack.append(version)
-    try:
-        yield version
-    finally:
-        stack.pop()
-
-
 def target_release() -> str:
     """The NKI release kernels are checked against (:func:`trncore.sim.versions.current`)."""
-    import importlib
-
-    try:
-        versions: Any = importlib.import_module("trncore.sim.versions")
-    except ImportError:
-        stack = getattr(_release_state, "stack", None)
-        return str(stack[-1]) if stack else _ALL[-1]
-    return str(versions.current())
+    return versions.current()
 
 
 def listed(rule: str, release: str | None = None) -> bool:
@@ -310,7 +284,7 @@ def scoped(value: str | None) -> Iterator[None]:
 
 # ------------------------------------------------------------------------------ the check
 def _label(version: str) -> str:
-    return f"NKI {version} (Neuron SDK {SDK[version]})"
+    return versions.release(version).label
 
 
 def message(entry: KnownIssue, release: str, detail: str = "") -> str:
