@@ -389,3 +389,18 @@ def test_warning_points_at_the_kernel_line() -> None:
         simulate(power_scalar, known_issues="warn")(a, b)
     assert caught[0].filename == __file__
     assert caught[0].lineno == _issue_line(power_scalar)
+
+
+def test_release_from_argument_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules follow the target release however it is chosen (argument, variable)."""
+    a, b = _data("pos")
+    with pytest.raises(KnownIssueError, match=r"NKI 0\.3\.0 \(Neuron SDK 2\.29\)"):
+        simulate(softmax_call, nki_version="0.3")(a, b)
+    np.testing.assert_allclose(simulate(softmax_call, nki_version="0.4")(a, b), _softmax(a),
+                               rtol=2e-6)
+    monkeypatch.setenv("TRNSCI_NKI_VERSION", "0.3.0")
+    with pytest.raises(KnownIssueError):
+        simulate(softmax_call)(a, b)
+    np.testing.assert_allclose(
+        simulate(softmax_call, known_issues="off")(a, b), _softmax(a), rtol=2e-6
+    )
