@@ -28,7 +28,6 @@ import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from trncore.sim import versions
 from trncore.sim.context import user_site
@@ -43,7 +42,9 @@ __all__ = [
     "current_mode",
     "issue",
     "listed",
+    "message",
     "mode",
+    "scoped",
     "target_release",
 ]
 
@@ -263,7 +264,8 @@ def mode(value: str) -> Iterator[str]:
 
 
 def current_mode() -> str:
-    """The mode now: the traced kernel's, the innermost :func:`mode` block's, the environment's."""
+    """The mode now: the innermost :func:`mode` block's (the ``known_issues=`` argument opens one
+    around the call), else ``TRNSCI_SIM_KNOWN_ISSUES``'s, else ``error``."""
     stack = getattr(_state, "stack", None)
     if stack:
         return str(stack[-1])
@@ -299,6 +301,8 @@ def message(entry: KnownIssue, release: str, detail: str = "") -> str:
         f"{span}. Workaround: {entry.workaround}. To run it as AWS's simulator does, set "
         "known_issues='warn' or TRNSCI_SIM_KNOWN_ISSUES=warn"
     )
+    if entry.note:
+        text += f". Note: {entry.note}"
     return text
 
 
@@ -327,10 +331,3 @@ def check(rule: str, detail: str = "", site: tuple[str, int] | None = None) -> b
         warnings.warn(warning, stacklevel=2)
     return True
 
-
-def summary() -> list[dict[str, Any]]:
-    """The catalogue as rows (rule, api, releases, status) for reports and the docs table."""
-    return [
-        {"rule": k.rule, "api": k.api, "releases": k.releases, "status": k.status}
-        for k in CATALOGUE
-    ]

@@ -160,7 +160,8 @@ def copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
 
 # ---------------------------------------------------------------- TensorE
 def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False) -> NkiTensor:
-    """``x.T @ y`` into a new float32 PSUM tile; 0.3.0 supports only ``transpose_x=True``."""
+    """``x.T @ y`` into a new float32 PSUM tile. Without ``transpose_x=True`` a known issue of
+    every release (``nl-matmul-transpose-x``); computed as ``x @ y`` when the mode allows."""
     if not transpose_x:
         known_issues.check("nl-matmul-transpose-x")
         # what AWS's simulator computes: x @ y, with x (M, K) moved to (K, M) on TensorE
@@ -269,8 +270,10 @@ def _broadcast_pair(x: NkiTensor, y: NkiTensor, site: Any) -> tuple[NkiTensor, N
             f"cannot broadcast {x.describe()} with {y.describe()} (same rank, dims equal or 1)",
             site,
         )
-    return tuple(  # type: ignore[return-value]
-        t if t.shape == tuple(shape) else broadcast_to(t, shape) for t in (x, y)
+    wide = tuple(shape)
+    return (
+        x if x.shape == wide else broadcast_to(x, wide),
+        y if y.shape == wide else broadcast_to(y, wide),
     )
 
 
