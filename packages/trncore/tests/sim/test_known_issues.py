@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from trncore.sim import clear_cache, errors, nisa, nl, simulate, versions
+from trncore.sim import clear_cache, errors, nisa, nl, simulate, uninstall, versions
 from trncore.sim import known_issues as K
 from trncore.sim.known_issues import KnownIssueError, KnownIssueWarning
 
@@ -404,3 +405,34 @@ def test_release_from_argument_and_environment(monkeypatch: pytest.MonkeyPatch) 
     np.testing.assert_allclose(
         simulate(softmax_call, known_issues="off")(a, b), _softmax(a), rtol=2e-6
     )
+
+
+def test_cli_switch(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from trncore.sim import cli
+
+    src = tmp_path / "div_kernel.py"
+    src.write_text(
+        "import nki.language as nl\n\n\n"
+        "def div(a, b):\n"
+        "    q = nl.divide(nl.load(a), nl.load(b))\n"
+        "    out = nl.ndarray(q.shape, q.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, value=q)\n"
+        "    return out\n",
+        encoding="utf-8",
+    )
+    argv = ["run", f"{src}::div", "--shapes", "8x16:float32,8x16:float32"]
+    saved = {k: sys.modules.get(k) for k in ("nki", "nki.language", "nki.isa")}
+    try:
+        with pytest.raises(KnownIssueError) as info:
+            cli.main(argv)
+        assert info.value.filename == str(src) and info.value.lineno == 5
+        with pytest.warns(KnownIssueWarning, match="nl-divide"):
+            assert cli.main([*argv, "--known-issues", "warn"]) == 0
+        assert "output[0]" in capsys.readouterr().out
+    finally:  # the CLI installed the emulator as ``nki``: leave sys.modules as it was
+        uninstall()
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module

@@ -109,6 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--nki-version", default=None, metavar="X.Y.Z",
             help="target NKI release 0.3.0-0.6.0 (default: TRNSCI_NKI_VERSION or the newest)",
         )  # fmt: skip
+        p.add_argument(
+            "--known-issues", default=None, choices=("error", "warn", "off"),
+            help="the target release's Known Issues: refused (default: TRNSCI_SIM_KNOWN_ISSUES "
+            "or error), warnings, or off",
+        )  # fmt: skip
         p.add_argument("--param", action="append", default=[], help="name=value compile-time")
         if cmd == "run":
             p.add_argument("--seed", type=int, default=0)
@@ -135,7 +140,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from trncore.sim.runner import trace
 
         prog = trace(
-            kernel, *specs, target=args.target, lnc=args.lnc, nki_version=args.nki_version, **params
+            kernel,
+            *specs,
+            target=args.target,
+            lnc=args.lnc,
+            nki_version=args.nki_version,
+            known_issues=args.known_issues,
+            **params,
         )
         rep = prog.report()
         print(json.dumps(rep.as_dict(), indent=2) if args.json else rep)
@@ -160,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         target=args.target,
         lnc=args.lnc if args.lnc is not None else getattr(kernel, "grid", None),
         nki_version=args.nki_version,
+        known_issues=args.known_issues,
     )
     elapsed = time.perf_counter() - start
     outs = result if isinstance(result, tuple) else (() if result is None else (result,))
