@@ -107,15 +107,16 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "nl-binary-broadcast", "nl.<binary op>", _ALL,
         "binary nl operations need operands of one shape; a (128, 1) tile with a (128, 512) "
         "tile does not compile",
-        "nl.broadcast_to the smaller tile first, or nisa.tensor_scalar with the (P, 1) tile "
-        "as operand0",
+        "none documented; ours: nisa.tensor_scalar with the (P, 1) tile as operand0, or "
+        "nl.broadcast_to the smaller tile first",
         "refused", "an nl binary wrapper called with two tiles of different shapes",
     ),
     KnownIssue(
         "nl-softmax-rms-norm", "nl.softmax / nl.rms_norm", ("0.3.0",),
         "both broadcast a reduced (P, 1) tile against the full tile internally, which the "
         "hardware does not support; they work only in simulation",
-        "write the reduction and a nisa.tensor_scalar with the (P, 1) tile as operand0",
+        "none documented; ours: the reduction, then nisa.tensor_scalar with the (P, 1) result "
+        "as operand0",
         "refused", "any call of nl.softmax or nl.rms_norm",
         note="listed in the 0.3.0 notes as published with SDK 2.29 and 2.29.1; the SDK 2.30 "
         "revision of the notes drops it from 0.3.0 and 0.4.0 does not list it",
@@ -151,7 +152,7 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "nl-copy-fp32", "nl.copy", ("0.3.0", "0.4.0", "0.5.0"),
         "nl.copy runs on the Scalar Engine (activation copy), which casts through float32: "
         "integers beyond float32 precision (int32 above 2^24) lose their low bits",
-        "nisa.tensor_copy for exact integer copies",
+        "none documented; ours: nisa.tensor_copy for exact integer copies",
         "computed",
         "nl.copy computes through float32 under 0.3.0-0.5.0; under 0.6.0 it is a Vector Engine "
         "tensor_copy (bit-exact for equal dtypes), as the 0.6.0 notes describe",
@@ -159,7 +160,7 @@ CATALOGUE: tuple[KnownIssue, ...] = (
     KnownIssue(
         "nl-copy-cross-buffer", "nl.copy", ("0.3.0", "0.4.0", "0.5.0"),
         "nl.copy does not copy across buffers: the copy of a PSUM tile stays in PSUM",
-        "nisa.tensor_copy into an SBUF tile",
+        "none documented; ours: nisa.tensor_copy into an SBUF tile",
         "computed",
         "under 0.3.0-0.5.0 the copy is allocated in the source's buffer; under 0.6.0 on SBUF",
     ),
@@ -174,7 +175,7 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "lnc2-control-flow", "LNC=2 kernels", ("0.3.0",),
         "each physical core must run identical dynamic control flow; otherwise deadlock or "
         "wrong results (not enforced at compile time)",
-        "keep register-driven control flow identical on both cores",
+        "none documented; keep register-driven control flow identical on both cores",
         "not emulated",
         "the emulator has no register-driven (dynamic) control flow; branches on "
         "nl.program_id are resolved when tracing",
