@@ -461,6 +461,7 @@ def _not_emulated(api: str) -> Callable[..., Any]:
         raise NotImplementedError(f"{api} is not emulated by trncore.sim")
 
     fn.__name__ = api.rpartition(".")[2]
+    fn.__doc__ = f"``{api}``: known to the release table, not emulated (NotImplementedError)."
     return fn
 
 
