@@ -18,6 +18,7 @@ from trncore.sim import nisa, nl
 from trncore.sim.errors import (
     BoundsError,
     BufferError,
+    CapacityError,
     DtypeError,
     LanguageError,
     PartitionError,
@@ -430,3 +431,20 @@ def test_overlapping_psum_accumulation_per_release(target: str) -> None:
     old[:, 4:12] = p2
     np.testing.assert_array_equal(sim.simulate(overlapping_psum, nki_version="0.6")(x, y1, y2), fixed)
     np.testing.assert_array_equal(sim.simulate(overlapping_psum, nki_version="0.5")(x, y1, y2), old)
+
+
+# AWS page nki.isa.nc_matmul (NKI 0.5.0+): a bfloat16 dst of up to 8192 elements is NeuronCore-v4;
+# on NeuronCore-v2/v3 the moving free size stays <= 512 and dst float32.
+def bf16_psum(x_h, y_h):
+    x, y = _load(x_h), _load(y_h)
+    acc = nl.ndarray((x_h.shape[1], y_h.shape[1]), nl.bfloat16, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=x, moving=y)
+
+
+@pytest.mark.parametrize("n", [512, 1024])
+def test_bf16_matmul_dst_stays_a_trn3_feature(target: str, n: int) -> None:
+    x = np.zeros((128, 8), ml_dtypes.bfloat16)
+    y = np.zeros((128, n), ml_dtypes.bfloat16)
+    with pytest.raises((DtypeError, ShapeError, CapacityError)) as info:
+        sim.simulate(bf16_psum, nki_version="0.6")(x, y)
+    assert info.value.filename == __file__
