@@ -227,3 +227,13 @@ def test_deprecated_apis_warn_from_their_release(row: versions.ApiChange) -> Non
         assert bool(hits) == (i >= dep), (row.api, v)
         if hits:
             assert f"deprecated in NKI {row.deprecated}" in str(hits[0].message)
+
+
+def test_docs_table_is_the_versions_table() -> None:
+    docs = Path(__file__).resolve().parents[4] / "docs" / "emulator.md"
+    text = docs.read_text(encoding="utf-8")
+    start = text.index("\n", text.index("<!-- nki-release-table:begin")) + 1
+    end = text.index("<!-- nki-release-table:end -->")
+    assert text[start:end].strip() == versions.markdown_table()
+    for row in CHANGES:  # every row is a line of the page
+        assert f"| `{row.api}` |" in text

@@ -18,6 +18,7 @@ from trncore.sim import nisa, nl
 from trncore.sim.errors import (
     BoundsError,
     BufferError,
+    CapacityError,
     DtypeError,
     LanguageError,
     PartitionError,
@@ -402,3 +403,48 @@ def test_trn3_apis_are_target_errors(target: str, api: str) -> None:
     assert target in str(info.value)
     with pytest.raises(VersionError, match=r"needs NKI 0\.4\.0"):
         sim.simulate(k, nki_version="0.3")(a)
+
+
+# NKI 0.6.0 release notes, nki.simulate fixes: nc_matmul accumulation into overlapping PSUM regions
+# (the convolution pattern) accumulates; before, each write was treated as a first write.
+def overlapping_psum(x_h, y1_h, y2_h):
+    x, y1, y2 = _load(x_h), _load(y1_h), _load(y2_h)
+    acc = nl.ndarray((16, 12), nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc[:, 0:8], stationary=x, moving=y1)
+    nisa.nc_matmul(dst=acc[:, 4:12], stationary=x, moving=y2)
+    s = nl.ndarray((16, 12), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=s, src=acc)
+    out = _out((16, 12), nl.float32)
+    nisa.dma_copy(dst=out, src=s)
+    return out
+
+
+def test_overlapping_psum_accumulation_per_release(target: str) -> None:
+    x = RNG.integers(-3, 4, (8, 16)).astype(np.float32)
+    y1 = RNG.integers(-3, 4, (8, 8)).astype(np.float32)
+    y2 = RNG.integers(-3, 4, (8, 8)).astype(np.float32)
+    p1, p2 = x.T @ y1, x.T @ y2
+    fixed = np.zeros((16, 12), np.float32)
+    fixed[:, 0:8] = p1
+    fixed[:, 4:12] += p2
+    old = fixed.copy()
+    old[:, 4:12] = p2
+    np.testing.assert_array_equal(sim.simulate(overlapping_psum, nki_version="0.6")(x, y1, y2), fixed)
+    np.testing.assert_array_equal(sim.simulate(overlapping_psum, nki_version="0.5")(x, y1, y2), old)
+
+
+# AWS page nki.isa.nc_matmul (NKI 0.5.0+): a bfloat16 dst of up to 8192 elements is NeuronCore-v4;
+# on NeuronCore-v2/v3 the moving free size stays <= 512 and dst float32.
+def bf16_psum(x_h, y_h):
+    x, y = _load(x_h), _load(y_h)
+    acc = nl.ndarray((x_h.shape[1], y_h.shape[1]), nl.bfloat16, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=x, moving=y)
+
+
+@pytest.mark.parametrize("n", [512, 1024])
+def test_bf16_matmul_dst_stays_a_trn3_feature(target: str, n: int) -> None:
+    x = np.zeros((128, 8), ml_dtypes.bfloat16)
+    y = np.zeros((128, n), ml_dtypes.bfloat16)
+    with pytest.raises((DtypeError, ShapeError, CapacityError)) as info:
+        sim.simulate(bf16_psum, nki_version="0.6")(x, y)
+    assert info.value.filename == __file__

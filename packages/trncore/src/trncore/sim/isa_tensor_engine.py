@@ -134,6 +134,11 @@ def nc_matmul(
             warn_accumulate_uninitialized(site, dst.describe())
     else:
         mode = "overwrite"
+    if mode == "mixed":
+        from trncore.sim.release_rules import psum_overlap_accumulates
+
+        if not psum_overlap_accumulates():
+            mode = "overwrite"  # NKI < 0.6.0's simulator: every write a first write
     first = (~flags).copy() if mode == "mixed" else None
     flags[...] = True
     dst.alloc.read_since_matmul = False

@@ -2,7 +2,8 @@
 
 Rows of kind ``behaviour`` in :data:`trncore.sim.versions.CHANGES` whose implementation is not a
 gate: the stable ``nl.copy`` of NKI 0.6.0 and the relaxed HWDGE ``dma_transpose`` shapes of NKI
-0.6.0. (The float->int cast fix of 0.6.0 lives in :mod:`trncore.sim.dtypes` and the runner.)
+0.6.0, and the overlapping-PSUM accumulation fix of 0.6.0's simulator. (The float->int cast fix of
+0.6.0 lives in :mod:`trncore.sim.dtypes` and the runner.)
 """
 
 from __future__ import annotations
@@ -13,7 +14,19 @@ from trncore.sim import versions
 from trncore.sim.errors import ShapeError
 from trncore.sim.tensor import SBUF, NkiTensor
 
-__all__ = ["check_hwdge_transpose", "stable_copy", "stable_copy_applies"]
+__all__ = [
+    "check_hwdge_transpose",
+    "psum_overlap_accumulates",
+    "stable_copy",
+    "stable_copy_applies",
+]
+
+
+def psum_overlap_accumulates() -> bool:
+    """Whether an ``nc_matmul`` (``accumulate=None``) into a PSUM region that earlier matmuls
+    partly wrote accumulates the overlap (NKI 0.6.0's simulator fix, the hardware behaviour) or,
+    as the simulator of NKI 0.3.0-0.5.0 did, overwrites the whole region."""
+    return versions.at_least(versions.change("nisa.nc_matmul overlapping PSUM").introduced or "")
 
 
 def stable_copy_applies() -> bool:

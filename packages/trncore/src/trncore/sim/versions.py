@@ -50,6 +50,7 @@ __all__ = [
     "current",
     "install",
     "kernel_release",
+    "markdown_table",
     "nki_version",
     "release",
     "require",
@@ -177,7 +178,8 @@ CHANGES: tuple[ApiChange, ...] = (
               what="initial accumulator for reduce_cmd=load_reduce",
               page="nki.isa.tensor_scalar_reduce"),
     ApiChange("nisa.dma_transpose dst rank", "behaviour", introduced="0.4.0",
-              what="dst must have src's rank (a lower-rank dst was padded before)",
+              what="dst must have src's rank (0.3.0 padded a lower-rank dst); the emulator "
+              "requires it under every release",
               page=_RN),
     # ---- NKI 0.5.0 (SDK 2.31)
     ApiChange("nl.float8_e8m0fnu", "value", introduced="0.5.0",
@@ -239,10 +241,16 @@ CHANGES: tuple[ApiChange, ...] = (
               what="src.shape[0] in {1,2,4,8,16} for 3-4 d and src.shape[-1] <= 128 "
               "(before: == 16 and a multiple of 128)", page="nki.isa.dma_transpose"),
     ApiChange("float to int casts", "behaviour", introduced="0.6.0",
-              what="round to nearest even and saturate (before: the simulator truncated)",
-              page="nki.simulate"),
+              what="simulator fix: round to nearest even and saturate (before: the simulator "
+              "truncated; reproduced under 0.3-0.5)", page="nki.simulate"),
+    ApiChange("nisa.nc_matmul overlapping PSUM", "behaviour", introduced="0.6.0",
+              what="simulator fix: accumulate=None into a partly written PSUM region accumulates "
+              "the overlap (before: overwritten; reproduced under 0.3-0.5)", page="nki.simulate"),
     ApiChange("nki.collectives.all_gather_v", "function", introduced="0.6.0", emulated="no",
               what="variable-length all-gather (multi-rank)", page="nki.collectives"),
+    ApiChange("neuronxcc.nki namespace", "behaviour", deprecated="0.3.0", removed="0.4.0",
+              emulated="no", what="the pre-0.3 (Beta 1) namespace; a compile error from 0.4.0",
+              page=_RN),
 )
 
 _BY_API = {c.api: c for c in CHANGES}
@@ -453,6 +461,7 @@ def _not_emulated(api: str) -> Callable[..., Any]:
         raise NotImplementedError(f"{api} is not emulated by trncore.sim")
 
     fn.__name__ = api.rpartition(".")[2]
+    fn.__doc__ = f"``{api}``: known to the release table, not emulated (NotImplementedError)."
     return fn
 
 
@@ -505,3 +514,24 @@ def check_kernel(fn: Callable[..., Any], version: str) -> None:
             f"the target release is {release(version).label}",
             site,
         )
+
+
+_EMULATED_TEXT = {
+    "yes": "yes",
+    "ignored": "accepted, no effect",
+    "no": "no (NotImplementedError)",
+    "trn3": "target error on trn1/trn2 (trn3 only)",
+}
+
+
+def markdown_table() -> str:
+    """:data:`CHANGES` as the Markdown table of docs/emulator.md (a test keeps them equal)."""
+    rows = [
+        "| API | kind | introduced | deprecated | removed | emulator | what | AWS page |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in CHANGES:
+        cells = [f"`{c.api}`", c.kind, c.introduced or "", c.deprecated or "", c.removed or "",
+                 _EMULATED_TEXT[c.emulated], c.what.replace("|", "\\|"), c.page]  # fmt: skip
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
