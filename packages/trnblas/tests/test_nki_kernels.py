@@ -19,7 +19,7 @@ from scipy.linalg import blas as sb
 import trnblas
 import trnblas.nki as tn
 import trncore.sim as sim
-from trnblas import _ops
+from trnblas import _drivers
 from trnblas.kernels import gemm_kernel, syrk_kernel
 from trncore import NkiDispatchError, NkiFallbackWarning, dispatch
 
@@ -202,7 +202,7 @@ def test_syrk_too_big_for_sbuf_uses_the_gemm_kernel(target, monkeypatch, launche
     rng = np.random.default_rng(9)
     a = _f32(rng, 129, 200)
     _close(tn.nki_syrk(a, 0, 1), sb.ssyrk(1.0, a.numpy(), lower=1), 200)
-    monkeypatch.setattr(_ops, "_SYRK_BUDGET", 1024)
+    monkeypatch.setattr(_drivers, "SYRK_BUDGET", 1024)
     _close(tn.nki_syrk(a, 0, 1), sb.ssyrk(1.0, a.numpy(), lower=1), 200)
     assert [name for name, _, _ in launches] == ["syrk_kernel", "gemm_kernel"]
 
