@@ -1,9 +1,10 @@
 """PyTorch implementations of the kernel-worthy trnblas operations.
 
 Each function here takes already-validated arguments (plain Python scalars and flags, tensors of
-one dtype on one device) and is written to become, unchanged, the ``reference`` of a trncore
-operation (``_library.operation("gemm", reference=gemm, driver=...)``) once the NKI kernels exist;
-the public functions in :mod:`trnblas.level3` validate and then call these.
+one dtype on one device) and is the PyTorch route of a trncore operation declared in
+:mod:`trnblas._ops` (the drivers of :mod:`trnblas._drivers` also answer calls that need no kernel
+with it); the public functions in :mod:`trnblas.level3` and :mod:`trnblas.level2` validate and
+then call the operations.
 
 BLAS rules kept here: when ``beta`` is 0, ``c`` is not read (NaN in it does not propagate); when
 ``alpha`` is 0, ``a`` and ``b`` are not read. Results are always new tensors, allocated on the
