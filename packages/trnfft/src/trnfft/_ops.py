@@ -1,10 +1,15 @@
-"""The transforms' implementations: trncore operations with ``torch.fft`` as their reference.
+"""trnfft's operation table: every transform and layer operation declared once with trncore.
 
-The public functions in :mod:`trnfft.transforms` and :mod:`trnfft.spectral` call these names
-positionally. Routing (PyTorch, simulator, device), backends, environment variables and fallbacks
-are trncore's (:mod:`trncore.dispatch`); on the PyTorch route an operation calls its reference
-directly. Every transform has an NKI driver (:mod:`trnfft._nki`), as have ``stft`` and ``istft``
-(:mod:`trnfft._nki_spectral`: torch frames, the kernel transforms them).
+The transforms have ``torch.fft`` (or :mod:`trnfft._pytorch` for the real-to-real ones) as their
+reference; the public functions in :mod:`trnfft.transforms`, :mod:`trnfft.spectral` and
+:mod:`trnfft.realtransforms` call these names positionally. Routing (PyTorch, simulator, device),
+backends, environment variables and fallbacks are trncore's (:mod:`trncore.dispatch`); on the
+PyTorch route an operation calls its reference directly. Every transform has an NKI driver
+(:mod:`trnfft._drivers.fft`), as have ``stft`` and ``istft`` (:mod:`trnfft._drivers.spectral`:
+torch frames, the kernel transforms them) and the real-to-real transforms
+(:mod:`trnfft._drivers.r2r`). The complex layers' operations (``complex_matmul``, ``modrelu``,
+batch normalisation) run on the kernels through :mod:`trnfft._drivers.layers`; their autograd
+functions are in :mod:`trnfft._autograd`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,14 @@ from typing import Any
 import torch
 
 from trncore.dispatch import Operation
-from trnfft import _library, _nki, _nki_r2r, _nki_spectral, _r2r
+from trnfft import _pytorch
+from trnfft._drivers import fft as _nki
+from trnfft._drivers import layers as _layers
+from trnfft._drivers import r2r as _nki_r2r
+from trnfft._drivers import spectral as _nki_spectral
+from trnfft._library import library
+from trnfft.kernels.batchnorm import batchnorm_backward_kernel, batchnorm_forward_kernel
+from trnfft.kernels.modrelu import modrelu_backward_kernel, modrelu_kernel
 
 #: Below this many flops (``5 N log2 N`` per row) ``auto`` keeps a call on ``torch.fft``: a kernel
 #: launch costs more than a small transform. A placeholder until measured on hardware.
@@ -25,7 +37,7 @@ MIN_WORK = 1 << 20
 def _op(
     name: str, reference: Callable[..., Any], driver: Callable[..., Any], work: Callable[..., int]
 ) -> Operation:
-    return _library.operation(name, reference=reference, driver=driver, work=work, min_work=MIN_WORK)
+    return library.operation(name, reference=reference, driver=driver, work=work, min_work=MIN_WORK)
 
 
 fft: Operation = _op("fft", torch.fft.fft, _nki.fft_driver, _nki.work_1d)
@@ -48,11 +60,48 @@ hfftn: Operation = _op("hfftn", torch.fft.hfftn, _nki.hfftn_driver, _nki.work_nd
 ihfftn: Operation = _op("ihfftn", torch.fft.ihfftn, _nki.ihfftn_driver, _nki.work_nd)
 stft: Operation = _op("stft", torch.stft, _nki_spectral.stft_driver, _nki_spectral.work_stft)
 istft: Operation = _op("istft", torch.istft, _nki_spectral.istft_driver, _nki_spectral.work_stft)
-dct: Operation = _op("dct", _r2r.dct, _nki_r2r.dct_driver, _nki_r2r.work_r2r)
-idct: Operation = _op("idct", _r2r.idct, _nki_r2r.idct_driver, _nki_r2r.work_r2r)
-dst: Operation = _op("dst", _r2r.dst, _nki_r2r.dst_driver, _nki_r2r.work_r2r)
-idst: Operation = _op("idst", _r2r.idst, _nki_r2r.idst_driver, _nki_r2r.work_r2r)
-dctn: Operation = _op("dctn", _r2r.dctn, _nki_r2r.dctn_driver, _nki_r2r.work_r2rn)
-idctn: Operation = _op("idctn", _r2r.idctn, _nki_r2r.idctn_driver, _nki_r2r.work_r2rn)
-dstn: Operation = _op("dstn", _r2r.dstn, _nki_r2r.dstn_driver, _nki_r2r.work_r2rn)
-idstn: Operation = _op("idstn", _r2r.idstn, _nki_r2r.idstn_driver, _nki_r2r.work_r2rn)
+dct: Operation = _op("dct", _pytorch.dct, _nki_r2r.dct_driver, _nki_r2r.work_r2r)
+idct: Operation = _op("idct", _pytorch.idct, _nki_r2r.idct_driver, _nki_r2r.work_r2r)
+dst: Operation = _op("dst", _pytorch.dst, _nki_r2r.dst_driver, _nki_r2r.work_r2r)
+idst: Operation = _op("idst", _pytorch.idst, _nki_r2r.idst_driver, _nki_r2r.work_r2r)
+dctn: Operation = _op("dctn", _pytorch.dctn, _nki_r2r.dctn_driver, _nki_r2r.work_r2rn)
+idctn: Operation = _op("idctn", _pytorch.idctn, _nki_r2r.idctn_driver, _nki_r2r.work_r2rn)
+dstn: Operation = _op("dstn", _pytorch.dstn, _nki_r2r.dstn_driver, _nki_r2r.work_r2rn)
+idstn: Operation = _op("idstn", _pytorch.idstn, _nki_r2r.idstn_driver, _nki_r2r.work_r2rn)
+
+# The complex layers' operations (their autograd functions: trnfft._autograd).
+complex_matmul: Operation = library.operation(
+    "complex_matmul",
+    reference=_pytorch.complex_matmul,
+    driver=_layers.complex_matmul_driver,
+    work=_layers.complex_matmul_work,
+    min_work=1 << 24,  # placeholder threshold for ``auto``, to be measured on hardware
+)
+modrelu: Operation = library.operation(
+    "modrelu",
+    reference=_pytorch.modrelu,
+    driver=_layers.planes_driver(modrelu_kernel),
+    work=lambda xr, *a, **k: int(xr.numel()),
+    min_work=1 << 20,
+)
+modrelu_backward: Operation = library.operation(
+    "modrelu_backward",
+    reference=_pytorch.modrelu_backward,
+    driver=_layers.planes_driver(modrelu_backward_kernel),
+    work=lambda xr, *a, **k: int(xr.numel()),
+    min_work=1 << 20,
+)
+batchnorm_forward: Operation = library.operation(
+    "batchnorm_forward",
+    reference=_pytorch.batchnorm_forward,
+    driver=_layers.planes_driver(batchnorm_forward_kernel),
+    work=lambda xr, *a, **k: int(xr.numel()),
+    min_work=1 << 20,
+)
+batchnorm_backward: Operation = library.operation(
+    "batchnorm_backward",
+    reference=_pytorch.batchnorm_backward,
+    driver=_layers.planes_driver(batchnorm_backward_kernel),
+    work=lambda xr, *a, **k: int(xr.numel()),
+    min_work=1 << 20,
+)
