@@ -27,15 +27,14 @@ from trnblas.kernels import (
     syrk_kernel,
 )
 from trncore.dispatch import KernelContext, KernelUnsupported
+from trncore.gemm_driver import POLICY as GEMM_POLICY
+from trncore.gemm_driver import launch_gemm, padded_operand
 from trncore.kernels.complex_gemm import complex_matmul_kernel, use_gauss
-from trncore.padding import TilePolicy, crop, pad_to
+from trncore.padding import crop, pad_to
 from trncore.precision import kernel_dtype as _trncore_kernel_dtype
 
-#: Bucket every GEMM dimension to a multiple of 128: whole K tiles for the PE array, and shapes
-#: that differ by less than a tile share one kernel key.
-POLICY = TilePolicy({"M": 128, "K": 128, "N": 128})
-
-
+#: The suite's GEMM padding policy (M, K to 128, N to 64), shared with trntensor's einsum.
+POLICY = GEMM_POLICY
 #: SBUF bytes per partition the SYRK kernel may hold ``op(a)ᵀ`` in (trn1 has 180224 usable).
 SYRK_BUDGET = 144 * 1024
 
@@ -68,8 +67,7 @@ def kernel_dtype(
 
 def _padded_operand(t: torch.Tensor, trans: int, rows: str, cols: str) -> torch.Tensor:
     """Pad ``t`` (stored transposed when ``trans``) so op(t) has bucketed ``rows`` × ``cols``."""
-    names = (cols, rows) if trans else (rows, cols)
-    return POLICY.pad(t, [None] * (t.dim() - 2) + list(names))
+    return padded_operand(t, bool(trans), rows, cols)
 
 
 def _planes(t: torch.Tensor, trans: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -108,10 +106,7 @@ def gemm_driver(
     if a.is_complex():
         return _complex_gemm(ctx, alpha, a, b, beta, c, trans_a, trans_b, allow_fp32, m, n)
     kd = kernel_dtype(a.dtype, allow_fp32, "gemm")
-    ta, tb = int(trans_a != 0), int(trans_b != 0)
-    ap = _padded_operand(_cast(a, kd), ta, "M", "K")
-    bp = _padded_operand(_cast(b, kd), tb, "K", "N")
-    prod = crop(ctx.launch(gemm_kernel, ap, bp, trans_a=ta, trans_b=tb), (m, n))
+    prod = launch_gemm(ctx, a, b, trans_a=trans_a != 0, trans_b=trans_b != 0, dtype=kd)
     return _finish(prod, alpha, beta, c, a.dtype)
 
 
@@ -138,11 +133,10 @@ def batched_driver(
     if 0 in (m, n, k) or alpha == 0 or 0 in batch:
         return _pytorch.batched_gemm(alpha, a, b, beta, c, trans_a, trans_b)
     kd = kernel_dtype(a.dtype, allow_fp32, "batched_gemm")
-    ta, tb = int(trans_a != 0), int(trans_b != 0)
-    a3 = _padded_operand(_as_batch(_cast(a, kd), batch), ta, "M", "K")
-    b3 = _padded_operand(_as_batch(_cast(b, kd), batch), tb, "K", "N")
-    prod = ctx.launch(gemm_kernel, a3, b3, trans_a=ta, trans_b=tb)  # ONE kernel for the batch
-    prod = crop(prod, (prod.shape[0], m, n)).reshape(*batch, m, n)
+    a3, b3 = _as_batch(_cast(a, kd), batch), _as_batch(_cast(b, kd), batch)
+    # ONE kernel launch for the whole batch (batch_chunk=None).
+    prod = launch_gemm(ctx, a3, b3, trans_a=trans_a != 0, trans_b=trans_b != 0, dtype=kd)
+    prod = prod.reshape(*batch, m, n)
     return _finish(prod, alpha, beta, c, a.dtype)
 
 

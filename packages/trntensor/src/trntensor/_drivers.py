@@ -3,8 +3,10 @@
 ``contract_gemm`` (every GEMM-shaped einsum step, ``C[b, m, n] = A[b, m, k] @ B[b, k, n]`` or the
 unbatched form)
     pads the operands to shape buckets and launches the suite's GEMM kernel,
-    :func:`trncore.kernels.gemm_kernel` (the one trnblas launches), once per batch chunk;
-    transposed operands arrive as transposed views and are read through a transposed DMA pattern.
+    :func:`trncore.kernels.gemm_kernel` through the suite's one GEMM host driver
+    (:func:`trncore.gemm_driver.launch_gemm`, the one trnblas.gemm uses: the same operands give
+    the same kernel key), once per batch chunk; transposed operands arrive as transposed views and
+    are read through a transposed DMA pattern.
 ``ao_to_mo``
     walks the auxiliary index in chunks (unpacking PySCF's triangle layout chunk by chunk, as the
     reference does) and the occupied index in blocks of at most 128, pads every piece to one
@@ -29,7 +31,7 @@ import math
 import torch
 
 from trncore.dispatch import KernelContext, KernelUnsupported
-from trncore.kernels import gemm_kernel
+from trncore.gemm_driver import POLICY, launch_gemm
 from trncore.keys import bucket_dim
 from trncore.padding import TilePolicy, pad_to
 from trntensor import _pytorch
@@ -50,24 +52,16 @@ __all__ = [
 
 # --------------------------------------------------------------------------- GEMM
 
-#: Sizes are padded to multiples of these (zeros leave the product unchanged), so nearby shapes
-#: share one compiled kernel; the kernel's own tiles (128×128×512, §3.1) clip at the edges.
-GEMM_POLICY = TilePolicy({"M": 32, "K": 32, "N": 32})
-
-
 #: Batches longer than this go out in launches of this many entries (one kernel key), so the
 #: unrolled trace of one launch stays bounded however long the batch is.
 _BATCH_CHUNK = 16
+#: The suite's GEMM padding policy (M, K to 128, N to 64), shared with trnblas.gemm.
+GEMM_POLICY = POLICY
 
 
 def gemm_work(a: torch.Tensor, b: torch.Tensor) -> int:
     batch = a.shape[0] if a.dim() == 3 else 1
     return 2 * batch * a.shape[-2] * a.shape[-1] * b.shape[-1]
-
-
-def _batch_bucket(nb: int) -> int:
-    """Power-of-two batch sizes up to the chunk, so short batches need few kernel keys."""
-    return min(_BATCH_CHUNK, 1 << (max(1, nb) - 1).bit_length())
 
 
 def gemm_driver(ctx: KernelContext, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -82,27 +76,19 @@ def gemm_driver(ctx: KernelContext, a: torch.Tensor, b: torch.Tensor) -> torch.T
     if nb == 0 or m == 0 or n == 0 or k == 0:  # nothing to launch: an empty or an all-zero product
         out = torch.zeros(nb, m, n, dtype=a.dtype, device=a.device)
         return out if a.dim() == 3 else out[0]
-    mp, kp, np_ = GEMM_POLICY.padded("M", m), GEMM_POLICY.padded("K", k), GEMM_POLICY.padded("N", n)
-    chunk = _batch_bucket(nb)
     # The kernel wants each operand with K on the partitions. An operand whose memory is the
     # other way round is handed over as it is and read through a transposed DMA pattern
     # (a compile-time flag), so no transposed copy is made here.
     lhs, t_lhs = (a3.mT, False) if a3.mT.is_contiguous() else (a3, True)  # (b, K, M) or (b, M, K)
     rhs, t_rhs = (b3.mT, True) if b3.mT.is_contiguous() and not b3.is_contiguous() else (b3, False)
-    lhs_shape = (chunk, mp, kp) if t_lhs else (chunk, kp, mp)
-    rhs_shape = (chunk, np_, kp) if t_rhs else (chunk, kp, np_)
-    parts = []
-    for b0 in range(0, nb, chunk):
-        rows = min(chunk, nb - b0)
-        lhs_p = pad_to(lhs[b0 : b0 + rows].to(dtype), lhs_shape).contiguous()
-        rhs_p = pad_to(rhs[b0 : b0 + rows].to(dtype), rhs_shape).contiguous()
-        # gemm_kernel computes op(a) @ op(b) with a = (M, K) unless trans_a: lhs is (K, M) when not
-        # t_lhs, so trans_a = not t_lhs; rhs is (N, K) exactly when t_rhs.
-        res = ctx.launch(gemm_kernel, lhs_p, rhs_p, trans_a=int(not t_lhs), trans_b=int(t_rhs))
-        parts.append(res[:rows, :m, :n])
-    out = torch.cat(parts) if len(parts) > 1 else parts[0]
-    out = out.to(a.dtype)
-    return out if a.dim() == 3 else out[0]
+    if a.dim() == 2:  # one unbatched launch, as trnblas.gemm makes for the same operands
+        lhs, rhs = lhs[0], rhs[0]
+    # gemm_kernel computes op(a) @ op(b) with a = (M, K) unless trans_a: lhs is (K, M) when not
+    # t_lhs, so trans_a = not t_lhs; rhs is (N, K) exactly when t_rhs.
+    out = launch_gemm(
+        ctx, lhs, rhs, trans_a=not t_lhs, trans_b=t_rhs, dtype=dtype, batch_chunk=_BATCH_CHUNK
+    )
+    return out.to(a.dtype)
 
 
 # --------------------------------------------------------------------------- DF-MP2
