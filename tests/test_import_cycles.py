@@ -5,9 +5,10 @@ module level, inside functions and methods, and under ``if TYPE_CHECKING:``. An 
 package counts as an import of its ``__init__`` module, and ``from pkg import name`` as an import
 of ``pkg.name`` when that is a module, else of ``pkg``. Importing ``pkg.mod`` is an edge to
 ``pkg.mod`` alone: Python initialises ``pkg`` first, but a package's ``__init__`` re-exports its
-submodules, so counting that edge would put every submodule in a cycle. Checked: trnblas, trnfft, trntensor, and
-trncore outside ``trncore.sim`` (the emulator's own layering is a separate piece of work; see
-docs/architecture.md).
+submodules, so counting that edge would put every submodule in a cycle. Checked: trnblas,
+trnfft, trntensor, and trncore outside ``trncore.sim`` (the emulator's own layering is a separate
+piece of work; see docs/architecture.md). A third check: only trncore.config touches the
+environment there.
 """
 
 from __future__ import annotations
@@ -151,6 +152,30 @@ def test_no_import_cycle_inside_the_package(package: str, skip: str | None) -> N
 def test_no_module_takes_a_private_name_from_another(package: str, skip: str | None) -> None:
     _, private = _graph(package, skip)
     assert private == []
+
+
+def _environment_readers(package: str, skip: str | None) -> list[str]:
+    """``module:line`` of every use of ``os.environ``, ``os.getenv``, ``os.putenv`` or ``os.unsetenv``."""
+    src = ROOT / "packages" / package / "src"
+    found = []
+    for module, path in _modules(src, package).items():
+        if module == "trncore.config" or (skip is not None and module.startswith(skip)):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os":
+                if node.attr in ("environ", "getenv", "putenv", "unsetenv", "environb"):
+                    found.append(f"{module}:{node.lineno}")
+            elif isinstance(node, ast.ImportFrom) and node.module == "os":
+                if any(a.name in ("environ", "getenv", "putenv", "unsetenv") for a in node.names):
+                    found.append(f"{module}:{node.lineno}")
+    return found
+
+
+@pytest.mark.parametrize(("package", "skip"), PACKAGES)
+def test_only_trncore_config_reads_the_environment(package: str, skip: str | None) -> None:
+    """The libraries and trncore (outside the emulator) take environment variables from trncore.config."""
+    assert _environment_readers(package, skip) == []
 
 
 def test_the_check_sees_function_level_cycles_and_private_names(tmp_path: Path) -> None:
