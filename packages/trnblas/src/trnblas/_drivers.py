@@ -13,12 +13,12 @@ masked matrix, or concatenated operands).
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import torch
 
 from trnblas import _pytorch
 from trnblas._flags import hermitian_from_triangle, op, symmetric_from_triangle, triangle, triangle_mask
+from trnblas._pytorch import triangle_product
 from trnblas.kernels import (
     gemm_kernel,
     gemm_update_kernel,
@@ -56,12 +56,13 @@ def _finish(
 
 
 def kernel_dtype(
-    dtype: torch.dtype, allow_fp32: bool, operation: str,
+    dtype: torch.dtype, operation: str,
     dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.bfloat16, torch.float16),
 ) -> torch.dtype:
-    """trncore's dtype policy for trnblas (``TRNBLAS_ALLOW_FP32_COMPUTE``, ``allow_fp32``)."""
+    """trncore's dtype policy for trnblas (``TRNBLAS_ALLOW_FP32_COMPUTE``, the
+    :func:`trncore.precision.fp32_compute` scope that ``allow_fp32=True`` opens)."""
     return _trncore_kernel_dtype(
-        "trnblas", dtype, operation=operation, dtypes=dtypes, allow_fp32=allow_fp32
+        "trnblas", dtype, operation=operation, dtypes=dtypes
     )
 
 
@@ -79,11 +80,11 @@ def _planes(t: torch.Tensor, trans: int, dtype: torch.dtype) -> tuple[torch.Tens
 
 def _complex_gemm(
     ctx: KernelContext, alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: complex,
-    c: torch.Tensor | None, trans_a: int, trans_b: int, allow_fp32: bool, m: int, n: int,
+    c: torch.Tensor | None, trans_a: int, trans_b: int, m: int, n: int,
 ) -> torch.Tensor:
     """Complex GEMM on the shared complex kernel: float32 planes (complex64; complex128 with the
     float32-compute opt-in), transposes read by the DMA, padding as for real GEMMs."""
-    kd = kernel_dtype(a.real.dtype, allow_fp32, "gemm", (torch.float32,))
+    kd = kernel_dtype(a.real.dtype, "gemm", (torch.float32,))
     ta, tb = int(trans_a != 0), int(trans_b != 0)
     planes = [
         _padded_operand(p, ta, "M", "K").contiguous() for p in _planes(a, trans_a, kd)
@@ -97,15 +98,15 @@ def _complex_gemm(
 
 def gemm_driver(
     ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float,
-    c: torch.Tensor | None, trans_a: int, trans_b: int, allow_fp32: bool = False,
+    c: torch.Tensor | None, trans_a: int, trans_b: int,
 ) -> torch.Tensor:
     m, k = op(a, trans_a).shape
     n = op(b, trans_b).shape[1]
     if 0 in (m, n, k) or alpha == 0:
         return _pytorch.gemm(alpha, a, b, beta, c, trans_a, trans_b)  # nothing to multiply
     if a.is_complex():
-        return _complex_gemm(ctx, alpha, a, b, beta, c, trans_a, trans_b, allow_fp32, m, n)
-    kd = kernel_dtype(a.dtype, allow_fp32, "gemm")
+        return _complex_gemm(ctx, alpha, a, b, beta, c, trans_a, trans_b, m, n)
+    kd = kernel_dtype(a.dtype, "gemm")
     prod = launch_gemm(ctx, a, b, trans_a=trans_a != 0, trans_b=trans_b != 0, dtype=kd)
     return _finish(prod, alpha, beta, c, a.dtype)
 
@@ -123,7 +124,7 @@ def _as_batch(t: torch.Tensor, batch: tuple[int, ...]) -> torch.Tensor:
 
 def batched_driver(
     ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float,
-    c: torch.Tensor | None, trans_a: int, trans_b: int, allow_fp32: bool = False,
+    c: torch.Tensor | None, trans_a: int, trans_b: int,
 ) -> torch.Tensor:
     opa, opb = op(a, trans_a), op(b, trans_b)
     batch = tuple(torch.broadcast_shapes(opa.shape[:-2], opb.shape[:-2]))
@@ -132,7 +133,7 @@ def batched_driver(
         raise KernelUnsupported("batched complex GEMM has no kernel yet (2-D complex GEMMs do)")
     if 0 in (m, n, k) or alpha == 0 or 0 in batch:
         return _pytorch.batched_gemm(alpha, a, b, beta, c, trans_a, trans_b)
-    kd = kernel_dtype(a.dtype, allow_fp32, "batched_gemm")
+    kd = kernel_dtype(a.dtype, "batched_gemm")
     a3, b3 = _as_batch(_cast(a, kd), batch), _as_batch(_cast(b, kd), batch)
     # ONE kernel launch for the whole batch (batch_chunk=None).
     prod = launch_gemm(ctx, a3, b3, trans_a=trans_a != 0, trans_b=trans_b != 0, dtype=kd)
@@ -142,16 +143,16 @@ def batched_driver(
 
 def syrk_driver(
     ctx: KernelContext, alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None,
-    trans: int, lower: bool, allow_fp32: bool = False,
+    trans: int, lower: bool,
 ) -> torch.Tensor:
     n, k = op(a, trans).shape
     if 0 in (n, k) or alpha == 0:
         return _pytorch.syrk(alpha, a, beta, c, trans, lower)
     if a.is_complex():  # the complex GEMM kernel computes both triangles
         t = int(trans != 0)
-        full = _complex_gemm(ctx, alpha, a, a, beta, c, t, 1 - t, allow_fp32, n, n)
+        full = _complex_gemm(ctx, alpha, a, a, beta, c, t, 1 - t, n, n)
         return _keep(full, c, lower)
-    kd = kernel_dtype(a.dtype, allow_fp32, "syrk")
+    kd = kernel_dtype(a.dtype, "syrk")
     t = int(trans != 0)
     ap = _padded_operand(_cast(a, kd), t, "M", "K")
     n_p, k_p = op(ap, t).shape
@@ -177,7 +178,7 @@ PANEL = 128
 
 def trsm_driver(
     ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, right: bool, lower: bool,
-    trans_a: int, unit_diagonal: bool, allow_fp32: bool = False,
+    trans_a: int, unit_diagonal: bool,
 ) -> torch.Tensor:
     """Blocked forward substitution with every panel's products on the GEMM kernels.
 
@@ -193,7 +194,7 @@ def trsm_driver(
         raise KernelUnsupported("complex TRSM has no Tensor Engine kernel yet")
     if alpha == 0 or b.numel() == 0:
         return _pytorch.trsm(alpha, a, b, right, lower, trans_a, unit_diagonal)
-    kd = kernel_dtype(a.dtype, allow_fp32, "trsm", (torch.float32,))
+    kd = kernel_dtype(a.dtype, "trsm", (torch.float32,))
     tmat = op(triangle(a, lower, unit_diagonal), trans_a).to(kd)
     low = lower != bool(trans_a)
     rhs = b.to(kd)
@@ -229,23 +230,23 @@ def trsm_driver(
     return x.to(b.dtype).contiguous()
 
 
-def _energy_dtype(tensors: tuple[torch.Tensor, ...], allow_fp32: bool) -> tuple[torch.dtype, torch.dtype]:
+def _energy_dtype(tensors: tuple[torch.Tensor, ...]) -> tuple[torch.dtype, torch.dtype]:
     """(kernel dtype of the amplitudes/factors, dtype of the result)."""
     if any(t.is_complex() or not t.is_floating_point() for t in tensors):
         raise KernelUnsupported("the MP2 energy kernels take real floating-point inputs")
     result = torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
     if result == torch.float64:
-        kernel_dtype(torch.float64, allow_fp32, "mp2_energy")  # raises without the opt-in
+        kernel_dtype(torch.float64, "mp2_energy")  # raises without the opt-in
     main = tensors[0].dtype
     return (torch.float32 if main == torch.float64 else main), result
 
 
 def mp2_driver(
     ctx: KernelContext, t_flat: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor,
-    eps_vir: torch.Tensor, allow_fp32: bool = False,
+    eps_vir: torch.Tensor,
 ) -> torch.Tensor:
     tensors = (t_flat, eps_occ_chunk, eps_occ_full, eps_vir)
-    kd, result = _energy_dtype(tensors, allow_fp32)
+    kd, result = _energy_dtype(tensors)
     if 0 in (t_flat.numel(), eps_occ_chunk.numel(), eps_occ_full.numel(), eps_vir.numel()):
         return _pytorch.mp2_energy(*tensors)
     f32 = torch.float32
@@ -257,10 +258,10 @@ def mp2_driver(
 
 def mp2_df_driver(
     ctx: KernelContext, b_chunk: torch.Tensor, b_full: torch.Tensor, eps_occ_chunk: torch.Tensor,
-    eps_occ_full: torch.Tensor, eps_vir: torch.Tensor, allow_fp32: bool = False,
+    eps_occ_full: torch.Tensor, eps_vir: torch.Tensor,
 ) -> torch.Tensor:
     tensors = (b_chunk, b_full, eps_occ_chunk, eps_occ_full, eps_vir)
-    kd, result = _energy_dtype(tensors, allow_fp32)
+    kd, result = _energy_dtype(tensors)
     if 0 in (b_chunk.numel(), b_full.numel(), eps_vir.numel()):
         return _pytorch.mp2_energy(b_chunk @ b_full.mT, eps_occ_chunk, eps_occ_full, eps_vir)
     f32 = torch.float32
@@ -271,47 +272,35 @@ def mp2_df_driver(
     return out.reshape(()).to(result)
 
 
-def triangle_product(
-    build: Any, gemm: Any, alpha: Any, a: torch.Tensor, b: torch.Tensor, beta: Any,
-    c: torch.Tensor | None, right: bool, lower: bool, *extra: Any,
-) -> torch.Tensor:
-    """``alpha·full·b`` (or ``alpha·b·full``) ``+ beta·c`` with ``full = build(a, lower)`` (the
-    symmetric or Hermitian matrix from one triangle), through ``gemm`` (reference or driver)."""
-    full = build(a, lower)
-    if right:
-        return gemm(alpha, b, full, beta, c, 0, 0, *extra)
-    return gemm(alpha, full, b, beta, c, 0, 0, *extra)
-
-
 def symm_driver(
     ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float,
-    c: torch.Tensor | None, right: bool, lower: bool, allow_fp32: bool = False,
+    c: torch.Tensor | None, right: bool, lower: bool,
 ) -> torch.Tensor:
     return triangle_product(
         symmetric_from_triangle, functools.partial(gemm_driver, ctx), alpha, a, b, beta, c, right,
-        lower, allow_fp32,
+        lower,
     )
 
 
 def trmm_driver(
     ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, right: bool, lower: bool,
-    trans_a: int, unit_diagonal: bool, allow_fp32: bool = False,
+    trans_a: int, unit_diagonal: bool,
 ) -> torch.Tensor:
     tri = triangle(a, lower, unit_diagonal)
     if right:
-        return gemm_driver(ctx, alpha, b, tri, 0.0, None, 0, trans_a, allow_fp32)
-    return gemm_driver(ctx, alpha, tri, b, 0.0, None, trans_a, 0, allow_fp32)
+        return gemm_driver(ctx, alpha, b, tri, 0.0, None, 0, trans_a)
+    return gemm_driver(ctx, alpha, tri, b, 0.0, None, trans_a, 0)
 
 
 def syr2k_driver(
     ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float,
-    c: torch.Tensor | None, trans: int, lower: bool, allow_fp32: bool = False,
+    c: torch.Tensor | None, trans: int, lower: bool,
 ) -> torch.Tensor:
     """One GEMM over a doubled contraction: ``[op(a) | op(b)] @ [op(b) | op(a)]ᵀ``."""
     axis = 0 if trans else 1
     ta, tb = (1, 0) if trans else (0, 1)
     left, right = torch.cat([a, b], dim=axis), torch.cat([b, a], dim=axis)
-    full = gemm_driver(ctx, alpha, left, right, beta, c, ta, tb, allow_fp32)
+    full = gemm_driver(ctx, alpha, left, right, beta, c, ta, tb)
     return _keep(full, c, lower)
 
 
@@ -323,26 +312,26 @@ def _real_diagonal(full: torch.Tensor) -> torch.Tensor:
 
 def hemm_driver(
     ctx: KernelContext, alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: complex,
-    c: torch.Tensor | None, right: bool, lower: bool, allow_fp32: bool = False,
+    c: torch.Tensor | None, right: bool, lower: bool,
 ) -> torch.Tensor:
     return triangle_product(
         hermitian_from_triangle, functools.partial(gemm_driver, ctx), alpha, a, b, beta, c, right,
-        lower, allow_fp32,
+        lower,
     )
 
 
 def herk_driver(
     ctx: KernelContext, alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None,
-    trans: int, lower: bool, allow_fp32: bool = False,
+    trans: int, lower: bool,
 ) -> torch.Tensor:
     ta, tb = (2, 0) if trans else (0, 2)
-    full = gemm_driver(ctx, alpha, a, a, beta, c, ta, tb, allow_fp32)
+    full = gemm_driver(ctx, alpha, a, a, beta, c, ta, tb)
     return _real_diagonal(_keep(full, c, lower))
 
 
 def her2k_driver(
     ctx: KernelContext, alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: float,
-    c: torch.Tensor | None, trans: int, lower: bool, allow_fp32: bool = False,
+    c: torch.Tensor | None, trans: int, lower: bool,
 ) -> torch.Tensor:
     """One GEMM over a doubled contraction, ``[a | b]`` against ``[b | a]`` scaled so that the
     product is ``alpha op(a) op(b)ᴴ + conj(alpha) op(b) op(a)ᴴ``: with ``trans`` 0 it is
@@ -354,5 +343,5 @@ def her2k_driver(
     # The scale on the conjugated side enters conjugated: pre-scale by its conjugate.
     scale_b, scale_a = (alpha, conj_alpha) if trans else (conj_alpha, alpha)
     right = torch.cat([b * scale_b, a * scale_a], dim=axis)
-    full = gemm_driver(ctx, 1.0, left, right, beta, c, ta, tb, allow_fp32)
+    full = gemm_driver(ctx, 1.0, left, right, beta, c, ta, tb)
     return _real_diagonal(_keep(full, c, lower))

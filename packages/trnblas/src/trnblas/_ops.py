@@ -13,12 +13,8 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
-import torch
-
 from trnblas import _drivers, _pytorch
 from trnblas._drivers import POLICY as _POLICY
-from trnblas._drivers import triangle_product
-from trnblas._flags import hermitian_from_triangle, symmetric_from_triangle, triangle
 from trnblas._library import library
 from trnblas.kernels import (
     gemm_kernel,
@@ -29,6 +25,7 @@ from trnblas.kernels import (
 )
 from trncore.dispatch import Operation
 from trncore.kernels.complex_gemm import complex_matmul_kernel
+from trncore.precision import fp32_compute
 
 __all__ = [
     "batched_gemm_op",
@@ -54,24 +51,26 @@ _MIN_FLOPS = 2 * 256**3
 # ----------------------------------------------------------------------------- routing
 
 
-# Set by trnblas.nki for the duration of one call: run the kernel route, with this fp32 opt-in.
-_kernel_request: ContextVar[bool | None] = ContextVar("trnblas_kernel_request", default=None)
+# Set by trnblas.nki for the duration of one call: run the kernel route.
+_kernel_request: ContextVar[bool] = ContextVar("trnblas_kernel_request", default=False)
 
 
 def call(operation: Any, *args: Any) -> Any:
     """Call ``operation`` as dispatch routes it, or on its kernel route inside :func:`kernel_route`."""
-    request = _kernel_request.get()
-    if request is None:
-        return operation(*args)
-    return operation.call_kernel(*args, allow_fp32=request)
+    if _kernel_request.get():
+        return operation.call_kernel(*args)
+    return operation(*args)
 
 
 @contextlib.contextmanager
-def kernel_route(allow_fp32: bool) -> Iterator[None]:
-    """Within the block (this thread/task only), operations take their kernel route."""
-    token = _kernel_request.set(bool(allow_fp32))
+def kernel_route(allow_fp32: bool = False) -> Iterator[None]:
+    """Within the block (this thread/task only), operations take their kernel route; with
+    ``allow_fp32`` float64 inputs compute in float32 (trncore's one opt-in scope,
+    :func:`trncore.precision.fp32_compute`)."""
+    token = _kernel_request.set(True)
     try:
-        yield
+        with fp32_compute(allow_fp32):
+            yield
     finally:
         _kernel_request.reset(token)
 
@@ -79,17 +78,9 @@ def kernel_route(allow_fp32: bool) -> Iterator[None]:
 # ----------------------------------------------------------------------------- GEMM
 
 
-def _gemm_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None,
-    trans_a: int, trans_b: int, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch GEMM (``allow_fp32`` only concerns the kernel route)."""
-    return _pytorch.gemm(alpha, a, b, beta, c, trans_a, trans_b)
-
-
 gemm_op: Operation = library.operation(
     "gemm",
-    reference=_gemm_reference,
+    reference=_pytorch.gemm,
     kernel=gemm_kernel,
     driver=_drivers.gemm_driver,
     policy=_POLICY,
@@ -101,17 +92,9 @@ gemm_op: Operation = library.operation(
 # ----------------------------------------------------------------------------- batched GEMM
 
 
-def _batched_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None,
-    trans_a: int, trans_b: int, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch batched GEMM (``torch.matmul`` broadcasting)."""
-    return _pytorch.batched_gemm(alpha, a, b, beta, c, trans_a, trans_b)
-
-
 batched_gemm_op: Operation = library.operation(
     "batched_gemm",
-    reference=_batched_reference,
+    reference=_pytorch.batched_gemm,
     kernel=gemm_kernel,
     driver=_drivers.batched_driver,
     policy=_POLICY,
@@ -123,17 +106,9 @@ batched_gemm_op: Operation = library.operation(
 # ----------------------------------------------------------------------------- SYRK
 
 
-def _syrk_reference(
-    alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int, lower: bool,
-    allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch SYRK (one triangle; the other is ``c``'s)."""
-    return _pytorch.syrk(alpha, a, beta, c, trans, lower)
-
-
 syrk_op: Operation = library.operation(
     "syrk",
-    reference=_syrk_reference,
+    reference=_pytorch.syrk,
     kernel=syrk_kernel,
     driver=_drivers.syrk_driver,
     policy=_POLICY,
@@ -145,17 +120,9 @@ syrk_op: Operation = library.operation(
 # ----------------------------------------------------------------------------- TRSM
 
 
-def _trsm_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, right: bool, lower: bool, trans_a: int,
-    unit_diagonal: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch TRSM (``torch.linalg.solve_triangular``)."""
-    return _pytorch.trsm(alpha, a, b, right, lower, trans_a, unit_diagonal)
-
-
 trsm_op: Operation = library.operation(
     "trsm",
-    reference=_trsm_reference,
+    reference=_pytorch.trsm,
     kernel=gemm_update_kernel,
     driver=_drivers.trsm_driver,
     policy=_POLICY,
@@ -167,34 +134,18 @@ trsm_op: Operation = library.operation(
 # ----------------------------------------------------------------------------- MP2 energy
 
 
-def _mp2_reference(
-    t_flat: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor, eps_vir: torch.Tensor,
-    allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch closed-shell MP2 energy of a chunk of amplitudes."""
-    return _pytorch.mp2_energy(t_flat, eps_occ_chunk, eps_occ_full, eps_vir)
-
-
 mp2_energy_op: Operation = library.operation(
     "mp2_energy",
-    reference=_mp2_reference,
+    reference=_pytorch.mp2_energy,
     kernel=mp2_energy_kernel,
     driver=_drivers.mp2_driver,
     min_work=0,
 )
 
 
-def _mp2_df_reference(
-    b_chunk: torch.Tensor, b_full: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor,
-    eps_vir: torch.Tensor, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch DF-MP2 energy: amplitudes ``b_chunk @ b_fullᵀ``, then the energy reduction."""
-    return _pytorch.mp2_energy(b_chunk @ b_full.mT, eps_occ_chunk, eps_occ_full, eps_vir)
-
-
 mp2_energy_df_op: Operation = library.operation(
     "mp2_energy_df",
-    reference=_mp2_df_reference,
+    reference=_pytorch.mp2_energy_df,
     kernel=mp2_energy_df_kernel,
     driver=_drivers.mp2_df_driver,
     min_work=0,
@@ -204,47 +155,20 @@ mp2_energy_df_op: Operation = library.operation(
 # ----------------------------------------------------------------------------- GEMM reductions
 
 
-def _symm_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None, right: bool,
-    lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch SYMM: the symmetric matrix built from one triangle, then one GEMM."""
-    return triangle_product(symmetric_from_triangle, _pytorch.gemm, alpha, a, b, beta, c, right, lower)
-
-
 symm_op: Operation = library.operation(
-    "symm", reference=_symm_reference, kernel=gemm_kernel, driver=_drivers.symm_driver, policy=_POLICY,
+    "symm", reference=_pytorch.symm, kernel=gemm_kernel, driver=_drivers.symm_driver, policy=_POLICY,
     min_work=_MIN_FLOPS, work=lambda alpha, a, b, *args, **kw: 2 * a.shape[0] * b.numel(),
 )
 
 
-def _trmm_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, right: bool, lower: bool, trans_a: int,
-    unit_diagonal: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch TRMM: the selected triangle (zeros elsewhere) times ``b``."""
-    tri = triangle(a, lower, unit_diagonal)
-    if right:
-        return _pytorch.gemm(alpha, b, tri, 0.0, None, 0, trans_a)
-    return _pytorch.gemm(alpha, tri, b, 0.0, None, trans_a, 0)
-
-
 trmm_op: Operation = library.operation(
-    "trmm", reference=_trmm_reference, kernel=gemm_kernel, driver=_drivers.trmm_driver, policy=_POLICY,
+    "trmm", reference=_pytorch.trmm, kernel=gemm_kernel, driver=_drivers.trmm_driver, policy=_POLICY,
     min_work=_MIN_FLOPS, work=lambda alpha, a, b, *args, **kw: a.shape[0] * b.numel(),
 )
 
 
-def _syr2k_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int,
-    lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch SYR2K."""
-    return _pytorch.syr2k(alpha, a, b, beta, c, trans, lower)
-
-
 syr2k_op: Operation = library.operation(
-    "syr2k", reference=_syr2k_reference, kernel=gemm_kernel, driver=_drivers.syr2k_driver, policy=_POLICY,
+    "syr2k", reference=_pytorch.syr2k, kernel=gemm_kernel, driver=_drivers.syr2k_driver, policy=_POLICY,
     min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, beta, c, trans, *args, **kw: 2 * a.numel() * a.shape[1 if trans else 0],
 )
@@ -256,45 +180,21 @@ syr2k_op: Operation = library.operation(
 # and syr2k do. BLAS leaves the imaginary parts of a Hermitian result's diagonal at zero; so do we.
 
 
-def _hemm_reference(
-    alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: complex, c: torch.Tensor | None, right: bool,
-    lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch HEMM: the Hermitian matrix built from one triangle, then one GEMM."""
-    return triangle_product(hermitian_from_triangle, _pytorch.gemm, alpha, a, b, beta, c, right, lower)
-
-
 hemm_op: Operation = library.operation(
-    "hemm", reference=_hemm_reference, kernel=complex_matmul_kernel, driver=_drivers.hemm_driver,
+    "hemm", reference=_pytorch.hemm, kernel=complex_matmul_kernel, driver=_drivers.hemm_driver,
     policy=_POLICY, min_work=_MIN_FLOPS, work=lambda alpha, a, b, *args, **kw: 8 * a.shape[0] * b.numel(),
 )
 
 
-def _herk_reference(
-    alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int, lower: bool,
-    allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch HERK (one triangle, real diagonal; the other triangle is ``c``'s)."""
-    return _pytorch.herk(alpha, a, beta, c, trans, lower)
-
-
 herk_op: Operation = library.operation(
-    "herk", reference=_herk_reference, kernel=complex_matmul_kernel, driver=_drivers.herk_driver,
+    "herk", reference=_pytorch.herk, kernel=complex_matmul_kernel, driver=_drivers.herk_driver,
     policy=_POLICY, min_work=_MIN_FLOPS,
     work=lambda alpha, a, beta, c, trans, *args, **kw: 8 * a.numel() * a.shape[1 if trans else 0],
 )
 
 
-def _her2k_reference(
-    alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int,
-    lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch HER2K."""
-    return _pytorch.her2k(alpha, a, b, beta, c, trans, lower)
-
-
 her2k_op: Operation = library.operation(
-    "her2k", reference=_her2k_reference, kernel=complex_matmul_kernel, driver=_drivers.her2k_driver,
+    "her2k", reference=_pytorch.her2k, kernel=complex_matmul_kernel, driver=_drivers.her2k_driver,
     policy=_POLICY, min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, beta, c, trans, *args, **kw: 16 * a.numel() * a.shape[1 if trans else 0],
 )

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from trncore import precision
 from trncore.dispatch import Operation
 from trnfft import _pytorch
 from trnfft._drivers import fft as _nki
@@ -34,10 +35,53 @@ from trnfft.kernels.modrelu import modrelu_backward_kernel, modrelu_kernel
 MIN_WORK = 1 << 20
 
 
+_NARROW = {torch.float64: torch.float32, torch.complex128: torch.complex64}
+_WIDE = {torch.float32: torch.float64, torch.complex64: torch.complex128}
+
+
+def _narrowed(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.dtype in _NARROW:
+        return value.to(_NARROW[value.dtype])
+    return value
+
+
+def _widened(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_widened(v) for v in value)
+    return value.to(_WIDE[value.dtype]) if isinstance(value, torch.Tensor) and value.dtype in _WIDE else value
+
+
+def fp32_opt_in(driver: Callable[..., Any]) -> Callable[..., Any]:
+    """``driver`` under trncore's one dtype policy (:mod:`trncore.precision`).
+
+    The kernels compute in float32, so float64 / complex128 inputs fall back to the reference (the
+    driver says why) unless float32 compute is opted into (``TRNFFT_ALLOW_FP32_COMPUTE=1``,
+    ``TRNSCI_ALLOW_FP32_COMPUTE=1`` or a :func:`trncore.precision.fp32_compute` scope): then
+    they enter the driver as float32 / complex64 and the results leave it as float64 / complex128
+    (float32 accuracy in the wide dtype), as in trnblas and trntensor.
+    """
+
+    def wrapped(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        values = (*args, *(v for k, v in kwargs.items() if k != "out"))
+        if not any(isinstance(v, torch.Tensor) and v.dtype in _NARROW for v in values):
+            return driver(ctx, *args, **kwargs)
+        if not precision.fp32_compute_allowed("trnfft"):
+            return driver(ctx, *args, **kwargs)  # declines with the reason and the opt-in
+        args = tuple(_narrowed(a) for a in args)
+        kwargs = {k: v if k == "out" else _narrowed(v) for k, v in kwargs.items()}
+        return _widened(driver(ctx, *args, **kwargs))
+
+    wrapped.__name__ = getattr(driver, "__name__", "driver")
+    wrapped.__doc__ = driver.__doc__
+    return wrapped
+
+
 def _op(
     name: str, reference: Callable[..., Any], driver: Callable[..., Any], work: Callable[..., int]
 ) -> Operation:
-    return library.operation(name, reference=reference, driver=driver, work=work, min_work=MIN_WORK)
+    return library.operation(
+        name, reference=reference, driver=fp32_opt_in(driver), work=work, min_work=MIN_WORK
+    )
 
 
 fft: Operation = _op("fft", torch.fft.fft, _nki.fft_driver, _nki.work_1d)
@@ -73,35 +117,35 @@ idstn: Operation = _op("idstn", _pytorch.idstn, _nki_r2r.idstn_driver, _nki_r2r.
 complex_matmul: Operation = library.operation(
     "complex_matmul",
     reference=_pytorch.complex_matmul,
-    driver=_layers.complex_matmul_driver,
+    driver=fp32_opt_in(_layers.complex_matmul_driver),
     work=_layers.complex_matmul_work,
     min_work=1 << 24,  # placeholder threshold for ``auto``, to be measured on hardware
 )
 modrelu: Operation = library.operation(
     "modrelu",
     reference=_pytorch.modrelu,
-    driver=_layers.planes_driver(modrelu_kernel),
+    driver=fp32_opt_in(_layers.planes_driver(modrelu_kernel)),
     work=lambda xr, *a, **k: int(xr.numel()),
     min_work=1 << 20,
 )
 modrelu_backward: Operation = library.operation(
     "modrelu_backward",
     reference=_pytorch.modrelu_backward,
-    driver=_layers.planes_driver(modrelu_backward_kernel),
+    driver=fp32_opt_in(_layers.planes_driver(modrelu_backward_kernel)),
     work=lambda xr, *a, **k: int(xr.numel()),
     min_work=1 << 20,
 )
 batchnorm_forward: Operation = library.operation(
     "batchnorm_forward",
     reference=_pytorch.batchnorm_forward,
-    driver=_layers.planes_driver(batchnorm_forward_kernel),
+    driver=fp32_opt_in(_layers.planes_driver(batchnorm_forward_kernel)),
     work=lambda xr, *a, **k: int(xr.numel()),
     min_work=1 << 20,
 )
 batchnorm_backward: Operation = library.operation(
     "batchnorm_backward",
     reference=_pytorch.batchnorm_backward,
-    driver=_layers.planes_driver(batchnorm_backward_kernel),
+    driver=fp32_opt_in(_layers.planes_driver(batchnorm_backward_kernel)),
     work=lambda xr, *a, **k: int(xr.numel()),
     min_work=1 << 20,
 )

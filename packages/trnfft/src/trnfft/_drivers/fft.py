@@ -190,7 +190,8 @@ def check_input(input: Any, halves: bool = False) -> torch.Tensor:
         raise KernelUnsupported(f"kernel takes a torch.Tensor, got {type(input).__name__}")
     if input.dtype not in _KERNEL_DTYPES and not (halves and input.dtype in _HALF_DTYPES):
         hint = (
-            " (float64 stays float64: the reference keeps full precision)"
+            " (float64 stays float64 on the reference; opt into float32 compute with "
+                "TRNFFT_ALLOW_FP32_COMPUTE=1 or TRNSCI_ALLOW_FP32_COMPUTE=1)"
             if input.dtype in (torch.float64, torch.complex128)
             else ""
         )

@@ -35,7 +35,8 @@ def complex_matmul_driver(
     for t in tensors:
         if t.dtype != torch.float32:
             hint = (
-                " (float64 stays float64: the reference keeps full precision)"
+                " (float64 stays float64 on the reference; opt into float32 compute with "
+                "TRNFFT_ALLOW_FP32_COMPUTE=1 or TRNSCI_ALLOW_FP32_COMPUTE=1)"
                 if t.dtype == torch.float64
                 else ""
             )
@@ -78,7 +79,8 @@ def planes_driver(kernel: Any) -> Any:
         for t in tensors:
             if t.dtype != torch.float32:
                 hint = (
-                    " (float64 stays float64: the reference keeps full precision)"
+                    " (float64 stays float64 on the reference; opt into float32 compute with "
+                "TRNFFT_ALLOW_FP32_COMPUTE=1 or TRNSCI_ALLOW_FP32_COMPUTE=1)"
                     if t.dtype == torch.float64
                     else ""
                 )

@@ -147,7 +147,8 @@ def _check_input(x: Any) -> torch.Tensor:
         raise KernelUnsupported(f"kernel takes a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in _KERNEL_DTYPES:
         hint = (
-            " (float64 stays float64: the reference keeps full precision)"
+            " (float64 stays float64 on the reference; opt into float32 compute with "
+                "TRNFFT_ALLOW_FP32_COMPUTE=1 or TRNSCI_ALLOW_FP32_COMPUTE=1)"
             if x.dtype in (torch.float64, torch.complex128)
             else ""
         )
