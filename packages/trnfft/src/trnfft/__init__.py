@@ -18,7 +18,6 @@ from trnfft.layers import ComplexBatchNorm1d, ComplexConv1d, ComplexLinear, Comp
 from trnfft.matmul import complex_matmul
 from trnfft.plan import (
     FFTPlan,
-    TwiddleTables,
     choose_algorithm,
     clear_plan_cache,
     create_plan,
@@ -67,7 +66,6 @@ __all__ = [
     "FFTTypeError",
     "NkiDispatchError",
     "NkiFallbackWarning",
-    "TwiddleTables",
     "__version__",
     "backend",
     "choose_algorithm",

@@ -48,7 +48,6 @@ __all__ = [
     "ALGORITHMS",
     "DFT_GEMM_MAX",
     "FFTPlan",
-    "TwiddleTables",
     "bluestein_length",
     "choose_algorithm",
     "clear_plan_cache",
