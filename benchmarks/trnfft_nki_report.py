@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 import trncore.sim as sim
-from trnfft import _nki, create_plan
+from trnfft import create_plan
+from trnfft._drivers import fft as _nki
 from trnfft.kernels.fft import fft_onchip3_kernel, fft_onchip_kernel, fft_stages_kernel
 from trnfft.kernels.geometry import onchip_geometry
 

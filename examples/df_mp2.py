@@ -316,7 +316,7 @@ def run_kernels(args: argparse.Namespace) -> dict[str, object]:
         e_ref = float(pt.kernel(with_t2=False)[0])
     stages.close()
 
-    route = trntensor._library.explain()[0].value
+    route = trntensor.explain()[0].value
     summary = kernels.summary()
     if kernels.fallbacks:
         route = "pytorch (fallback)"

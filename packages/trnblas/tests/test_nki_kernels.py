@@ -19,7 +19,7 @@ from scipy.linalg import blas as sb
 import trnblas
 import trnblas.nki as tn
 import trncore.sim as sim
-from trnblas import _ops
+from trnblas import _drivers
 from trnblas.kernels import gemm_kernel, syrk_kernel
 from trncore import NkiDispatchError, NkiFallbackWarning, dispatch
 
@@ -96,8 +96,9 @@ def test_gemm_kernel_transposes_are_not_materialised_on_the_host(nki_sim, launch
     a, b = _f32(rng, 200, 129), _f32(rng, 7, 200)  # op(a) = aᵀ, op(b) = bᵀ
     got = tn.nki_gemm(a, b, trans_a=1, trans_b=1)
     _close(got, a.numpy().T @ b.numpy().T, 200)
-    # The kernel got the stored (K, M) and (N, K) layouts (padded to 128-multiples) with the flags.
-    assert launches == [("gemm_kernel", [(256, 256), (128, 256)], {"trans_a": 1, "trans_b": 1})]
+    # The kernel got the stored (K, M) and (N, K) layouts with the flags, padded by the suite's
+    # GEMM policy (trncore.gemm_driver: M and K to 128-multiples, N to 64-multiples).
+    assert launches == [("gemm_kernel", [(256, 256), (64, 256)], {"trans_a": 1, "trans_b": 1})]
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -202,7 +203,7 @@ def test_syrk_too_big_for_sbuf_uses_the_gemm_kernel(target, monkeypatch, launche
     rng = np.random.default_rng(9)
     a = _f32(rng, 129, 200)
     _close(tn.nki_syrk(a, 0, 1), sb.ssyrk(1.0, a.numpy(), lower=1), 200)
-    monkeypatch.setattr(_ops, "_SYRK_BUDGET", 1024)
+    monkeypatch.setattr(_drivers, "SYRK_BUDGET", 1024)
     _close(tn.nki_syrk(a, 0, 1), sb.ssyrk(1.0, a.numpy(), lower=1), 200)
     assert [name for name, _, _ in launches] == ["syrk_kernel", "gemm_kernel"]
 

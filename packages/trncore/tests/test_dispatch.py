@@ -221,9 +221,13 @@ def test_min_work_threshold_applies_under_auto_only(lib, numpy_engine, clean_env
 
 
 def test_unsupported_dtype_falls_back_keeping_float64(lib, numpy_engine, clean_env):
-    op = lib.operation(
-        "mm", reference=torch_matmul, kernel=np_matmul_kernel, dtypes=(torch.float32, torch.bfloat16)
-    )
+    from trncore.precision import kernel_dtype
+
+    def driver(ctx, a, b):  # the one dtype policy, as every library's drivers apply it
+        kernel_dtype(lib.name, a.dtype, operation="mm", dtypes=(torch.float32, torch.bfloat16))
+        return ctx.launch(np_matmul_kernel, a, b)
+
+    op = lib.operation("mm", reference=torch_matmul, kernel=np_matmul_kernel, driver=driver)
     env(clean_env, lib, "USE_SIMULATOR", "1")
     a, b = (t.double() for t in inputs())
     with pytest.warns(NkiFallbackWarning, match="float64 stays float64"):

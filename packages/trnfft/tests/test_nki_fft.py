@@ -18,7 +18,7 @@ import trncore.sim as sim
 import trnfft
 from trncore.dispatch import reset_fallback_warnings
 from trncore.errors import NkiDispatchError, NkiFallbackWarning
-from trnfft import _nki
+from trnfft._drivers import fft as _nki
 from trnfft.kernels import geometry
 
 pytestmark = pytest.mark.simulator

@@ -15,7 +15,7 @@ from _trnfft_helpers import random_tensor, rel_err
 import trncore.sim as sim
 import trnfft
 from trnfft import ComplexBatchNorm1d, ComplexConv1d, ComplexLinear, ComplexModReLU, ComplexTensor
-from trnfft._layer_ops import complex_matmul
+from trnfft._ops import complex_matmul
 
 pytestmark = pytest.mark.simulator
 TOL = 1e-5

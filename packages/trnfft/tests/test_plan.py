@@ -6,13 +6,12 @@ import numpy as np
 import pytest
 import sympy
 import torch
-from _trnfft_helpers import random_tensor, rel_err
+from _trnfft_helpers import random_tensor, rel_err, staged_fft
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trnfft
 from trnfft import plan as plan_module
-from trnfft._staged import staged_fft
 
 
 @pytest.fixture(autouse=True)

@@ -110,9 +110,9 @@ def test_ao_to_mo_packed_layout_matches_the_dense_result(n):
 
 
 def test_ao_to_mo_packed_layout_in_several_auxiliary_chunks(monkeypatch):
-    from trntensor import df_mp2
+    from trntensor import _pytorch
 
-    monkeypatch.setattr(df_mp2, "_UNPACK_BUDGET", 3 * 7 * 7 * 8)  # three aux functions per chunk
+    monkeypatch.setattr(_pytorch, "UNPACK_BUDGET", 3 * 7 * 7 * 8)  # three aux functions per chunk
     rng = _rng(8)
     n, naux = 7, 10
     eri = rng.standard_normal((naux, n, n))

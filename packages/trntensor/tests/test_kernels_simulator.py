@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 import trncore.sim as sim
 import trntensor
-from trntensor import NkiDispatchError, NkiFallbackWarning, df_mp2
-from trntensor import _df_mp2_kernels as kernels_driver
+from trntensor import NkiDispatchError, NkiFallbackWarning, _pytorch
+from trntensor import _drivers as kernels_driver
 
 pytestmark = pytest.mark.simulator
 
@@ -181,7 +181,7 @@ def test_ao_to_mo_kernel_matches_the_float64_transform(nki_sim, n, nocc, nvir, n
 
 def test_ao_to_mo_many_aux_chunks_and_occupied_blocks_use_one_kernel_on_trn1(nki_sim):
     nki_sim.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
-    nki_sim.setattr(df_mp2, "_UNPACK_BUDGET", 32 * 32 * 32 * 4)  # 32 aux functions per chunk
+    nki_sim.setattr(_pytorch, "UNPACK_BUDGET", 32 * 32 * 32 * 4)  # 32 aux functions per chunk
     n, nocc, nvir, naux = 9, 131, 4, 70  # 3 aux chunks (32, 32, 6) × 2 occupied blocks (128, 3)
     eri, co, cv = _ao_inputs(n, nocc, nvir, naux, seed=4)
     with sim.count_keys() as keys:

@@ -10,19 +10,14 @@ environment variables. Level-3 routines route through NKI kernels (:mod:`trnblas
 a Neuron device or the CPU simulator; :mod:`trnblas.nki` calls those kernels directly.
 """
 
-from trncore import Library, NkiDispatchError, NkiFallbackWarning, neuron_device_present
+from trnblas import _library
+from trnblas._library import __version__, backend, explain, get_backend, set_backend
+from trnblas.level1 import asum, axpy, copy, dot, dotc, iamax, nrm2, rot, scal, swap
+from trnblas.level2 import gemv, ger, gerc, symv, trmv, trsv
+from trnblas.level3 import batched_gemm, gemm, hemm, her2k, herk, symm, syr2k, syrk, trmm, trsm
+from trncore import NkiDispatchError, NkiFallbackWarning, neuron_device_present
 
-__version__ = "0.1.0"
-
-_library: Library = Library.register("trnblas", __version__)
-set_backend = _library.set_backend
-backend = _library.backend  # with backend("nki"): ... (scoped to the block)
-get_backend = _library.get_backend
 __getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
-
-from trnblas.level1 import asum, axpy, copy, dot, dotc, iamax, nrm2, rot, scal, swap  # noqa: E402
-from trnblas.level2 import gemv, ger, gerc, symv, trmv, trsv  # noqa: E402
-from trnblas.level3 import batched_gemm, gemm, hemm, her2k, herk, symm, syr2k, syrk, trmm, trsm  # noqa: E402
 
 __all__ = [
     "HAS_NKI",
@@ -36,6 +31,7 @@ __all__ = [
     "copy",
     "dot",
     "dotc",
+    "explain",
     "gemm",
     "gemv",
     "ger",

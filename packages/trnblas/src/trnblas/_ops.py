@@ -1,28 +1,21 @@
-"""trnblas's kernel-backed operations, declared once with trncore dispatch, and their drivers.
+"""trnblas's operation table: each kernel-backed operation declared once with trncore dispatch.
 
 Each operation ties a PyTorch reference (from :mod:`trnblas._pytorch`, which also defines the call
-signature) to an NKI kernel through a driver that checks dtypes (:mod:`trncore.precision`: float64
-only with the float32 opt-in), pads shapes into buckets (``TilePolicy``: fewer kernel keys; the
-kernels themselves handle any size), launches the kernel on the call's route and applies the BLAS
-scalars on the host. Calls that need no kernel (an empty dimension, ``alpha = 0``) are answered
-by the reference directly.
-
-``symm``, ``trmm`` and ``syr2k`` reduce to the GEMM operation (a symmetrised or masked matrix, or
-concatenated operands), so they take the kernel route with it.
+signature) to an NKI kernel (:mod:`trnblas.kernels`, :mod:`trncore.kernels`) through its driver
+(:mod:`trnblas._drivers`), with its padding policy and the ``auto`` size threshold. The public
+modules (:mod:`trnblas.level3`, :mod:`trnblas.nki`) call the operations through :func:`call`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
-import torch
-
-from trnblas import _library, _pytorch
-from trnblas._flags import hermitian_from_triangle, op, symmetric_from_triangle, triangle, triangle_mask
+from trnblas import _drivers, _pytorch
+from trnblas._drivers import POLICY as _POLICY
+from trnblas._library import library
 from trnblas.kernels import (
     gemm_kernel,
     gemm_update_kernel,
@@ -30,11 +23,9 @@ from trnblas.kernels import (
     mp2_energy_kernel,
     syrk_kernel,
 )
-from trncore import TilePolicy
-from trncore.dispatch import KernelContext, KernelUnsupported, Operation
-from trncore.kernels.complex_gemm import complex_matmul_kernel, use_gauss
-from trncore.padding import crop, pad_to
-from trncore.precision import kernel_dtype as _trncore_kernel_dtype
+from trncore.dispatch import Operation
+from trncore.kernels.complex_gemm import complex_matmul_kernel
+from trncore.precision import fp32_compute
 
 __all__ = [
     "batched_gemm_op",
@@ -53,62 +44,33 @@ __all__ = [
     "trsm_op",
 ]
 
-#: Bucket every GEMM dimension to a multiple of 128: whole K tiles for the PE array, and shapes
-#: that differ by less than a tile share one kernel key.
-_POLICY = TilePolicy({"M": 128, "K": 128, "N": 128})
-#: SBUF bytes per partition the SYRK kernel may hold ``op(a)ᵀ`` in (trn1 has 180224 usable).
-_SYRK_BUDGET = 144 * 1024
 #: Below this many flops, backend ``auto`` keeps PyTorch (dispatch and transfer dominate).
 _MIN_FLOPS = 2 * 256**3
-
-
-def _cast(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    return t if t.dtype == dtype else t.to(dtype)
-
-
-def _finish(
-    prod: torch.Tensor, alpha: float | complex, beta: float | complex, c: torch.Tensor | None,
-    dtype: torch.dtype,
-) -> torch.Tensor:
-    """``alpha * prod + beta * c`` (``c`` unread when ``beta`` is 0) in float32, then ``dtype``."""
-    if alpha != 1:
-        prod = prod.mul_(alpha)
-    if c is not None and beta != 0:
-        prod = prod.add_(c.to(prod.dtype), alpha=beta)
-    return prod.to(dtype)
 
 
 # ----------------------------------------------------------------------------- routing
 
 
-def kernel_dtype(
-    dtype: torch.dtype, allow_fp32: bool, operation: str,
-    dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.bfloat16, torch.float16),
-) -> torch.dtype:
-    """trncore's dtype policy for trnblas (``TRNBLAS_ALLOW_FP32_COMPUTE``, ``allow_fp32``)."""
-    return _trncore_kernel_dtype(
-        "trnblas", dtype, operation=operation, dtypes=dtypes, allow_fp32=allow_fp32
-    )
-
-
-# Set by trnblas.nki for the duration of one call: run the kernel route, with this fp32 opt-in.
-_kernel_request: ContextVar[bool | None] = ContextVar("trnblas_kernel_request", default=None)
+# Set by trnblas.nki for the duration of one call: run the kernel route.
+_kernel_request: ContextVar[bool] = ContextVar("trnblas_kernel_request", default=False)
 
 
 def call(operation: Any, *args: Any) -> Any:
     """Call ``operation`` as dispatch routes it, or on its kernel route inside :func:`kernel_route`."""
-    request = _kernel_request.get()
-    if request is None:
-        return operation(*args)
-    return operation.call_kernel(*args, allow_fp32=request)
+    if _kernel_request.get():
+        return operation.call_kernel(*args)
+    return operation(*args)
 
 
 @contextlib.contextmanager
-def kernel_route(allow_fp32: bool) -> Iterator[None]:
-    """Within the block (this thread/task only), operations take their kernel route."""
-    token = _kernel_request.set(bool(allow_fp32))
+def kernel_route(allow_fp32: bool = False) -> Iterator[None]:
+    """Within the block (this thread/task only), operations take their kernel route; with
+    ``allow_fp32`` float64 inputs compute in float32 (trncore's one opt-in scope,
+    :func:`trncore.precision.fp32_compute`)."""
+    token = _kernel_request.set(True)
     try:
-        yield
+        with fp32_compute(allow_fp32):
+            yield
     finally:
         _kernel_request.reset(token)
 
@@ -116,68 +78,11 @@ def kernel_route(allow_fp32: bool) -> Iterator[None]:
 # ----------------------------------------------------------------------------- GEMM
 
 
-def _gemm_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None,
-    trans_a: int, trans_b: int, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch GEMM (``allow_fp32`` only concerns the kernel route)."""
-    return _pytorch.gemm(alpha, a, b, beta, c, trans_a, trans_b)
-
-
-def _padded_operand(t: torch.Tensor, trans: int, rows: str, cols: str) -> torch.Tensor:
-    """Pad ``t`` (stored transposed when ``trans``) so op(t) has bucketed ``rows`` × ``cols``."""
-    names = (cols, rows) if trans else (rows, cols)
-    return _POLICY.pad(t, [None] * (t.dim() - 2) + list(names))
-
-
-def _planes(t: torch.Tensor, trans: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """Real and imaginary planes of ``t`` in ``dtype``; a conjugate transpose (``trans`` 2) is a
-    plain transpose of the conjugate, so its imaginary plane is negated here."""
-    re, im = t.real.to(dtype), t.imag.to(dtype)
-    return re, (-im if trans == 2 else im)
-
-
-def _complex_gemm(
-    ctx: KernelContext, alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: complex,
-    c: torch.Tensor | None, trans_a: int, trans_b: int, allow_fp32: bool, m: int, n: int,
-) -> torch.Tensor:
-    """Complex GEMM on the shared complex kernel: float32 planes (complex64; complex128 with the
-    float32-compute opt-in), transposes read by the DMA, padding as for real GEMMs."""
-    kd = kernel_dtype(a.real.dtype, allow_fp32, "gemm", (torch.float32,))
-    ta, tb = int(trans_a != 0), int(trans_b != 0)
-    planes = [
-        _padded_operand(p, ta, "M", "K").contiguous() for p in _planes(a, trans_a, kd)
-    ] + [_padded_operand(p, tb, "K", "N").contiguous() for p in _planes(b, trans_b, kd)]
-    cr, ci = ctx.launch(
-        complex_matmul_kernel, *planes, trans_a=bool(ta), trans_b=bool(tb), gauss=use_gauss(m, n)
-    )
-    prod = torch.complex(crop(cr, (m, n)), crop(ci, (m, n)))
-    return _finish(prod, alpha, beta, c, a.dtype)
-
-
-def _gemm_driver(
-    ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float,
-    c: torch.Tensor | None, trans_a: int, trans_b: int, allow_fp32: bool = False,
-) -> torch.Tensor:
-    m, k = op(a, trans_a).shape
-    n = op(b, trans_b).shape[1]
-    if 0 in (m, n, k) or alpha == 0:
-        return _gemm_reference(alpha, a, b, beta, c, trans_a, trans_b)  # nothing to multiply
-    if a.is_complex():
-        return _complex_gemm(ctx, alpha, a, b, beta, c, trans_a, trans_b, allow_fp32, m, n)
-    kd = kernel_dtype(a.dtype, allow_fp32, "gemm")
-    ta, tb = int(trans_a != 0), int(trans_b != 0)
-    ap = _padded_operand(_cast(a, kd), ta, "M", "K")
-    bp = _padded_operand(_cast(b, kd), tb, "K", "N")
-    prod = crop(ctx.launch(gemm_kernel, ap, bp, trans_a=ta, trans_b=tb), (m, n))
-    return _finish(prod, alpha, beta, c, a.dtype)
-
-
-gemm_op: Operation = _library.operation(
+gemm_op: Operation = library.operation(
     "gemm",
-    reference=_gemm_reference,
+    reference=_pytorch.gemm,
     kernel=gemm_kernel,
-    driver=_gemm_driver,
+    driver=_drivers.gemm_driver,
     policy=_POLICY,
     min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, *args, **kw: 2 * a.shape[0] * a.shape[1] * (b.shape[1] if b.dim() > 1 else 1),
@@ -187,50 +92,11 @@ gemm_op: Operation = _library.operation(
 # ----------------------------------------------------------------------------- batched GEMM
 
 
-def _batched_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None,
-    trans_a: int, trans_b: int, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch batched GEMM (``torch.matmul`` broadcasting)."""
-    return _pytorch.batched_gemm(alpha, a, b, beta, c, trans_a, trans_b)
-
-
-def _as_batch(t: torch.Tensor, batch: tuple[int, ...]) -> torch.Tensor:
-    """``t`` as ``(B, r, c)``: its own batch if full, ``(1, r, c)`` if it broadcasts whole."""
-    r, cols = t.shape[-2:]
-    own = tuple(t.shape[:-2])
-    if own == batch:
-        return t.reshape(-1, r, cols)
-    if all(d == 1 for d in own):
-        return t.reshape(1, r, cols)  # the kernel broadcasts a batch of one without copying it
-    return t.expand(*batch, r, cols).reshape(-1, r, cols)  # partial broadcast: materialised
-
-
-def _batched_driver(
-    ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float,
-    c: torch.Tensor | None, trans_a: int, trans_b: int, allow_fp32: bool = False,
-) -> torch.Tensor:
-    opa, opb = op(a, trans_a), op(b, trans_b)
-    batch = tuple(torch.broadcast_shapes(opa.shape[:-2], opb.shape[:-2]))
-    m, k, n = opa.shape[-2], opa.shape[-1], opb.shape[-1]
-    if a.is_complex():
-        raise KernelUnsupported("batched complex GEMM has no kernel yet (2-D complex GEMMs do)")
-    if 0 in (m, n, k) or alpha == 0 or 0 in batch:
-        return _batched_reference(alpha, a, b, beta, c, trans_a, trans_b)
-    kd = kernel_dtype(a.dtype, allow_fp32, "batched_gemm")
-    ta, tb = int(trans_a != 0), int(trans_b != 0)
-    a3 = _padded_operand(_as_batch(_cast(a, kd), batch), ta, "M", "K")
-    b3 = _padded_operand(_as_batch(_cast(b, kd), batch), tb, "K", "N")
-    prod = ctx.launch(gemm_kernel, a3, b3, trans_a=ta, trans_b=tb)  # ONE kernel for the batch
-    prod = crop(prod, (prod.shape[0], m, n)).reshape(*batch, m, n)
-    return _finish(prod, alpha, beta, c, a.dtype)
-
-
-batched_gemm_op: Operation = _library.operation(
+batched_gemm_op: Operation = library.operation(
     "batched_gemm",
-    reference=_batched_reference,
+    reference=_pytorch.batched_gemm,
     kernel=gemm_kernel,
-    driver=_batched_driver,
+    driver=_drivers.batched_driver,
     policy=_POLICY,
     min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, *args, **kw: 2 * a.numel() * b.shape[-1],
@@ -240,50 +106,11 @@ batched_gemm_op: Operation = _library.operation(
 # ----------------------------------------------------------------------------- SYRK
 
 
-def _syrk_reference(
-    alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int, lower: bool,
-    allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch SYRK (one triangle; the other is ``c``'s)."""
-    return _pytorch.syrk(alpha, a, beta, c, trans, lower)
-
-
-def _syrk_driver(
-    ctx: KernelContext, alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None,
-    trans: int, lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    n, k = op(a, trans).shape
-    if 0 in (n, k) or alpha == 0:
-        return _syrk_reference(alpha, a, beta, c, trans, lower)
-    if a.is_complex():  # the complex GEMM kernel computes both triangles
-        t = int(trans != 0)
-        full = _complex_gemm(ctx, alpha, a, a, beta, c, t, 1 - t, allow_fp32, n, n)
-        return _keep(full, c, lower)
-    kd = kernel_dtype(a.dtype, allow_fp32, "syrk")
-    t = int(trans != 0)
-    ap = _padded_operand(_cast(a, kd), t, "M", "K")
-    n_p, k_p = op(ap, t).shape
-    # SBUF per partition: op(a)ᵀ (ceil(k/128) tiles of n) plus one float32 result row block.
-    if (-(-k_p // 128) * kd.itemsize + 4) * n_p <= _SYRK_BUDGET:
-        full = ctx.launch(syrk_kernel, ap, trans=t, lower=int(lower))  # reads a once
-    else:  # op(a)ᵀ does not fit SBUF: the GEMM kernel computes both triangles
-        full = ctx.launch(gemm_kernel, ap, ap, trans_a=t, trans_b=1 - t)
-    full = _finish(crop(full, (n, n)), alpha, beta, c, a.dtype)
-    return _keep(full, c, lower)
-
-
-def _keep(full: torch.Tensor, c: torch.Tensor | None, lower: bool) -> torch.Tensor:
-    """``full`` in the selected triangle and ``c`` (or zero) in the other, as BLAS writes it."""
-    mask = triangle_mask(full.shape[-1], lower, full.device)
-    other = c if c is not None else torch.zeros((), dtype=full.dtype, device=full.device)
-    return torch.where(mask, full, other)
-
-
-syrk_op: Operation = _library.operation(
+syrk_op: Operation = library.operation(
     "syrk",
-    reference=_syrk_reference,
+    reference=_pytorch.syrk,
     kernel=syrk_kernel,
-    driver=_syrk_driver,
+    driver=_drivers.syrk_driver,
     policy=_POLICY,
     min_work=_MIN_FLOPS,
     work=lambda alpha, a, beta, c, trans, *args, **kw: a.numel() * a.shape[1 if trans else 0],
@@ -293,77 +120,11 @@ syrk_op: Operation = _library.operation(
 # ----------------------------------------------------------------------------- TRSM
 
 
-def _trsm_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, right: bool, lower: bool, trans_a: int,
-    unit_diagonal: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch TRSM (``torch.linalg.solve_triangular``)."""
-    return _pytorch.trsm(alpha, a, b, right, lower, trans_a, unit_diagonal)
-
-
-#: TRSM panel height: one PE-array tile.
-PANEL = 128
-
-
-def _trsm_driver(
-    ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, right: bool, lower: bool,
-    trans_a: int, unit_diagonal: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """Blocked forward substitution with every panel's products on the GEMM kernels.
-
-    The system is first brought to ``L X = B`` with ``L`` lower triangular (a right-side solve is
-    transposed, an upper one reversed). ``L`` is padded to whole 128-row panels (identity on the
-    padded diagonal); the inverses of its diagonal blocks come from one batched host solve. Then
-    per panel ``i``: ``X_i = inv(L_ii) R_i`` on :func:`gemm_kernel` and the update
-    ``R ← R − L[:, i] X_i`` on :func:`gemm_update_kernel`, over **all** rows (the rows above the
-    panel are zeros of ``L``), so every panel launches the same two kernel shapes: two kernel keys
-    however many panels there are, at up to twice the minimal flops of the updates.
-    """
-    if a.is_complex():
-        raise KernelUnsupported("complex TRSM has no Tensor Engine kernel yet")
-    if alpha == 0 or b.numel() == 0:
-        return _trsm_reference(alpha, a, b, right, lower, trans_a, unit_diagonal)
-    kd = kernel_dtype(a.dtype, allow_fp32, "trsm", (torch.float32,))
-    tmat = op(triangle(a, lower, unit_diagonal), trans_a).to(kd)
-    low = lower != bool(trans_a)
-    rhs = b.to(kd)
-    if right:  # X T = B  <=>  Tᵀ Xᵀ = Bᵀ
-        tmat, rhs, low = tmat.mT, rhs.mT, not low
-    if not low:  # reverse the order of unknowns: an upper system becomes a lower one
-        tmat, rhs = tmat.flip(0, 1), rhs.flip(0)
-    m, n = rhs.shape
-    mp = -(-m // PANEL) * PANEL
-    np_ = _POLICY.padded("N", n)
-    lp = pad_to(tmat, (mp, mp))
-    if mp > m:
-        lp[m:, m:] = torch.eye(mp - m, dtype=kd, device=lp.device)
-    panels = mp // PANEL
-    blocks = torch.stack([lp[i * PANEL : (i + 1) * PANEL, i * PANEL : (i + 1) * PANEL]
-                          for i in range(panels)])
-    eye = torch.eye(PANEL, dtype=kd, device=lp.device).expand(panels, PANEL, PANEL)
-    inv_t = torch.linalg.solve_triangular(blocks, eye, upper=False).mT.contiguous()  # inv(L_ii)ᵀ
-    lt = lp.mT.contiguous()  # row panel i of Lᵀ is column panel i of L, read as trans_a=1
-    r = pad_to(rhs * alpha if alpha != 1 else rhs, (mp, np_)).contiguous()
-    xs = []
-    for i in range(panels):
-        rows = slice(i * PANEL, (i + 1) * PANEL)
-        x_i = ctx.launch(gemm_kernel, inv_t[i], r[rows].contiguous(), trans_a=1)
-        xs.append(x_i)
-        if i + 1 < panels:
-            r = ctx.launch(gemm_update_kernel, lt[rows].contiguous(), x_i, r, trans_a=1, alpha=-1.0)
-    x = torch.cat(xs)[:m, :n]
-    if not low:
-        x = x.flip(0)
-    if right:
-        x = x.mT
-    return x.to(b.dtype).contiguous()
-
-
-trsm_op: Operation = _library.operation(
+trsm_op: Operation = library.operation(
     "trsm",
-    reference=_trsm_reference,
+    reference=_pytorch.trsm,
     kernel=gemm_update_kernel,
-    driver=_trsm_driver,
+    driver=_drivers.trsm_driver,
     policy=_POLICY,
     min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, *args, **kw: a.shape[0] * b.numel(),
@@ -373,78 +134,20 @@ trsm_op: Operation = _library.operation(
 # ----------------------------------------------------------------------------- MP2 energy
 
 
-def _mp2_reference(
-    t_flat: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor, eps_vir: torch.Tensor,
-    allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch closed-shell MP2 energy of a chunk of amplitudes."""
-    return _pytorch.mp2_energy(t_flat, eps_occ_chunk, eps_occ_full, eps_vir)
-
-
-def _energy_dtype(tensors: tuple[torch.Tensor, ...], allow_fp32: bool) -> tuple[torch.dtype, torch.dtype]:
-    """(kernel dtype of the amplitudes/factors, dtype of the result)."""
-    if any(t.is_complex() or not t.is_floating_point() for t in tensors):
-        raise KernelUnsupported("the MP2 energy kernels take real floating-point inputs")
-    result = torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
-    if result == torch.float64:
-        kernel_dtype(torch.float64, allow_fp32, "mp2_energy")  # raises without the opt-in
-    main = tensors[0].dtype
-    return (torch.float32 if main == torch.float64 else main), result
-
-
-def _mp2_driver(
-    ctx: KernelContext, t_flat: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor,
-    eps_vir: torch.Tensor, allow_fp32: bool = False,
-) -> torch.Tensor:
-    tensors = (t_flat, eps_occ_chunk, eps_occ_full, eps_vir)
-    kd, result = _energy_dtype(tensors, allow_fp32)
-    if 0 in (t_flat.numel(), eps_occ_chunk.numel(), eps_occ_full.numel(), eps_vir.numel()):
-        return _mp2_reference(*tensors)
-    f32 = torch.float32
-    out = ctx.launch(
-        mp2_energy_kernel, t_flat.to(kd), eps_occ_chunk.to(f32), eps_occ_full.to(f32), eps_vir.to(f32)
-    )
-    return out.reshape(()).to(result)
-
-
-mp2_energy_op: Operation = _library.operation(
+mp2_energy_op: Operation = library.operation(
     "mp2_energy",
-    reference=_mp2_reference,
+    reference=_pytorch.mp2_energy,
     kernel=mp2_energy_kernel,
-    driver=_mp2_driver,
+    driver=_drivers.mp2_driver,
     min_work=0,
 )
 
 
-def _mp2_df_reference(
-    b_chunk: torch.Tensor, b_full: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor,
-    eps_vir: torch.Tensor, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch DF-MP2 energy: amplitudes ``b_chunk @ b_fullᵀ``, then the energy reduction."""
-    return _pytorch.mp2_energy(b_chunk @ b_full.mT, eps_occ_chunk, eps_occ_full, eps_vir)
-
-
-def _mp2_df_driver(
-    ctx: KernelContext, b_chunk: torch.Tensor, b_full: torch.Tensor, eps_occ_chunk: torch.Tensor,
-    eps_occ_full: torch.Tensor, eps_vir: torch.Tensor, allow_fp32: bool = False,
-) -> torch.Tensor:
-    tensors = (b_chunk, b_full, eps_occ_chunk, eps_occ_full, eps_vir)
-    kd, result = _energy_dtype(tensors, allow_fp32)
-    if 0 in (b_chunk.numel(), b_full.numel(), eps_vir.numel()):
-        return _mp2_df_reference(*tensors)
-    f32 = torch.float32
-    out = ctx.launch(
-        mp2_energy_df_kernel, b_chunk.to(kd), b_full.to(kd), eps_occ_chunk.to(f32), eps_occ_full.to(f32),
-        eps_vir.to(f32),
-    )
-    return out.reshape(()).to(result)
-
-
-mp2_energy_df_op: Operation = _library.operation(
+mp2_energy_df_op: Operation = library.operation(
     "mp2_energy_df",
-    reference=_mp2_df_reference,
+    reference=_pytorch.mp2_energy_df,
     kernel=mp2_energy_df_kernel,
-    driver=_mp2_df_driver,
+    driver=_drivers.mp2_df_driver,
     min_work=0,
 )
 
@@ -452,91 +155,20 @@ mp2_energy_df_op: Operation = _library.operation(
 # ----------------------------------------------------------------------------- GEMM reductions
 
 
-def _triangle_product(
-    build: Any, gemm: Any, alpha: Any, a: torch.Tensor, b: torch.Tensor, beta: Any,
-    c: torch.Tensor | None, right: bool, lower: bool, *extra: Any,
-) -> torch.Tensor:
-    """``alpha·full·b`` (or ``alpha·b·full``) ``+ beta·c`` with ``full = build(a, lower)`` (the
-    symmetric or Hermitian matrix from one triangle), through ``gemm`` (reference or driver)."""
-    full = build(a, lower)
-    if right:
-        return gemm(alpha, b, full, beta, c, 0, 0, *extra)
-    return gemm(alpha, full, b, beta, c, 0, 0, *extra)
-
-
-def _symm_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None, right: bool,
-    lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch SYMM: the symmetric matrix built from one triangle, then one GEMM."""
-    return _triangle_product(symmetric_from_triangle, _pytorch.gemm, alpha, a, b, beta, c, right, lower)
-
-
-def _symm_driver(
-    ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float,
-    c: torch.Tensor | None, right: bool, lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    return _triangle_product(
-        symmetric_from_triangle, functools.partial(_gemm_driver, ctx), alpha, a, b, beta, c, right,
-        lower, allow_fp32,
-    )
-
-
-symm_op: Operation = _library.operation(
-    "symm", reference=_symm_reference, kernel=gemm_kernel, driver=_symm_driver, policy=_POLICY,
+symm_op: Operation = library.operation(
+    "symm", reference=_pytorch.symm, kernel=gemm_kernel, driver=_drivers.symm_driver, policy=_POLICY,
     min_work=_MIN_FLOPS, work=lambda alpha, a, b, *args, **kw: 2 * a.shape[0] * b.numel(),
 )
 
 
-def _trmm_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, right: bool, lower: bool, trans_a: int,
-    unit_diagonal: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch TRMM: the selected triangle (zeros elsewhere) times ``b``."""
-    tri = triangle(a, lower, unit_diagonal)
-    if right:
-        return _pytorch.gemm(alpha, b, tri, 0.0, None, 0, trans_a)
-    return _pytorch.gemm(alpha, tri, b, 0.0, None, trans_a, 0)
-
-
-def _trmm_driver(
-    ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, right: bool, lower: bool,
-    trans_a: int, unit_diagonal: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    tri = triangle(a, lower, unit_diagonal)
-    if right:
-        return _gemm_driver(ctx, alpha, b, tri, 0.0, None, 0, trans_a, allow_fp32)
-    return _gemm_driver(ctx, alpha, tri, b, 0.0, None, trans_a, 0, allow_fp32)
-
-
-trmm_op: Operation = _library.operation(
-    "trmm", reference=_trmm_reference, kernel=gemm_kernel, driver=_trmm_driver, policy=_POLICY,
+trmm_op: Operation = library.operation(
+    "trmm", reference=_pytorch.trmm, kernel=gemm_kernel, driver=_drivers.trmm_driver, policy=_POLICY,
     min_work=_MIN_FLOPS, work=lambda alpha, a, b, *args, **kw: a.shape[0] * b.numel(),
 )
 
 
-def _syr2k_reference(
-    alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int,
-    lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch SYR2K."""
-    return _pytorch.syr2k(alpha, a, b, beta, c, trans, lower)
-
-
-def _syr2k_driver(
-    ctx: KernelContext, alpha: float, a: torch.Tensor, b: torch.Tensor, beta: float,
-    c: torch.Tensor | None, trans: int, lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """One GEMM over a doubled contraction: ``[op(a) | op(b)] @ [op(b) | op(a)]ᵀ``."""
-    axis = 0 if trans else 1
-    ta, tb = (1, 0) if trans else (0, 1)
-    left, right = torch.cat([a, b], dim=axis), torch.cat([b, a], dim=axis)
-    full = _gemm_driver(ctx, alpha, left, right, beta, c, ta, tb, allow_fp32)
-    return _keep(full, c, lower)
-
-
-syr2k_op: Operation = _library.operation(
-    "syr2k", reference=_syr2k_reference, kernel=gemm_kernel, driver=_syr2k_driver, policy=_POLICY,
+syr2k_op: Operation = library.operation(
+    "syr2k", reference=_pytorch.syr2k, kernel=gemm_kernel, driver=_drivers.syr2k_driver, policy=_POLICY,
     min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, beta, c, trans, *args, **kw: 2 * a.numel() * a.shape[1 if trans else 0],
 )
@@ -548,88 +180,21 @@ syr2k_op: Operation = _library.operation(
 # and syr2k do. BLAS leaves the imaginary parts of a Hermitian result's diagonal at zero; so do we.
 
 
-def _real_diagonal(full: torch.Tensor) -> torch.Tensor:
-    if full.is_complex():
-        full.diagonal(dim1=-2, dim2=-1).imag.zero_()
-    return full
-
-
-def _hemm_reference(
-    alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: complex, c: torch.Tensor | None, right: bool,
-    lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch HEMM: the Hermitian matrix built from one triangle, then one GEMM."""
-    return _triangle_product(hermitian_from_triangle, _pytorch.gemm, alpha, a, b, beta, c, right, lower)
-
-
-def _hemm_driver(
-    ctx: KernelContext, alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: complex,
-    c: torch.Tensor | None, right: bool, lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    return _triangle_product(
-        hermitian_from_triangle, functools.partial(_gemm_driver, ctx), alpha, a, b, beta, c, right,
-        lower, allow_fp32,
-    )
-
-
-hemm_op: Operation = _library.operation(
-    "hemm", reference=_hemm_reference, kernel=complex_matmul_kernel, driver=_hemm_driver,
+hemm_op: Operation = library.operation(
+    "hemm", reference=_pytorch.hemm, kernel=complex_matmul_kernel, driver=_drivers.hemm_driver,
     policy=_POLICY, min_work=_MIN_FLOPS, work=lambda alpha, a, b, *args, **kw: 8 * a.shape[0] * b.numel(),
 )
 
 
-def _herk_reference(
-    alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int, lower: bool,
-    allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch HERK (one triangle, real diagonal; the other triangle is ``c``'s)."""
-    return _pytorch.herk(alpha, a, beta, c, trans, lower)
-
-
-def _herk_driver(
-    ctx: KernelContext, alpha: float, a: torch.Tensor, beta: float, c: torch.Tensor | None,
-    trans: int, lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    ta, tb = (2, 0) if trans else (0, 2)
-    full = _gemm_driver(ctx, alpha, a, a, beta, c, ta, tb, allow_fp32)
-    return _real_diagonal(_keep(full, c, lower))
-
-
-herk_op: Operation = _library.operation(
-    "herk", reference=_herk_reference, kernel=complex_matmul_kernel, driver=_herk_driver,
+herk_op: Operation = library.operation(
+    "herk", reference=_pytorch.herk, kernel=complex_matmul_kernel, driver=_drivers.herk_driver,
     policy=_POLICY, min_work=_MIN_FLOPS,
     work=lambda alpha, a, beta, c, trans, *args, **kw: 8 * a.numel() * a.shape[1 if trans else 0],
 )
 
 
-def _her2k_reference(
-    alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: float, c: torch.Tensor | None, trans: int,
-    lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The PyTorch HER2K."""
-    return _pytorch.her2k(alpha, a, b, beta, c, trans, lower)
-
-
-def _her2k_driver(
-    ctx: KernelContext, alpha: complex, a: torch.Tensor, b: torch.Tensor, beta: float,
-    c: torch.Tensor | None, trans: int, lower: bool, allow_fp32: bool = False,
-) -> torch.Tensor:
-    """One GEMM over a doubled contraction, ``[a | b]`` against ``[b | a]`` scaled so that the
-    product is ``alpha op(a) op(b)ᴴ + conj(alpha) op(b) op(a)ᴴ``: with ``trans`` 0 it is
-    ``[a b] @ [conj(alpha) b, alpha a]ᴴ``; with ``trans`` 2, ``[a; b]ᴴ @ [alpha b; conj(alpha) a]``."""
-    axis = 0 if trans else 1
-    ta, tb = (2, 0) if trans else (0, 2)
-    conj_alpha = alpha.conjugate() if isinstance(alpha, complex) else alpha
-    left = torch.cat([a, b], dim=axis)
-    # The scale on the conjugated side enters conjugated: pre-scale by its conjugate.
-    scale_b, scale_a = (alpha, conj_alpha) if trans else (conj_alpha, alpha)
-    right = torch.cat([b * scale_b, a * scale_a], dim=axis)
-    full = _gemm_driver(ctx, 1.0, left, right, beta, c, ta, tb, allow_fp32)
-    return _real_diagonal(_keep(full, c, lower))
-
-
-her2k_op: Operation = _library.operation(
-    "her2k", reference=_her2k_reference, kernel=complex_matmul_kernel, driver=_her2k_driver,
+her2k_op: Operation = library.operation(
+    "her2k", reference=_pytorch.her2k, kernel=complex_matmul_kernel, driver=_drivers.her2k_driver,
     policy=_POLICY, min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, beta, c, trans, *args, **kw: 16 * a.numel() * a.shape[1 if trans else 0],
 )

@@ -1,9 +1,10 @@
 """PyTorch implementations of the kernel-worthy trnblas operations.
 
 Each function here takes already-validated arguments (plain Python scalars and flags, tensors of
-one dtype on one device) and is written to become, unchanged, the ``reference`` of a trncore
-operation (``_library.operation("gemm", reference=gemm, driver=...)``) once the NKI kernels exist;
-the public functions in :mod:`trnblas.level3` validate and then call these.
+one dtype on one device) and is the PyTorch route of a trncore operation declared in
+:mod:`trnblas._ops` (the drivers of :mod:`trnblas._drivers` also answer calls that need no kernel
+with it); the public functions in :mod:`trnblas.level3` and :mod:`trnblas.level2` validate and
+then call the operations.
 
 BLAS rules kept here: when ``beta`` is 0, ``c`` is not read (NaN in it does not propagate); when
 ``alpha`` is 0, ``a`` and ``b`` are not read. Results are always new tensors, allocated on the
@@ -12,9 +13,11 @@ operands' device with their dtype.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from trnblas._flags import op, triangle_mask
+from trnblas._flags import hermitian_from_triangle, op, symmetric_from_triangle, triangle, triangle_mask
 
 
 def scaled_or_zeros(
@@ -175,3 +178,50 @@ def mp2_energy(
     occ = eps_occ_chunk[:, None, None, None] + eps_occ_full[None, :, None, None]
     denominator = occ - eps_vir[None, None, :, None] - eps_vir[None, None, None, :]
     return (t * (2 * t - t.transpose(-1, -2)) / denominator).sum()
+
+
+def triangle_product(
+    build: Any, gemm: Any, alpha: Any, a: torch.Tensor, b: torch.Tensor, beta: Any,
+    c: torch.Tensor | None, right: bool, lower: bool, *extra: Any,
+) -> torch.Tensor:
+    """``alpha·full·b`` (or ``alpha·b·full``) ``+ beta·c`` with ``full = build(a, lower)`` (the
+    symmetric or Hermitian matrix from one triangle), through ``gemm`` (reference or driver)."""
+    full = build(a, lower)
+    if right:
+        return gemm(alpha, b, full, beta, c, 0, 0, *extra)
+    return gemm(alpha, full, b, beta, c, 0, 0, *extra)
+
+
+def symm(
+    alpha: float | complex, a: torch.Tensor, b: torch.Tensor, beta: float | complex,
+    c: torch.Tensor | None, right: bool, lower: bool,
+) -> torch.Tensor:
+    """SYMM: the symmetric matrix built from one triangle of ``a``, then one GEMM."""
+    return triangle_product(symmetric_from_triangle, gemm, alpha, a, b, beta, c, right, lower)
+
+
+def hemm(
+    alpha: float | complex, a: torch.Tensor, b: torch.Tensor, beta: float | complex,
+    c: torch.Tensor | None, right: bool, lower: bool,
+) -> torch.Tensor:
+    """HEMM: the Hermitian matrix built from one triangle of ``a``, then one GEMM."""
+    return triangle_product(hermitian_from_triangle, gemm, alpha, a, b, beta, c, right, lower)
+
+
+def trmm(
+    alpha: float | complex, a: torch.Tensor, b: torch.Tensor, right: bool, lower: bool, trans_a: int,
+    unit_diagonal: bool,
+) -> torch.Tensor:
+    """TRMM: the selected triangle of ``a`` (zeros elsewhere) times ``b``."""
+    tri = triangle(a, lower, unit_diagonal)
+    if right:
+        return gemm(alpha, b, tri, 0.0, None, 0, trans_a)
+    return gemm(alpha, tri, b, 0.0, None, trans_a, 0)
+
+
+def mp2_energy_df(
+    b_chunk: torch.Tensor, b_full: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor,
+    eps_vir: torch.Tensor,
+) -> torch.Tensor:
+    """The DF-MP2 energy: amplitudes ``b_chunk @ b_fullᵀ``, then :func:`mp2_energy`."""
+    return mp2_energy(b_chunk @ b_full.mT, eps_occ_chunk, eps_occ_full, eps_vir)

@@ -1,14 +1,19 @@
-"""Backend names and the environment variables that steer dispatch.
+"""Backend names and the environment variables that steer the suite: the one reader of the environment.
 
-Every variable is read when an operation is called, not at import, so a test or a notebook can
-change it between calls. A library-specific variable (``TRNBLAS_USE_SIMULATOR``) overrides the
-suite-wide one (``TRNSCI_USE_SIMULATOR``). Invalid values raise ``ValueError`` naming the
-variable and the values it accepts.
+Outside the emulator (:mod:`trncore.sim`, which reads its own variables), every module of trncore
+and of the libraries takes environment variables from here. Every variable is read when it is
+needed, not at import, so a test or a notebook can change it between calls. A library-specific
+variable (``TRNBLAS_USE_SIMULATOR``) overrides the suite-wide one (``TRNSCI_USE_SIMULATOR``).
+Invalid values raise ``ValueError`` naming the variable and the values it accepts; booleans have
+one parser (:func:`parse_bool`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,13 +33,18 @@ __all__ = [
     "check_known_issues_mode",
     "current_target",
     "env_settings",
+    "environment",
     "known_issues_setting",
     "nki_version_setting",
     "normalize_nki_version",
+    "parse_bool",
+    "pjrt_device",
     "read_bool",
     "read_choice",
+    "read_text",
     "steering_keys",
     "steering_unset",
+    "variable_set",
 ]
 
 Backend = Literal["auto", "pytorch", "nki"]
@@ -65,12 +75,12 @@ def _lookup(library: str, suffix: str) -> tuple[str, str] | None:
     return None
 
 
-def read_bool(library: str, suffix: str) -> bool:
-    """A boolean variable such as ``TRNBLAS_REQUIRE_NKI`` (unset means False)."""
-    found = _lookup(library, suffix)
-    if found is None:
-        return False
-    name, raw = found
+def parse_bool(name: str, raw: str) -> bool:
+    """The boolean value ``raw`` of the variable ``name`` (1/true/yes/on, 0/false/no/off or empty).
+
+    Anything else is a ``ValueError`` naming the variable: a mistyped switch must not silently
+    read as off.
+    """
     value = raw.strip().lower()
     if value in _TRUE:
         return True
@@ -79,6 +89,47 @@ def read_bool(library: str, suffix: str) -> bool:
     raise ValueError(
         f"{name}={raw!r} is not a boolean; allowed values: {', '.join(_TRUE)} or {', '.join(_FALSE[:-1])}"
     )
+
+
+def read_bool(library: str, suffix: str) -> bool:
+    """A boolean variable such as ``TRNBLAS_REQUIRE_NKI`` (unset means False)."""
+    found = _lookup(library, suffix)
+    if found is None:
+        return False
+    return parse_bool(*found)
+
+
+def read_text(name: str, default: str = "") -> str:
+    """The variable ``name`` as stripped lower-case text (``default`` when unset or empty)."""
+    return os.environ.get(name, "").strip().lower() or default
+
+
+@contextlib.contextmanager
+def variable_set(name: str, value: str) -> Iterator[None]:
+    """The variable ``name`` set to ``value`` inside the block, restored (or unset) after it.
+
+    For tools that take a setting from the environment only (NKI 0.3.0's simulator reads the
+    hardware target from :data:`TARGET_ENV`).
+    """
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+def pjrt_device() -> str:
+    """``PJRT_DEVICE`` in upper case (``""`` when unset): torch-xla's device plugin choice."""
+    return os.environ.get("PJRT_DEVICE", "").upper()
+
+
+def environment(prefixes: tuple[str, ...], names: tuple[str, ...] = ()) -> dict[str, str]:
+    """The variables whose names start with one of ``prefixes`` or are in ``names``, sorted."""
+    return {k: v for k, v in sorted(os.environ.items()) if k.startswith(prefixes) or k in names}
 
 
 def read_choice(library: str, suffix: str) -> Backend | None:
@@ -147,16 +198,17 @@ def steering_unset(library: str, keys: frozenset[object] | None = None) -> bool:
 # --------------------------------------------------------------------------- change generation
 #
 # Dispatch remembers "this library runs the reference" until something that could change the
-# answer happens: an environment update, a backend or device-engine change. Environment updates
-# are noticed by giving ``os.environ`` (one object) a subclass of its own class whose item
-# assignment and deletion also bump a counter; every way of changing ``os.environ`` (``[...] =``,
-# ``del``, ``update``, ``pop``, ``setdefault``, pytest's monkeypatch) goes through those two
-# methods. Nothing else about ``os.environ`` changes. Where the class cannot be swapped (another
-# tool replaced ``os.environ``), ``ENV_TRACKED`` is False and dispatch checks the variables on
-# every call instead.
+# answer happens: an environment update, a backend or device-engine change. Environment updates are
+# noticed by an audit hook (PEP 578): every change of ``os.environ`` (``[...] =``, ``del``,
+# ``update``, ``pop``, ``setdefault``, pytest's monkeypatch) calls ``os.putenv`` or
+# ``os.unsetenv``, which raise the audit events ``os.putenv`` / ``os.unsetenv``; the hook bumps a
+# counter. ``os.environ`` itself is left alone. Where it has been replaced by an object that does
+# not call ``os.putenv`` (another tool's mapping), ``ENV_TRACKED`` is False and dispatch checks
+# the variables on every call instead.
 
-#: Bumped by every tracked environment change and by :func:`bump_generation`.
+#: Bumped by every environment change and by :func:`bump_generation`.
 GENERATION: list[int] = [0]
+_ENV_EVENTS = frozenset({"os.putenv", "os.unsetenv"})
 
 
 def bump_generation() -> None:
@@ -164,28 +216,16 @@ def bump_generation() -> None:
     GENERATION[0] += 1
 
 
-class _TrackedEnviron(os._Environ):
-    """``os.environ``'s class plus a change counter; behaviour is otherwise identical."""
-
-    def __setitem__(self, key: str, value: str) -> None:
-        super().__setitem__(key, value)
-        GENERATION[0] += 1
-
-    def __delitem__(self, key: str) -> None:
-        super().__delitem__(key)
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    # Runs for every audit event of the process: one set lookup, nothing else.
+    if event in _ENV_EVENTS:
         GENERATION[0] += 1
 
 
 def _track_environ() -> bool:
-    # Only the standard class is swapped. Anything else (another tool's replacement, or the
-    # subclass of an earlier import of this module, which bumps that import's counter) leaves
-    # tracking off, and dispatch checks the variables on every call.
     if type(os.environ) is not os._Environ:
         return False
-    try:
-        os.environ.__class__ = _TrackedEnviron
-    except TypeError:
-        return False
+    sys.addaudithook(_audit)
     return True
 
 
@@ -233,7 +273,7 @@ def current_target() -> str:
     NKI 0.3.0 reads ``NEURON_PLATFORM_TARGET_OVERRIDE``; its simulator defaults to trn3 when unset,
     which no library here targets, so this project defaults to trn2.
     """
-    raw = os.environ.get(TARGET_ENV, "").strip().lower()
+    raw = read_text(TARGET_ENV)
     if not raw:
         return "trn2"
     if raw not in _TARGET_ALIASES:

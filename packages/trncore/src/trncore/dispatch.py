@@ -297,7 +297,6 @@ class Operation:
     policy: TilePolicy = field(default_factory=TilePolicy)
     min_work: int = 0
     work: Callable[..., int] | None = None
-    dtypes: tuple[torch.dtype, ...] | None = None
 
     @property
     def qualname(self) -> str:
@@ -353,7 +352,6 @@ class Operation:
                     "no Neuron device with the nki package is present; set "
                     f"{lib.name.upper()}_USE_SIMULATOR=1 to run kernels on the CPU simulator"
                 )
-            self._check_dtypes(args)
             ctx = KernelContext(self, route, target, engine)
             return (self.driver or _default_driver)(ctx, *args, **kwargs)
         except CallerError as exc:  # the caller's mistake: their error, not a fallback
@@ -366,21 +364,6 @@ class Operation:
                 ) from exc
             self._warn_fallback(route, exc)
             return self.reference(*args, **kwargs)
-
-    def _check_dtypes(self, args: Sequence[Any]) -> None:
-        if self.dtypes is None:
-            return
-        for a in args:
-            if isinstance(a, torch.Tensor) and a.dtype not in self.dtypes:
-                allowed = ", ".join(str(d).removeprefix("torch.") for d in self.dtypes)
-                hint = (
-                    " (float64 stays float64: the reference keeps full precision)"
-                    if a.dtype == torch.float64
-                    else ""
-                )
-                raise KernelUnsupported(
-                    f"kernel takes {allowed}, got {str(a.dtype).removeprefix('torch.')}{hint}"
-                )
 
     def _warn_fallback(self, route: Route, exc: BaseException) -> None:
         cause = _cause_text(exc)
@@ -527,7 +510,6 @@ class Library:
         policy: TilePolicy | None = None,
         min_work: int = 0,
         work: Callable[..., int] | None = None,
-        dtypes: Sequence[torch.dtype] | None = None,
     ) -> Operation:
         """Declare an operation and return the callable that dispatches it.
 
@@ -535,7 +517,8 @@ class Library:
         (``driver(ctx, *args, **kwargs)``) prepares inputs, pads them by ``policy`` and launches
         kernels with ``ctx.launch``; without one, ``kernel`` is launched on the arguments as given.
         ``work(*args, **kwargs)`` estimates the call's work (e.g. FLOPs); under ``auto``, calls below
-        ``min_work`` run the reference. ``dtypes`` lists the tensor dtypes the kernel accepts.
+        ``min_work`` run the reference. Which dtypes a kernel takes is the driver's to decide, with
+        :func:`trncore.precision.kernel_dtype` (the one dtype policy, float32 opt-in included).
         """
         if not callable(reference):
             raise TypeError(f"reference for {name!r} must be callable")
@@ -550,7 +533,6 @@ class Library:
             policy=policy or TilePolicy(),
             min_work=int(min_work),
             work=work,
-            dtypes=tuple(dtypes) if dtypes is not None else None,
         )
         functools.update_wrapper(op, reference, updated=())
         self.operations[name] = op

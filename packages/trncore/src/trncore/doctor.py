@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import platform as py_platform
 import sys
 from importlib import metadata
@@ -62,11 +61,9 @@ def collect() -> dict[str, object]:
             libs[name] = {"installed": True, "error": str(exc)}
     report["libraries"] = libs
     prefixes = tuple(f"{p}_" for p in (config.SUITE_PREFIX, *(n.upper() for n in LIBRARIES)))
-    report["environment"] = {
-        k: v
-        for k, v in sorted(os.environ.items())
-        if k.startswith(prefixes) or k in ("PJRT_DEVICE", simulator.TARGET_ENV, "NKI_PRECISE_FP")
-    }
+    report["environment"] = config.environment(
+        prefixes, ("PJRT_DEVICE", simulator.TARGET_ENV, "NKI_PRECISE_FP")
+    )
     return report
 
 

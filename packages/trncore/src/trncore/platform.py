@@ -9,8 +9,9 @@ import functools
 import glob
 import importlib
 import importlib.util
-import os
 import sys
+
+from trncore import config
 
 __all__ = [
     "neuron_device_present",
@@ -73,7 +74,7 @@ def neuron_device_present() -> bool:
     """
     if not torch_xla_available():
         return False
-    if not glob.glob("/dev/neuron*") and os.environ.get("PJRT_DEVICE", "").upper() != "NEURON":
+    if not glob.glob("/dev/neuron*") and config.pjrt_device() != "NEURON":
         return False  # no device node and no Neuron PJRT plugin requested: skip importing torch-xla
     try:
         import torch_xla

@@ -5,19 +5,25 @@ The Tensor Engine multiplies bfloat16, float16 and float32 operands and accumula
 computed in float32 behind the caller's back: the kernel route declines it with the reason, and
 dispatch runs the float64 PyTorch reference with one ``NkiFallbackWarning``. A caller who accepts
 float32 accuracy opts in, for every library with ``TRNSCI_ALLOW_FP32_COMPUTE=1``, for one library
-with ``<LIB>_ALLOW_FP32_COMPUTE=1`` (read at each call, like every steering variable), or per call
-where an entry point offers ``allow_fp32=True``. Then float64 inputs are rounded to float32, the
-kernel runs, and results come back as float64 carrying float32 accuracy.
+with ``<LIB>_ALLOW_FP32_COMPUTE=1`` (read at each call, like every steering variable), for a block
+of code with ``with trncore.precision.fp32_compute(): ...`` (this thread or task only), or per call
+where an entry point offers ``allow_fp32=True`` (it opens that scope). Then float64 inputs are
+rounded to float32, the kernel runs, and results come back as float64 carrying float32 accuracy.
+Every library applies this one policy through :func:`kernel_dtype`.
 """
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 
 import torch
 
 from trncore import config
 from trncore.dispatch import KernelUnsupported
 
-__all__ = ["ENV_SUFFIX", "KERNEL_DTYPES", "fp32_compute_allowed", "kernel_dtype"]
+__all__ = ["ENV_SUFFIX", "KERNEL_DTYPES", "fp32_compute", "fp32_compute_allowed", "kernel_dtype"]
 
 #: ``<LIB>_ALLOW_FP32_COMPUTE`` / ``TRNSCI_ALLOW_FP32_COMPUTE``.
 ENV_SUFFIX = "ALLOW_FP32_COMPUTE"
@@ -30,9 +36,27 @@ def _name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+_SCOPE: ContextVar[bool] = ContextVar("trncore_fp32_compute", default=False)
+
+
+@contextlib.contextmanager
+def fp32_compute(enabled: bool = True) -> Iterator[None]:
+    """Inside the block (this thread or task), float64 inputs may compute in float32, in every library.
+
+    ``enabled=False`` adds nothing (an enclosing scope or the environment still applies), so an
+    entry point can open the scope with its ``allow_fp32`` argument unconditionally.
+    """
+    token = _SCOPE.set(bool(enabled) or _SCOPE.get())
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
 def fp32_compute_allowed(library: str, explicit: bool = False) -> bool:
-    """Whether ``library`` may compute float64 data in float32: ``explicit`` or the environment."""
-    return bool(explicit) or config.read_bool(library, ENV_SUFFIX)
+    """Whether ``library`` may compute float64 data in float32: ``explicit``, an
+    :func:`fp32_compute` scope, or the environment."""
+    return bool(explicit) or _SCOPE.get() or config.read_bool(library, ENV_SUFFIX)
 
 
 def kernel_dtype(
@@ -57,8 +81,8 @@ def kernel_dtype(
             return torch.float32
         raise KernelUnsupported(
             f"{operation} kernel computes in {allowed} and got float64, which stays float64 on the "
-            f"PyTorch reference (opt into float32 compute with {library.upper()}_{ENV_SUFFIX}=1 or "
-            f"TRNSCI_{ENV_SUFFIX}=1)"
+            f"PyTorch reference (float64 stays float64 unless float32 compute is opted into: "
+            f"{library.upper()}_{ENV_SUFFIX}=1, TRNSCI_{ENV_SUFFIX}=1 or trncore.precision.fp32_compute())"
         )
     raise KernelUnsupported(f"{operation} kernel takes {allowed} (float64 with the float32 opt-in), "
                             f"got {_name(dtype)}")

@@ -14,13 +14,12 @@ Tests may register further engines (for example a NumPy stand-in) with :func:`re
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from trncore import platform
+from trncore import config, platform
 from trncore.config import TARGET_ENV, current_target
 
 __all__ = [
@@ -72,15 +71,8 @@ class VendorSimulator:
         """Run ``kernel`` through the vendor's ``nki.simulate`` with ``target`` set for the call."""
         import nki  # the real package; only reached where platform.real_nki_available()
 
-        previous = os.environ.get(TARGET_ENV)
-        os.environ[TARGET_ENV] = target  # nki 0.3.0 takes the target from the environment only
-        try:
+        with config.variable_set(TARGET_ENV, target):  # nki 0.3.0 reads the target from there only
             return nki.simulate(kernel)(*args, **params)
-        finally:
-            if previous is None:
-                os.environ.pop(TARGET_ENV, None)
-            else:
-                os.environ[TARGET_ENV] = previous
 
 
 _registered: dict[str, SimulatorEngine] = {}
@@ -100,7 +92,7 @@ def unregister_engine(name: str) -> None:
 
 def engine_name() -> str:
     """The engine the simulator route would use now (reads ``TRNSCI_SIM_ENGINE`` at call time)."""
-    choice = os.environ.get(ENGINE_ENV, "auto").strip().lower() or "auto"
+    choice = config.read_text(ENGINE_ENV, "auto")
     allowed = ("auto", "trncore", "nki", *sorted(_registered))
     if choice not in allowed:
         raise ValueError(f"{ENGINE_ENV}={choice!r} is not valid; allowed values: {', '.join(allowed)}")

@@ -9,31 +9,23 @@ real ``nki`` package and a Neuron device are present) and the ``TRNFFT_*`` / ``T
 environment variables.
 """
 
-from trncore import Library, NkiDispatchError, NkiFallbackWarning, neuron_device_present
-
-__version__ = "0.1.0"
-
-_library: Library = Library.register("trnfft", __version__)
-set_backend = _library.set_backend
-backend = _library.backend  # with backend("nki"): ... (scoped to the block)
-get_backend = _library.get_backend
-__getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
-
-from trnfft.complex_tensor import ComplexTensor  # noqa: E402  (after the library is registered)
-from trnfft.errors import FFTArgumentError, FFTDimError, FFTDtypeUnsupportedError, FFTTypeError  # noqa: E402
-from trnfft.layers import ComplexBatchNorm1d, ComplexConv1d, ComplexLinear, ComplexModReLU  # noqa: E402
-from trnfft.matmul import complex_matmul  # noqa: E402
-from trnfft.plan import (  # noqa: E402
+from trncore import NkiDispatchError, NkiFallbackWarning, neuron_device_present
+from trnfft import _library
+from trnfft._library import __version__, backend, explain, get_backend, set_backend
+from trnfft.complex_tensor import ComplexTensor
+from trnfft.errors import FFTArgumentError, FFTDimError, FFTDtypeUnsupportedError, FFTTypeError
+from trnfft.layers import ComplexBatchNorm1d, ComplexConv1d, ComplexLinear, ComplexModReLU
+from trnfft.matmul import complex_matmul
+from trnfft.plan import (
     FFTPlan,
-    TwiddleTables,
     choose_algorithm,
     clear_plan_cache,
     create_plan,
     plan_cache_info,
 )
-from trnfft.realtransforms import dct, dctn, dst, dstn, idct, idctn, idst, idstn  # noqa: E402
-from trnfft.spectral import istft, stft  # noqa: E402
-from trnfft.transforms import (  # noqa: E402
+from trnfft.realtransforms import dct, dctn, dst, dstn, idct, idctn, idst, idstn
+from trnfft.spectral import istft, stft
+from trnfft.transforms import (
     fft,
     fft2,
     fftfreq,
@@ -58,6 +50,8 @@ from trnfft.transforms import (  # noqa: E402
     rfftn,
 )
 
+__getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
+
 __all__ = [
     "HAS_NKI",
     "ComplexBatchNorm1d",
@@ -72,7 +66,6 @@ __all__ = [
     "FFTTypeError",
     "NkiDispatchError",
     "NkiFallbackWarning",
-    "TwiddleTables",
     "__version__",
     "backend",
     "choose_algorithm",
@@ -83,6 +76,7 @@ __all__ = [
     "dctn",
     "dst",
     "dstn",
+    "explain",
     "fft",
     "fft2",
     "fftfreq",

@@ -6,9 +6,10 @@ Each layer keeps its parameters as split real/imaginary planes (``weight_real``,
 
 ``ComplexLinear``, ``ComplexConv1d`` (``groups=1``; im2col + complex GEMM), ``ComplexModReLU``
 run through ``torch.autograd.Function`` classes with analytic backward passes whose every step is
-a trncore operation (:mod:`trnfft._layer_ops`): on the NKI route forward and backward run the
-kernels of :mod:`trnfft.kernels`, on the PyTorch route their torch references;
-``ComplexBatchNorm1d`` likewise (:mod:`trnfft._batchnorm_ops`). Grouped convolutions compute with
+a trncore operation (:mod:`trnfft._ops`; the autograd functions are in :mod:`trnfft._autograd`):
+on the NKI route forward and backward run the kernels of :mod:`trnfft.kernels`, on the PyTorch
+route their torch references;
+``ComplexBatchNorm1d`` likewise (:mod:`trnfft._autograd`). Grouped convolutions compute with
 torch's ``conv1d`` on either route (autograd through torch).
 """
 
@@ -21,8 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trnfft._batchnorm_ops import BatchNormFunction
-from trnfft._layer_ops import Conv1dFunction, LinearFunction, ModReLUFunction
+from trnfft._autograd import BatchNormFunction, Conv1dFunction, LinearFunction, ModReLUFunction
 from trnfft.complex_tensor import ComplexTensor, TensorLike
 
 __all__ = ["ComplexBatchNorm1d", "ComplexConv1d", "ComplexLinear", "ComplexModReLU"]

@@ -24,7 +24,6 @@ Algorithm rule (the NKI route's choice; on the PyTorch route a plan runs ``torch
 from __future__ import annotations
 
 import functools
-import math
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +31,16 @@ from typing import Any
 import torch
 
 from trnfft import _validate, transforms
+from trnfft._drivers.plan import (
+    ALGORITHMS,
+    DFT_GEMM_MAX,
+    KernelSetup,
+    algorithm_for,
+    bluestein_length,
+    clear_kernel_plans,
+    kernel_plan,
+    unit_root_powers,
+)
 from trnfft.complex_tensor import ComplexTensor, TensorLike
 from trnfft.errors import FFTArgumentError
 
@@ -39,7 +48,6 @@ __all__ = [
     "ALGORITHMS",
     "DFT_GEMM_MAX",
     "FFTPlan",
-    "TwiddleTables",
     "bluestein_length",
     "choose_algorithm",
     "clear_plan_cache",
@@ -47,11 +55,6 @@ __all__ = [
     "plan_cache_info",
 ]
 
-#: The algorithms a plan can record, in the order the rule tries them.
-ALGORITHMS = ("dft_gemm", "stockham", "mixed_radix", "bluestein")
-#: Largest length transformed by a single DFT GEMM (the Tensor Engine's contraction rows).
-DFT_GEMM_MAX = 128
-_MIXED_RADIX_PRIMES = (2, 3, 5, 7, 11, 13)
 _COMPLEX = {
     torch.complex64: torch.complex64,
     torch.complex128: torch.complex128,
@@ -59,33 +62,6 @@ _COMPLEX = {
     torch.float64: torch.complex128,
 }
 _PART = {torch.complex64: torch.float32, torch.complex128: torch.float64}
-
-
-def _power_of_two_radices(n: int) -> tuple[int, ...]:
-    """Radix-8 stages, with radix 4 for what is left (``2**k`` for ``k >= 2``)."""
-    k = n.bit_length() - 1
-    eights, rest = divmod(k, 3)
-    if rest == 1:  # 2**(3a+1) = 8**(a-1) * 4 * 4
-        return (8,) * (eights - 1) + (4, 4)
-    return (8,) * eights + ((4,) if rest == 2 else ())
-
-
-def _smooth_radices(n: int) -> tuple[int, ...] | None:
-    """Stage radices for a 13-smooth ``n`` (powers of two grouped as 8s and 4s), else None."""
-    twos = (n & -n).bit_length() - 1
-    rest = n >> twos
-    radices: list[int] = []
-    for p in _MIXED_RADIX_PRIMES[1:]:
-        while rest % p == 0:
-            radices.append(p)
-            rest //= p
-    if rest != 1:
-        return None
-    if twos >= 2:
-        radices = [*_power_of_two_radices(1 << twos), *radices]
-    elif twos == 1:
-        radices = [2, *radices]
-    return tuple(radices)
 
 
 def choose_algorithm(n: int) -> tuple[str, tuple[int, ...]]:
@@ -103,19 +79,8 @@ def choose_algorithm(n: int) -> tuple[str, tuple[int, ...]]:
         ``dft_gemm``; for ``bluestein``, the radices of the power-of-two convolution length).
     """
     _check_n(n)
-    if n <= DFT_GEMM_MAX:
-        return "dft_gemm", (n,)
-    if n & (n - 1) == 0:
-        return "stockham", _power_of_two_radices(n)
-    smooth = _smooth_radices(n)
-    if smooth is not None:
-        return "mixed_radix", smooth
-    return "bluestein", _power_of_two_radices(bluestein_length(n))
-
-
-def bluestein_length(n: int) -> int:
-    """The power-of-two convolution length Bluestein's algorithm uses for ``n``: ``m >= 2n - 1``."""
-    return 1 << (2 * n - 2).bit_length()
+    algorithm, radices, _ = algorithm_for(n)
+    return algorithm, radices
 
 
 def _check_n(n: Any) -> None:
@@ -160,12 +125,6 @@ def _planes(
     )
 
 
-def _unit_root_powers(numerator: torch.Tensor, denominator: int) -> torch.Tensor:
-    """``exp(-2πi numerator / denominator)`` in float64, reducing the integer exponent first."""
-    reduced = torch.remainder(numerator, denominator).to(torch.float64)
-    return torch.polar(torch.ones_like(reduced), reduced * (-2.0 * math.pi / denominator))
-
-
 def _build_twiddles(plan: FFTPlan) -> TwiddleTables:
     """Compute every table of ``plan`` (called once per plan, on first use)."""
     part = _PART[plan.dtype]
@@ -174,10 +133,10 @@ def _build_twiddles(plan: FFTPlan) -> TwiddleTables:
     length_before = 1
     for r in radices:
         idx = torch.arange(r, dtype=torch.int64)
-        stage_dft.append(_planes(_unit_root_powers(torch.outer(idx, idx), r), part, plan.device))
+        stage_dft.append(_planes(unit_root_powers(torch.outer(idx, idx), r), part, plan.device))
         k = torch.arange(length_before, dtype=torch.int64)
         stage_twiddles.append(
-            _planes(_unit_root_powers(torch.outer(k, idx), length_before * r), part, plan.device)
+            _planes(unit_root_powers(torch.outer(k, idx), length_before * r), part, plan.device)
         )
         length_before *= r
     chirp = chirp_filter = None
@@ -185,7 +144,7 @@ def _build_twiddles(plan: FFTPlan) -> TwiddleTables:
         n, m = plan.n, plan.inner_length
         k = torch.arange(n, dtype=torch.int64)
         # exp(-πi k²/n) = exp(-2πi (k² mod 2n) / 2n): reduce in integers to keep float64 accuracy.
-        c = _unit_root_powers(k * k, 2 * n)
+        c = unit_root_powers(k * k, 2 * n)
         conj_chirp = torch.zeros(m, dtype=torch.complex128)
         conj_chirp[:n] = c.conj()
         conj_chirp[m - n + 1 :] = c[1:].conj().flip(0)
@@ -217,8 +176,10 @@ class FFTPlan:
     inner_length : int
         Length of the staged transform: ``n``, or Bluestein's convolution length ``m``.
     kernel_keys : dict
-        Compiled-kernel keys per stage and target, filled by the NKI route when it first runs the
-        plan (empty on the PyTorch route).
+        Compiled-kernel keys per stage and target, filled by the NKI route when it first runs a
+        transform of length ``n`` on the plan's device (empty on the PyTorch route). The kernels
+        compute on float32 planes whatever the plan's precision, so the dictionary belongs to the
+        length and device: it is the drivers' kernel plan's (:mod:`trnfft._drivers.plan`).
     """
 
     n: int
@@ -228,8 +189,12 @@ class FFTPlan:
     algorithm: str
     radices: tuple[int, ...]
     inner_length: int
-    kernel_keys: dict[Any, Any] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def kernel_keys(self) -> dict[Any, Any]:
+        """Compiled-kernel keys of the NKI route for this length and device (see the class)."""
+        return kernel_plan(self.n, self.device).keys
 
     @property
     def twiddles(self) -> TwiddleTables:
@@ -256,7 +221,7 @@ class FFTPlan:
             with self._lock:
                 table = self.__dict__.get("_real_twiddles")
                 if table is None:
-                    w = _unit_root_powers(torch.arange(self.n // 2 + 1, dtype=torch.int64), self.n)
+                    w = unit_root_powers(torch.arange(self.n // 2 + 1, dtype=torch.int64), self.n)
                     table = w.to(device=self.device, dtype=self.dtype)
                     self.__dict__["_real_twiddles"] = table
         return table
@@ -276,7 +241,7 @@ class FFTPlan:
         if x.device != self.device:
             raise ValueError(f"FFTPlan.{fn}: x is on {x.device} but the plan's tables are on {self.device}")
 
-    def kernel_setup(self, grouping: str = "fused") -> Any:
+    def kernel_setup(self, grouping: str = "fused") -> KernelSetup:
         """The NKI route's stage geometry and float32 tables for this plan (built once, then kept).
 
         Parameters
@@ -288,20 +253,11 @@ class FFTPlan:
 
         Returns
         -------
-        trnfft._kernel_plan.KernelSetup
-            Geometry, stationary tables and (Bluestein) pointwise tables on the plan's device.
+        trnfft._drivers.plan.KernelSetup
+            Geometry, stationary tables and (Bluestein) pointwise tables on the plan's device,
+            shared with the drivers' kernel plan for this length and device.
         """
-        from trnfft._kernel_plan import build_kernel_setup
-
-        key = grouping
-        setups = self.__dict__.setdefault("_kernel_setups", {})
-        setup = setups.get(key)
-        if setup is None:
-            with self._lock:
-                setup = setups.get(key)
-                if setup is None:
-                    setup = setups[key] = build_kernel_setup(self, grouping)
-        return setup
+        return kernel_plan(self.n, self.device).setup(grouping)
 
     def fft(self, x: TensorLike, dim: int = -1) -> TensorLike:
         """The forward transform of length ``n`` along ``dim`` (as :func:`trnfft.fft`).
@@ -346,8 +302,7 @@ _plan_lock = threading.Lock()
 
 @functools.lru_cache(maxsize=256)
 def _cached_plan(n: int, dtype: torch.dtype, device: torch.device, norm: str | None) -> FFTPlan:
-    algorithm, radices = choose_algorithm(n)
-    inner = bluestein_length(n) if algorithm == "bluestein" else n
+    algorithm, radices, inner = algorithm_for(n)
     return FFTPlan(n, dtype, device, norm, algorithm, radices, inner)
 
 
@@ -395,6 +350,7 @@ def plan_cache_info() -> Any:
 
 
 def clear_plan_cache() -> None:
-    """Drop every cached plan and its tables (later calls build new plans)."""
+    """Drop every cached plan and its tables, the NKI route's included (later calls build new ones)."""
     with _plan_lock:
         _cached_plan.cache_clear()
+    clear_kernel_plans()

@@ -21,8 +21,8 @@ from typing import Any, cast
 import torch
 
 from trncore.config import GENERATION as _GENERATION
-from trnfft import _library as _LIB
 from trnfft import _ops, _validate
+from trnfft._library import library as _LIB
 from trnfft.complex_tensor import ComplexTensor, TensorLike
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 ``einsum`` matches ``torch.einsum`` on every expression and contracts in opt_einsum's optimal
 order; each GEMM-shaped step goes through the trncore operation ``contract_gemm``
-(:mod:`trntensor.gemm`). ``ao_to_mo_transform`` and ``mp2_energy`` run through the operations
+(:mod:`trntensor._ops`). ``ao_to_mo_transform`` and ``mp2_energy`` run through the operations
 ``ao_to_mo`` and ``mp2_energy``. Each operation has a PyTorch reference (any device) and an NKI
 kernel (:mod:`trntensor.kernels`, float32) used on a Neuron device or on the trncore.sim emulator.
 
@@ -12,20 +12,12 @@ real ``nki`` package and a Neuron device are present) and the ``TRNTENSOR_*`` / 
 environment variables.
 """
 
-from trncore import Library, NkiDispatchError, NkiFallbackWarning, neuron_device_present
-
-__version__ = "0.1.0"
-
-_library: Library = Library.register("trntensor", __version__)
-set_backend = _library.set_backend
-backend = _library.backend  # with backend("nki"): ... (scoped to the block)
-get_backend = _library.get_backend
-__getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
-
-# Imported after registration: the modules below look the library up through this package.
-from trncore.xla import from_xla, to_xla  # noqa: E402
-from trntensor.contraction import einsum, multi_einsum  # noqa: E402
-from trntensor.decompositions import (  # noqa: E402
+from trncore import NkiDispatchError, NkiFallbackWarning, neuron_device_present
+from trncore.xla import from_xla, to_xla
+from trntensor import _library
+from trntensor._library import __version__, backend, explain, get_backend, set_backend
+from trntensor.contraction import einsum, multi_einsum
+from trntensor.decompositions import (
     CPDecomposition,
     TTDecomposition,
     TuckerDecomposition,
@@ -36,9 +28,9 @@ from trntensor.decompositions import (  # noqa: E402
     tucker_decompose,
     tucker_reconstruct,
 )
-from trntensor.df_mp2 import ao_to_mo_transform, apply_metric, metric_inverse_sqrt, mp2_energy  # noqa: E402
-from trntensor.dfmp2 import DFMP2Energy, dfmp2_energy  # noqa: E402
-from trntensor.planning import (  # noqa: E402
+from trntensor.df_mp2 import ao_to_mo_transform, apply_metric, metric_inverse_sqrt, mp2_energy
+from trntensor.dfmp2 import DFMP2Energy, dfmp2_energy
+from trntensor.planning import (
     ContractionPlan,
     ContractionStep,
     clear_plan_cache,
@@ -46,6 +38,8 @@ from trntensor.planning import (  # noqa: E402
     plan_cache_info,
     plan_contraction,
 )
+
+__getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
 
 __all__ = [
     "HAS_NKI",
@@ -67,6 +61,7 @@ __all__ = [
     "dfmp2_energy",
     "einsum",
     "estimate_flops",
+    "explain",
     "from_xla",
     "get_backend",
     "metric_inverse_sqrt",

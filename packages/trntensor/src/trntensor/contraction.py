@@ -10,9 +10,10 @@ import torch
 
 from trncore import xla
 from trncore.dispatch import Route
-from trntensor import gemm
+from trntensor import _ops
 from trntensor._checks import check_scalar
-from trntensor.planning import ELEMENTWISE, ContractionPlan, ContractionStep, OperandPrep, _cached_plan
+from trntensor._library import library
+from trntensor.planning import ELEMENTWISE, ContractionPlan, ContractionStep, OperandPrep, cached_plan
 from trntensor.subscripts import sublist_to_subscripts
 
 __all__ = ["einsum", "multi_einsum"]
@@ -73,7 +74,7 @@ def _gemm_operand(
 def _run_step(step: ContractionStep, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     a2 = _gemm_operand(a, step._perm_a, step._view_a, step.transpose_a)
     b2 = _gemm_operand(b, step._perm_b, step._view_b, step.transpose_b)
-    c = a2 * b2 if step.strategy == ELEMENTWISE else gemm._contract_gemm(a2, b2)
+    c = a2 * b2 if step.strategy == ELEMENTWISE else _ops.contract_gemm(a2, b2)
     return c.reshape(step._result_shape)
 
 
@@ -170,11 +171,9 @@ def einsum(
         The contraction, on the operands' device, in their promoted dtype. Like ``torch.einsum``
         it may be a view of an operand when nothing is computed (``"ij->ji"``).
     """
-    from trntensor import get_backend
-
     subscripts, ops = _split_args(subscripts, operands)
     device, dtype = _check_operands(ops)
-    plan = _cached_plan(subscripts, tuple(tuple(op.shape) for op in ops), dtype, get_backend())
+    plan = cached_plan(subscripts, tuple(tuple(op.shape) for op in ops), dtype, library.get_backend())
     ops = [op if op.dtype == dtype else op.to(dtype) for op in ops]
     result = _execute(plan, ops)
     if (
@@ -207,8 +206,6 @@ def multi_einsum(*expressions: Sequence[Any]) -> list[torch.Tensor]:
     list of torch.Tensor
         One result per expression, in order, on the device of the operands.
     """
-    from trntensor import _library, get_backend
-
     if not expressions:
         raise ValueError("multi_einsum: at least one expression is required")
     parsed = []
@@ -217,14 +214,14 @@ def multi_einsum(*expressions: Sequence[Any]) -> list[torch.Tensor]:
             raise TypeError(f"multi_einsum: expression {n} must be a tuple (subscripts, *operands)")
         subscripts, ops = _split_args(expr[0], expr[1:])
         device, dtype = _check_operands(ops)
-        plan = _cached_plan(subscripts, tuple(tuple(op.shape) for op in ops), dtype, get_backend())
+        plan = cached_plan(subscripts, tuple(tuple(op.shape) for op in ops), dtype, library.get_backend())
         parsed.append((plan, ops, dtype, device))
     staged: dict[tuple[int, torch.dtype], torch.Tensor] = {}
     for _, ops, dtype, _ in parsed:
         for op in ops:
             if (id(op), dtype) not in staged:
                 staged[id(op), dtype] = _stage(op, dtype)
-    resident = _library.explain()[0] is Route.DEVICE
+    resident = library.explain()[0] is Route.DEVICE
     if resident:
         keys = list(staged)
         staged = dict(zip(keys, xla.stage([staged[k] for k in keys])))

@@ -7,8 +7,8 @@ MP2 correlation energy is then
 
 Both steps are trncore operations (``trntensor.ao_to_mo`` and ``trntensor.mp2_energy``): the public
 functions validate their inputs and call them. On the PyTorch route they run the reference
-implementations below; on the NKI route (a Neuron device, or the emulator with
-``TRNTENSOR_USE_SIMULATOR=1``) the drivers in :mod:`trntensor._df_mp2_kernels` launch the
+implementations of :mod:`trntensor._pytorch`; on the NKI route (a Neuron device, or the emulator
+with ``TRNTENSOR_USE_SIMULATOR=1``) the drivers in :mod:`trntensor._drivers` launch the
 kernels of :mod:`trntensor.kernels`, which compute in float32. float64 inputs stay on the float64
 reference with a fallback warning unless float32 compute is opted into
 (:mod:`trntensor._precision`).
@@ -16,11 +16,9 @@ reference with a fallback warning unless float32 compute is opted into
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-from trntensor import gemm
+from trntensor import _ops
 from trntensor._checks import check_int, check_same_device, check_tensor, floating_dtype
 
 __all__ = [
@@ -35,63 +33,12 @@ __all__ = [
 #: room for B, the caller's own arrays and other processes. Pass ``memory_budget=`` to change it.
 DEFAULT_MEMORY_BUDGET = 6 * 2**30
 
-# Unpacking PySCF's triangle layout materialises (chunk, nbasis, nbasis); this bounds the chunk.
-_UNPACK_BUDGET = 256 * 2**20
-
 
 def _common_dtype(tensors: list[torch.Tensor], names: list[str]) -> torch.dtype:
     dtype = floating_dtype(tensors[0], names[0])
     for t, n in zip(tensors[1:], names[1:]):
         dtype = torch.promote_types(dtype, floating_dtype(t, n))
     return dtype
-
-
-def _ao_to_mo_dense(eri3c: torch.Tensor, c_occ: torch.Tensor, c_vir: torch.Tensor) -> torch.Tensor:
-    """``B[i,a,P] = Σ_{μν} C_occ[μ,i] C_vir[ν,a] (μν|P)`` for a dense ``(nbasis, nbasis, naux)``."""
-    n, _, naux = eri3c.shape
-    half = torch.matmul(c_occ.mT, eri3c.reshape(n, n * naux))  # (i, ν·P)
-    return torch.matmul(c_vir.mT, half.reshape(-1, n, naux))  # (i, a, P), batched over i
-
-
-def _tril_pair_index(n: int, device: torch.device) -> torch.Tensor:
-    """For every (μ, ν), the position of the pair in PySCF's packed order (0,0), (1,0), (1,1), …."""
-    mu = torch.arange(n, device=device)
-    hi = torch.maximum(mu[:, None], mu[None, :])
-    lo = torch.minimum(mu[:, None], mu[None, :])
-    return (hi * (hi + 1) // 2 + lo).reshape(-1)
-
-
-def _unpack_tril(packed: torch.Tensor, index: torch.Tensor, n: int) -> torch.Tensor:
-    """``(p, n(n+1)/2)`` lower triangles → the dense ``(n, n, p)`` layout.
-
-    Gathers whole rows of the transposed block (each a contiguous run of ``p`` values), which is
-    several times faster than gathering single elements.
-    """
-    return packed.mT.contiguous().index_select(0, index).view(n, n, packed.shape[0])
-
-
-def _aux_chunk(n: int, itemsize: int) -> int:
-    """Auxiliary functions per unpacked chunk of PySCF's triangle layout (bounded memory)."""
-    return max(1, _UNPACK_BUDGET // max(1, n * n * itemsize))
-
-
-def _ao_to_mo_reference(eri3c: torch.Tensor, c_occ: torch.Tensor, c_vir: torch.Tensor) -> torch.Tensor:
-    """PyTorch reference of the ``ao_to_mo`` operation: either layout, inputs already validated.
-
-    ``eri3c`` is dense ``(n, n, naux)`` or packed ``(naux, n(n+1)/2)``; all three tensors share
-    one dtype and device.
-    """
-    if eri3c.dim() == 3:
-        return _ao_to_mo_dense(eri3c, c_occ, c_vir)
-    n = c_occ.shape[0]
-    naux = eri3c.shape[0]
-    b = torch.empty(c_occ.shape[1], c_vir.shape[1], naux, dtype=eri3c.dtype, device=eri3c.device)
-    chunk = _aux_chunk(n, eri3c.dtype.itemsize)
-    index = _tril_pair_index(n, eri3c.device)
-    for p0 in range(0, naux, chunk):
-        dense = _unpack_tril(eri3c[p0 : p0 + chunk], index, n)  # (μ, ν, p)
-        b[:, :, p0 : p0 + chunk] = _ao_to_mo_dense(dense, c_occ, c_vir)
-    return b
 
 
 def ao_to_mo_transform(
@@ -150,7 +97,7 @@ def ao_to_mo_transform(
             f"eri3c must be (nbasis, nbasis, naux) or packed (naux, nbasis*(nbasis+1)/2), "
             f"got shape {tuple(eri3c.shape)}"
         )
-    b = _ao_to_mo_op(eri3c.to(dtype), c_occ, c_vir)
+    b = _ops.ao_to_mo(eri3c.to(dtype), c_occ, c_vir)
     if metric is not None:
         b = apply_metric(b, metric)
     return b
@@ -216,25 +163,7 @@ def apply_metric(B: torch.Tensor, metric: torch.Tensor, *, lindep: float = 1e-12
         )
     fit = metric_inverse_sqrt(metric.to(dtype), lindep=lindep)
     # One GEMM over every (…) row, through the same dispatched GEMM as einsum's steps.
-    return gemm._contract_gemm(B.to(dtype).reshape(-1, fit.shape[0]), fit).reshape(B.shape)
-
-
-def _mp2_energy_block_reference(
-    b_i: torch.Tensor, b_j: torch.Tensor, d_i: torch.Tensor, d_j: torch.Tensor
-) -> torch.Tensor:
-    """Σ over one block of occupied pairs of ``T (2T − Tᵀ) / Δ``.
-
-    ``b_i`` is ``(ni, nvir, naux)``, ``b_j`` is ``(nj, nvir, naux)``; ``d_i[i, a] = ε_i − ε_a`` and
-    ``d_j`` likewise, so ``Δ[i,a,j,b] = d_i[i,a] + d_j[j,b]``.
-    """
-    ni, nv, naux = b_i.shape
-    nj = b_j.shape[0]
-    t = torch.matmul(b_i.reshape(ni * nv, naux), b_j.reshape(nj * nv, naux).mT).view(ni, nv, nj, nv)
-    x = torch.mul(t, 2.0).sub_(t.permute(0, 3, 2, 1))  # 2 T_ij^ab − T_ij^ba in (i, a, j, b) order
-    x.mul_(t)
-    del t
-    x.div_(d_i[:, :, None, None] + d_j[None, None, :, :])
-    return x.sum()
+    return _ops.contract_gemm(B.to(dtype).reshape(-1, fit.shape[0]), fit).reshape(B.shape)
 
 
 def mp2_energy(
@@ -305,37 +234,5 @@ def mp2_energy(
     if n == 0 or nvir == 0 or naux == 0:
         return torch.zeros((), dtype=dtype, device=B.device)
     d = e_occ[:, None] - e_vir[None, :]  # (i, a): ε_i − ε_a
-    return _mp2_energy_op(b, d, budget).to(dtype)
+    return _ops.mp2_energy(b, d, budget).to(dtype)
 
-
-def _mp2_energy_reference(b: torch.Tensor, d: torch.Tensor, budget: int) -> torch.Tensor:
-    """PyTorch reference of the ``mp2_energy`` operation: validated ``b`` (n, nvir, naux) and
-    ``d[i, a] = ε_i − ε_a`` of one dtype; occupied blocks ``I ≤ J`` sized to ``budget`` bytes."""
-    n, nvir, _ = b.shape
-    # Accumulate block sums in float64 where the inputs are single precision (more bits, same out).
-    acc_dtype = torch.float64 if b.dtype.itemsize < 8 else b.dtype
-    total = torch.zeros((), dtype=acc_dtype, device=b.device)
-    block = _occupied_block(n, nvir, b.dtype.itemsize, budget)
-    for i0 in range(0, n, block):
-        i1 = min(i0 + block, n)
-        for j0 in range(i0, n, block):
-            j1 = min(j0 + block, n)
-            part = _mp2_energy_block_reference(b[i0:i1], b[j0:j1], d[i0:i1], d[j0:j1])
-            total += part if j0 == i0 else 2 * part
-    return total
-
-
-def _occupied_block(n: int, nvir: int, itemsize: int, budget: int) -> int:
-    """Occupied block size: fits the budget, and small enough that the I ≤ J saving applies."""
-    # A block pair holds about three (bi, nvir, bj, nvir) arrays: T, 2T − Tᵀ and Δ.
-    per_pair = 3 * nvir * nvir * itemsize
-    fit = max(1, math.isqrt(max(1, budget // max(1, per_pair))))
-    # Several blocks along i make the symmetric saving real: k blocks form k(k+1)/2 of k² pairs.
-    # About eight blocks, of at least four orbitals so each GEMM stays efficient (measured on
-    # naphthalene-sized inputs: blocks of 4–9 orbitals within a few percent, one block 2× slower).
-    return max(1, min(fit, n, max(4, math.ceil(n / 8))))
-
-
-# Declared last: the drivers live in their own module and import the references from here.
-from trntensor._df_mp2_kernels import ao_to_mo_op as _ao_to_mo_op  # noqa: E402
-from trntensor._df_mp2_kernels import mp2_energy_op as _mp2_energy_op  # noqa: E402

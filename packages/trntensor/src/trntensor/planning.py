@@ -25,6 +25,7 @@ import opt_einsum
 import torch
 
 from trntensor._checks import check_int
+from trntensor._library import library
 from trntensor.subscripts import ParsedSubscripts, label_name, parse_subscripts
 
 __all__ = [
@@ -333,7 +334,7 @@ def _path(
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_plan(
+def cached_plan(
     subscripts: str, shapes: tuple[tuple[int, ...], ...], dtype: torch.dtype, backend: str
 ) -> ContractionPlan:
     parsed = parse_subscripts(subscripts, [len(s) for s in shapes])
@@ -416,8 +417,6 @@ def plan_contraction(
     ContractionPlan
         The path, the per-step strategies and the cost estimates.
     """
-    from trntensor import get_backend
-
     if not operands:
         raise ValueError("plan_contraction: at least one operand (or shape) is required")
     shapes = []
@@ -426,8 +425,8 @@ def plan_contraction(
         shape, dt = _shape_of(op, i)
         shapes.append(shape)
         dtypes.append(dt if dt is not None else (dtype or torch.float32))
-    return _cached_plan(
-        subscripts, tuple(shapes), functools.reduce(torch.promote_types, dtypes), get_backend()
+    return cached_plan(
+        subscripts, tuple(shapes), functools.reduce(torch.promote_types, dtypes), library.get_backend()
     )
 
 
@@ -456,9 +455,9 @@ def estimate_flops(
 
 def plan_cache_info() -> Any:
     """Hits, misses and size of the contraction-plan cache (``functools.lru_cache`` statistics)."""
-    return _cached_plan.cache_info()
+    return cached_plan.cache_info()
 
 
 def clear_plan_cache() -> None:
     """Drop every cached contraction plan (later calls plan again)."""
-    _cached_plan.cache_clear()
+    cached_plan.cache_clear()

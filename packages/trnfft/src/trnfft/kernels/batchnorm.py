@@ -5,7 +5,7 @@ Channels sit on the partitions (``(C, M)`` planes; C tiled by 128, M streamed in
 §3.8) and every per-channel coefficient a ``(P, 1)`` operand that ``tensor_scalar`` and
 ``scalar_tensor_tensor`` broadcast along the free dimension (§3.6, §2.12). The per-channel 2x2
 algebra (inverse square root, Sylvester solve) runs on ``(P, 1)`` tiles. The formulas are those of
-:mod:`trnfft._batchnorm_ops` (the PyTorch references these kernels are tested against).
+:mod:`trnfft._pytorch` (the PyTorch references these kernels are tested against).
 
 ``params`` ``(C, 5)``: ``γ_rr, γ_ii, γ_ri, β_r, β_i``; ``stats`` ``(C, 5)``: ``μ_r, μ_i, V_rr, V_ii,
 V_ri``.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from trntensor._checks import check_int
-from trntensor.decompositions._ops import check_input, check_iterations, leading_left_vectors, unfold
+from trntensor.decompositions._common import check_input, check_iterations, leading_left_vectors, unfold
 
 __all__ = ["CPDecomposition", "cp_decompose", "cp_reconstruct"]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from trntensor._checks import check_int
-from trntensor.decompositions._ops import check_input
+from trntensor.decompositions._common import check_input
 
 __all__ = ["TTDecomposition", "tt_decompose", "tt_reconstruct"]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from trntensor._checks import check_int
-from trntensor.decompositions._ops import (
+from trntensor.decompositions._common import (
     check_input,
     check_iterations,
     leading_left_vectors,

@@ -4,8 +4,8 @@ The einsum GEMM step launches the suite's GEMM kernel, :func:`trncore.kernels.ge
 
 Each kernel is an ordinary function written against ``from trncore.lang import nl, nisa`` (AWS's
 NKI where it is installed, the :mod:`trncore.sim` emulator elsewhere) and is launched through a
-trncore operation declared next to its PyTorch reference (:mod:`trntensor.gemm`,
-:mod:`trntensor.df_mp2`). The Tensor Engine work of every kernel goes through the shared tiled
+trncore operation of :mod:`trntensor._ops`, whose driver (:mod:`trntensor._drivers`) pads and
+launches it. The Tensor Engine work of every kernel goes through the shared tiled
 matmul block of :mod:`trncore.kernels`; the energy kernel reduces with the shared MP2 energy
 block from the same place. Tile sizes are compile-time parameters, and ragged edges are clipped
 tiles (sizes from ``min``), so no kernel assumes multiples of 128.

@@ -1,4 +1,10 @@
-"""Real-to-real transforms (DCT and DST, types 1-4) in torch: the operations' PyTorch references.
+"""trnfft's PyTorch references: the real-to-real transforms and the complex layers' arithmetic.
+
+The transforms of :mod:`trnfft._ops` have ``torch.fft`` itself as their reference; this module
+holds the references written here: the complex layers' operations (``complex_matmul``, ``modrelu``,
+whitening batch normalisation; see the end of the module) and the real-to-real transforms below.
+
+Real-to-real transforms (DCT and DST, types 1-4) in torch.
 
 Each transform is reduced to one FFT of a real or complex sequence plus ``O(n)`` element-wise
 work, so it costs what an FFT costs and is differentiable through torch's autograd. The FFTs are
@@ -419,3 +425,153 @@ dctn = _reference_nd("dct", False)
 idctn = _reference_nd("dct", True)
 dstn = _reference_nd("dst", False)
 idstn = _reference_nd("dst", True)
+
+
+# --------------------------------------------------------------------------- complex layers
+
+Planes = tuple[torch.Tensor, torch.Tensor]
+
+
+def complex_matmul(
+    ar: torch.Tensor,
+    ai: torch.Tensor,
+    br: torch.Tensor,
+    bi: torch.Tensor,
+    bias_r: torch.Tensor | None = None,
+    bias_i: torch.Tensor | None = None,
+    trans_a: bool = False,
+    trans_b: bool = False,
+) -> Planes:
+    """Reference: ``op(A) @ op(B) (+ bias)`` on planes with four real GEMMs."""
+    if trans_a:
+        ar, ai = ar.t(), ai.t()
+    if trans_b:
+        br, bi = br.t(), bi.t()
+    cr = ar @ br - ai @ bi
+    ci = ar @ bi + ai @ br
+    if bias_r is not None:
+        assert bias_i is not None  # the planes of one bias come together
+        cr = cr + bias_r
+        ci = ci + bias_i
+    return cr, ci
+
+
+def modrelu(xr: torch.Tensor, xi: torch.Tensor, b: torch.Tensor) -> Planes:
+    """Reference forward on ``(C, M)`` planes with a ``(C,)`` bias (0 where ``z = 0``)."""
+    r2 = xr * xr + xi * xi
+    r = torch.sqrt(torch.where(r2 > 0, r2, 1.0))
+    s = torch.where((r2 > 0) & (r + b[:, None] > 0), (r + b[:, None]) / r, 0.0)
+    return xr * s, xi * s
+
+
+def modrelu_backward(
+    xr: torch.Tensor, xi: torch.Tensor, b: torch.Tensor, gr: torch.Tensor, gi: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Reference analytic backward (see :mod:`trnfft.kernels.modrelu`); ``grad_b`` is ``(C, 1)``."""
+    r2 = xr * xr + xi * xi
+    r = torch.sqrt(torch.where(r2 > 0, r2, 1.0))
+    bias = b[:, None]
+    mask = ((r2 > 0) & (r + bias > 0)).to(xr.dtype)
+    s = (r + bias) / r * mask
+    d = gr * xr + gi * xi
+    coef = bias * mask / (r * r * r) * d
+    return gr * s - coef * xr, gi * s - coef * xi, (d / r * mask).sum(1, keepdim=True)
+
+
+# --------------------------------------------------------------------------- batch normalisation
+#
+# Whitening batch normalisation as trncore operations with an analytic backward.
+#
+# Layout: channels first, ``(C, M)`` planes (``M`` = every sample of a channel). ``params`` is
+# ``(C, 5)``: ``γ_rr, γ_ii, γ_ri, β_r, β_i``; ``stats`` is ``(C, 5)``: ``μ_r, μ_i, V_rr, V_ii, V_ri``
+# (biased batch covariance, ``eps`` not included).
+#
+# Forward: ``c = x - μ``, ``W = (V + eps I)^(-1/2)`` (closed form for a 2x2 SPD matrix, see
+# :func:`whitening`), ``ŷ = W c``, ``y = Γ ŷ + β`` with ``Γ = [[γ_rr, γ_ri], [γ_ri, γ_ii]]``.
+#
+# Backward, with ``g = ∂ℓ/∂y`` and ``h = Γ g`` (per sample, 2-vectors):
+#
+# * ``∂ℓ/∂β = Σ g``, ``∂ℓ/∂γ_rr = Σ g_r ŷ_r``, ``∂ℓ/∂γ_ii = Σ g_i ŷ_i``, ``∂ℓ/∂γ_ri = Σ g_r ŷ_i + g_i ŷ_r``;
+# * with running statistics (constants): ``∂ℓ/∂x = W h``;
+# * with batch statistics: ``G = Σ h cᵀ``; ``Z`` solves the Sylvester equation
+#   ``W Z + Z W = G + Gᵀ`` (``W² = (V + eps I)⁻¹`` differentiates through it); ``S = -W² Z W²``;
+#   ``∂ℓ/∂c = W h + S c / M`` and ``∂ℓ/∂x = ∂ℓ/∂c - mean(∂ℓ/∂c)`` (the centring's Jacobian).
+#
+# For a symmetric ``W = [[a, b], [b, d]]`` and symmetric right side ``R``, the Sylvester solution is
+# ``z12 = (R12 - b R11 / 2a - b R22 / 2d) / (a + d - b²/a - b²/d)``, ``z11 = (R11 - 2 b z12) / 2a``,
+# ``z22 = (R22 - 2 b z12) / 2d`` (the denominator is ``(a + d) det W / (a d) > 0``).
+
+
+def whitening(stats: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(W_rr, W_ii, W_ri)`` of ``(V + eps I)^(-1/2)`` per channel.
+
+    For a 2x2 SPD ``V``: ``(adj V + s I) / (s t)`` with ``s = √det V`` and ``t = √(tr V + 2s)``.
+    """
+    vrr, vii, vri = stats[:, 2] + eps, stats[:, 3] + eps, stats[:, 4]
+    s = torch.sqrt(vrr * vii - vri * vri)
+    inv = 1.0 / (s * torch.sqrt(vrr + vii + 2 * s))
+    return (vii + s) * inv, (vrr + s) * inv, -vri * inv
+
+
+def batchnorm_forward(
+    xr: torch.Tensor,
+    xi: torch.Tensor,
+    params: torch.Tensor,
+    stats_in: torch.Tensor,
+    eps: float = 1e-5,
+    batch_stats: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Reference forward: ``(yr, yi, stats)``."""
+    if batch_stats:
+        mr, mi = xr.mean(1), xi.mean(1)
+        cr, ci = xr - mr[:, None], xi - mi[:, None]
+        stats = torch.stack([mr, mi, (cr * cr).mean(1), (ci * ci).mean(1), (cr * ci).mean(1)], 1)
+    else:
+        stats = stats_in
+        cr, ci = xr - stats[:, :1], xi - stats[:, 1:2]
+    a, d, b = (w[:, None] for w in whitening(stats, eps))
+    hr, hi = a * cr + b * ci, b * cr + d * ci
+    g_rr, g_ii, g_ri, b_r, b_i = (p[:, None] for p in params.unbind(1))
+    return g_rr * hr + g_ri * hi + b_r, g_ri * hr + g_ii * hi + b_i, stats
+
+
+def batchnorm_backward(
+    xr: torch.Tensor,
+    xi: torch.Tensor,
+    gr: torch.Tensor,
+    gi: torch.Tensor,
+    params: torch.Tensor,
+    stats: torch.Tensor,
+    eps: float = 1e-5,
+    batch_stats: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Reference analytic backward: ``(grad_xr, grad_xi, grad_params)``."""
+    a, d, b = (w[:, None] for w in whitening(stats, eps))
+    cr, ci = xr - stats[:, :1], xi - stats[:, 1:2]
+    yr, yi = a * cr + b * ci, b * cr + d * ci
+    g_rr, g_ii, g_ri = (p[:, None] for p in params[:, :3].unbind(1))
+    gparams = torch.stack(
+        [(gr * yr).sum(1), (gi * yi).sum(1), (gr * yi + gi * yr).sum(1), gr.sum(1), gi.sum(1)], 1
+    )
+    hr, hi = g_rr * gr + g_ri * gi, g_ri * gr + g_ii * gi
+    dcr, dci = a * hr + b * hi, b * hr + d * hi
+    if batch_stats:
+        m = xr.shape[1]
+        r11, r22 = 2 * (hr * cr).sum(1, keepdim=True), 2 * (hi * ci).sum(1, keepdim=True)
+        r12 = (hr * ci).sum(1, keepdim=True) + (hi * cr).sum(1, keepdim=True)
+        z12 = (r12 - b * r11 / (2 * a) - b * r22 / (2 * d)) / (a + d - b * b / a - b * b / d)
+        z11, z22 = (r11 - 2 * b * z12) / (2 * a), (r22 - 2 * b * z12) / (2 * d)
+        p11, p12, p22 = a * a + b * b, b * (a + d), b * b + d * d  # W² = (V + eps I)^-1
+        # S = -P Z P (symmetric)
+        q11, q12, q21, q22 = (
+            z11 * p11 + z12 * p12,
+            z11 * p12 + z12 * p22,
+            z12 * p11 + z22 * p12,
+            z12 * p12 + z22 * p22,
+        )
+        s11, s12, s22 = -(p11 * q11 + p12 * q21), -(p11 * q12 + p12 * q22), -(p12 * q12 + p22 * q22)
+        dcr = dcr + (s11 * cr + s12 * ci) / m
+        dci = dci + (s12 * cr + s22 * ci) / m
+        dcr = dcr - dcr.mean(1, keepdim=True)
+        dci = dci - dci.mean(1, keepdim=True)
+    return dcr, dci, gparams

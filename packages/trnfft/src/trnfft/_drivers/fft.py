@@ -38,10 +38,20 @@ import torch
 
 from trncore.dispatch import KernelContext, KernelUnsupported
 from trncore.keys import KernelKey
-from trnfft._r2r import resize as _resize  # zero-pad or crop along a dim: one helper for both
+from trnfft._drivers.plan import KernelPlan, kernel_plan
+from trnfft._pytorch import resize as _resize  # zero-pad or crop along a dim: one helper for both
 from trnfft.kernels.fft import fft_onchip3_kernel, fft_onchip_kernel, fft_stages_kernel
 
-__all__ = ["KERNEL_OPTIONS", "KernelOptions", "PlanesFFT", "transform_planes"]
+__all__ = [
+    "KERNEL_OPTIONS",
+    "KernelOptions",
+    "PlanesFFT",
+    "c2c_along",
+    "c2r_along",
+    "check_input",
+    "r2c_along",
+    "transform_planes",
+]
 
 _KERNEL_DTYPES = (torch.float32, torch.complex64)
 #: Half-precision inputs the transform drivers also take: their planes go to the kernel as they are
@@ -81,7 +91,7 @@ def _scale(n: int, norm: str | None, inverse: bool) -> float:
 
 def _launch(
     ctx: KernelContext,
-    plan: Any,
+    plan: KernelPlan,
     tensors: Sequence[torch.Tensor],
     params: dict[str, Any],
     tag: str,
@@ -89,9 +99,9 @@ def _launch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Launch a transform kernel and remember its key on the plan (one entry per distinct key)."""
     ident = (ctx.target, tag, kernel.__name__, tuple(tensors[0].shape), tuple(sorted(params.items())))
-    if ident not in plan.kernel_keys:
+    if ident not in plan.keys:
         specs = [(tuple(t.shape), _DTYPE_NAMES[t.dtype]) for t in tensors]
-        plan.kernel_keys[ident] = KernelKey.build(kernel, specs, params, target=ctx.target)
+        plan.keys[ident] = KernelKey.build(kernel, specs, params, target=ctx.target)
     yr, yi = ctx.launch(kernel, *tensors, **params)
     return yr, yi
 
@@ -100,11 +110,9 @@ def transform_planes(
     ctx: KernelContext, xr: torch.Tensor, xi: torch.Tensor, scale: float = 1.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Forward DFT (times ``scale``) of each row of the float32 planes ``(B, n)`` on the NKI route."""
-    from trnfft.plan import create_plan  # plan imports transforms, which import this module
-
     batch, n = xr.shape
-    plan = create_plan(n, dtype=torch.complex64, device=xr.device)
-    setup = plan.kernel_setup(KERNEL_OPTIONS.grouping)
+    plan = kernel_plan(n, xr.device)
+    setup = plan.setup(KERNEL_OPTIONS.grouping)
     geo = setup.geometry
     onchip = setup.onchip if KERNEL_OPTIONS.onchip else None
     onchip3 = setup.onchip3 if KERNEL_OPTIONS.onchip else None
@@ -134,6 +142,7 @@ def transform_planes(
     if setup.pre is None:
         yr, yi = _launch(ctx, plan, [*planes, *tables], {**params, "scale": float(scale)}, "fft", kernel)
     else:
+        assert setup.post is not None and setup.post_inverse is not None  # Bluestein plans have them
         vr, vi = _launch(
             ctx,
             plan,
@@ -175,13 +184,14 @@ class PlanesFFT(torch.autograd.Function):
 # --------------------------------------------------------------------------- argument handling
 
 
-def _check_input(input: Any, halves: bool = False) -> torch.Tensor:
+def check_input(input: Any, halves: bool = False) -> torch.Tensor:
     """``input`` if the kernels take its dtype (with ``halves``: also float16, bfloat16, complex32)."""
     if not isinstance(input, torch.Tensor):
         raise KernelUnsupported(f"kernel takes a torch.Tensor, got {type(input).__name__}")
     if input.dtype not in _KERNEL_DTYPES and not (halves and input.dtype in _HALF_DTYPES):
         hint = (
-            " (float64 stays float64: the reference keeps full precision)"
+            " (float64 stays float64 on the reference; opt into float32 compute with "
+                "TRNFFT_ALLOW_FP32_COMPUTE=1 or TRNSCI_ALLOW_FP32_COMPUTE=1)"
             if input.dtype in (torch.float64, torch.complex128)
             else ""
         )
@@ -216,7 +226,7 @@ def _planes_last(
     return torch.complex(yr, yi).reshape(shape)
 
 
-def _c2c_along(ctx: KernelContext, x: torch.Tensor, dim: int, scale: float, inverse: bool) -> torch.Tensor:
+def c2c_along(ctx: KernelContext, x: torch.Tensor, dim: int, scale: float, inverse: bool) -> torch.Tensor:
     """Complex64 transform of ``x`` along ``dim`` (already of the transform length)."""
     moved = x.movedim(dim, -1)
     if x.is_complex():
@@ -242,13 +252,13 @@ def _c2c_driver(inverse: bool, name: str) -> Any:
     def driver(
         ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
     ) -> torch.Tensor:
-        x = _check_input(input, halves=True)
+        x = check_input(input, halves=True)
         _no_out(out)
         if not _valid_1d(x, n, dim, norm):
             ctx.caller_error(input, n, dim, norm)  # torch's own error
         length = x.shape[dim] if n is None else n
         x = _resize(x, dim, length)
-        return _c2c_along(ctx, x, dim, _scale(length, norm, inverse), inverse)
+        return c2c_along(ctx, x, dim, _scale(length, norm, inverse), inverse)
 
     return _named(driver, name)
 
@@ -258,19 +268,17 @@ ifft_driver = _c2c_driver(True, "ifft")
 
 
 def _real_twiddles(n: int, device: torch.device) -> torch.Tensor:
-    from trnfft.plan import create_plan  # plan imports transforms, which import this module
-
-    return create_plan(n, dtype=torch.complex64, device=device).real_twiddles
+    return kernel_plan(n, device).real_twiddles
 
 
-def _r2c_along(
+def r2c_along(
     ctx: KernelContext, x: torch.Tensor, dim: int, length: int, scale: float, inverse: bool
 ) -> torch.Tensor:
     """The first ``length // 2 + 1`` bins of the transform of the real ``x`` (already ``length`` long)
     along ``dim``; ``inverse`` gives the inverse transform's (the conjugate of the forward one)."""
     m = length // 2
     if length % 2 or m < 2:  # odd (or tiny): the full transform with a zero imaginary plane
-        full = _c2c_along(ctx, x, dim, scale, inverse)
+        full = c2c_along(ctx, x, dim, scale, inverse)
         return full.narrow(dim, 0, m + 1)
     moved = x.movedim(dim, -1)
     # z[j] = x[2j] + i x[2j+1] and Z = DFT_m(z) (the kernel); for k = 0 … m, with Z[m] = Z[0],
@@ -288,15 +296,15 @@ def rfft_driver(
     ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
 ) -> torch.Tensor:
     """NKI-route driver of ``rfft``: the first ``n//2 + 1`` bins of the real input's transform."""
-    x = _check_input(input, halves=True)
+    x = check_input(input, halves=True)
     _no_out(out)
     if x.is_complex() or not _valid_1d(x, n, dim, norm):
         ctx.caller_error(input, n, dim, norm)
     length = x.shape[dim] if n is None else n
-    return _r2c_along(ctx, _resize(x, dim, length), dim, length, _scale(length, norm, False), False)
+    return r2c_along(ctx, _resize(x, dim, length), dim, length, _scale(length, norm, False), False)
 
 
-def _c2r_along(
+def c2r_along(
     ctx: KernelContext, x: torch.Tensor, dim: int, length: int, scale: float, inverse: bool
 ) -> torch.Tensor:
     """Real result of transforming the Hermitian completion of ``x`` to ``length`` along ``dim``."""
@@ -308,7 +316,7 @@ def _c2r_along(
         # imaginary plane.
         mirror = half.narrow(dim, 1, (length - 1) // 2).flip(dim).conj()
         full = torch.cat([half, mirror], dim=dim)
-        return _c2c_along(ctx, full, dim, scale, inverse).real.contiguous()
+        return c2c_along(ctx, full, dim, scale, inverse).real.contiguous()
     spec = half.movedim(dim, -1)
     if not inverse:
         # The forward transform of a Hermitian array is real and equals the unnormalised
@@ -322,7 +330,7 @@ def _c2r_along(
     spec = torch.complex(spec.real, spec.imag * edges)
     low, high = spec[..., :m], spec[..., 1:].flip(-1).conj()  # X[k] and X[k+m]
     w = _real_twiddles(length, x.device)[:m].conj()
-    z = _c2c_along(ctx, (low + high) + 1j * (low - high) * w, -1, scale, True)
+    z = c2c_along(ctx, (low + high) + 1j * (low - high) * w, -1, scale, True)
     out = torch.stack([z.real, z.imag], dim=-1).reshape(*z.shape[:-1], length)
     return out.movedim(-1, dim).contiguous()
 
@@ -331,14 +339,14 @@ def _c2r_driver(inverse: bool, name: str) -> Any:
     def driver(
         ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
     ) -> torch.Tensor:
-        x = _check_input(input, halves=True)
+        x = check_input(input, halves=True)
         _no_out(out)
         if not _valid_1d(x, n, dim, norm):
             ctx.caller_error(input, n, dim, norm)
         length = 2 * (x.shape[dim] - 1) if n is None else n
         if length <= 0:
             ctx.caller_error(input, n, dim, norm)
-        return _c2r_along(ctx, x, dim, length, _scale(length, norm, inverse), inverse)
+        return c2r_along(ctx, x, dim, length, _scale(length, norm, inverse), inverse)
 
     return _named(driver, name)
 
@@ -354,12 +362,12 @@ def ihfft_driver(
     ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
 ) -> torch.Tensor:
     """NKI-route driver of ``ihfft``: the first ``n//2 + 1`` bins of the real input's inverse transform."""
-    x = _check_input(input, halves=True)
+    x = check_input(input, halves=True)
     _no_out(out)
     if x.is_complex() or not _valid_1d(x, n, dim, norm):
         ctx.caller_error(input, n, dim, norm)
     length = x.shape[dim] if n is None else n
-    return _r2c_along(ctx, _resize(x, dim, length), dim, length, _scale(length, norm, True), True)
+    return r2c_along(ctx, _resize(x, dim, length), dim, length, _scale(length, norm, True), True)
 
 
 def _nd_args(
@@ -395,13 +403,13 @@ def _nd_driver(inverse: bool, name: str, default_dims: Any) -> Any:
         *,
         out: Any = None,
     ) -> torch.Tensor:
-        x = _check_input(input, halves=True)
+        x = check_input(input, halves=True)
         _no_out(out)
         dims, sizes = _nd_args(ctx, x, s, dim, norm)
         for d, size in zip(dims, sizes):
             x = _resize(x, d, size)
         for d, size in reversed(list(zip(dims, sizes))):
-            x = _c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
+            x = c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
         return x
 
     return _named(driver, name)
@@ -420,7 +428,7 @@ def _rnd_driver(name: str, default_dims: Any, inverse: bool = False) -> Any:
         *,
         out: Any = None,
     ) -> torch.Tensor:
-        x = _check_input(input, halves=True)
+        x = check_input(input, halves=True)
         _no_out(out)
         if x.is_complex():
             ctx.caller_error(input, s, dim, norm)
@@ -431,9 +439,9 @@ def _rnd_driver(name: str, default_dims: Any, inverse: bool = False) -> Any:
             x = _resize(x, d, size)
         last, length = dims[-1], sizes[-1]
         # The half spectrum first: the other dims then transform only length // 2 + 1 columns.
-        x = _r2c_along(ctx, x, last, length, _scale(length, norm, inverse), inverse)
+        x = r2c_along(ctx, x, last, length, _scale(length, norm, inverse), inverse)
         for d, size in reversed(list(zip(dims[:-1], sizes[:-1]))):
-            x = _c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
+            x = c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
         return x
 
     return _named(driver, name)
@@ -454,7 +462,7 @@ def _irnd_driver(name: str, default_dims: Any, inverse: bool = True) -> Any:
         *,
         out: Any = None,
     ) -> torch.Tensor:
-        x = _check_input(input, halves=True)
+        x = check_input(input, halves=True)
         _no_out(out)
         if not x.dim():
             ctx.caller_error(input, s, dim, norm)
@@ -465,9 +473,9 @@ def _irnd_driver(name: str, default_dims: Any, inverse: bool = True) -> Any:
         for d, size in zip(dims[:-1], sizes[:-1]):
             x = _resize(x, d, size)
         for d, size in reversed(list(zip(dims[:-1], sizes[:-1]))):
-            x = _c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
+            x = c2c_along(ctx, x, d, _scale(size, norm, inverse), inverse)
         last, length = dims[-1], sizes[-1]
-        return _c2r_along(ctx, x, last, length, _scale(length, norm, inverse), inverse)
+        return c2r_along(ctx, x, last, length, _scale(length, norm, inverse), inverse)
 
     return _named(driver, name)
 

@@ -1,9 +1,9 @@
-"""Complex GEMM as a trncore operation, and the layers' autograd functions built on it.
+"""The complex layers' autograd functions, built on the operations of :mod:`trnfft._ops`.
 
-``complex_matmul(ar, ai, br, bi, bias_r, bias_i, trans_a, trans_b)`` is declared with trncore: its
+``complex_matmul(ar, ai, br, bi, bias_r, bias_i, trans_a, trans_b)`` is a trncore operation: its
 reference is four real GEMMs in torch (any dtype, any device), its driver launches
 :func:`trncore.kernels.complex_gemm.complex_matmul_kernel` for float32 planes. The layers'
-``torch.autograd.Function`` classes call it in ``forward`` *and* in ``backward`` (the analytic
+``torch.autograd.Function`` classes below call it in ``forward`` *and* in ``backward`` (the analytic
 gradients are complex GEMMs too), so on the NKI route both directions run on the Tensor Engine and
 on the PyTorch route both run the reference (where float64 ``gradcheck`` verifies the formulas).
 
@@ -13,6 +13,10 @@ convention (the gradient of a real function of a complex tensor is ``∂ℓ/∂R
     grad_X = grad_Y · conj(W),   grad_W = grad_Yᵀ · conj(X),   grad_b = Σ_rows grad_Y,
 
 which, on planes, is what the backward below computes.
+
+modReLU and whitening batch normalisation have analytic backwards of their own (operations
+``modrelu_backward`` and ``batchnorm_backward``; the formulas are beside their references in
+:mod:`trnfft._pytorch`).
 """
 
 from __future__ import annotations
@@ -22,105 +26,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from trncore.dispatch import KernelContext, KernelUnsupported, Operation
-from trncore.kernels.complex_gemm import complex_matmul_kernel, use_gauss
-from trnfft import _library
-from trnfft.kernels.modrelu import modrelu_backward_kernel, modrelu_kernel
+from trnfft._ops import batchnorm_backward, batchnorm_forward, complex_matmul, modrelu, modrelu_backward
 
-__all__ = [
-    "Conv1dFunction",
-    "LinearFunction",
-    "ModReLUFunction",
-    "complex_matmul",
-    "modrelu",
-    "modrelu_backward",
-]
+__all__ = ["BatchNormFunction", "Conv1dFunction", "LinearFunction", "MatmulFunction", "ModReLUFunction"]
 
 Planes = tuple[torch.Tensor, torch.Tensor]
-
-
-def _complex_matmul_torch(
-    ar: torch.Tensor,
-    ai: torch.Tensor,
-    br: torch.Tensor,
-    bi: torch.Tensor,
-    bias_r: torch.Tensor | None = None,
-    bias_i: torch.Tensor | None = None,
-    trans_a: bool = False,
-    trans_b: bool = False,
-) -> Planes:
-    """Reference: ``op(A) @ op(B) (+ bias)`` on planes with four real GEMMs."""
-    if trans_a:
-        ar, ai = ar.t(), ai.t()
-    if trans_b:
-        br, bi = br.t(), bi.t()
-    cr = ar @ br - ai @ bi
-    ci = ar @ bi + ai @ br
-    if bias_r is not None:
-        assert bias_i is not None  # the planes of one bias come together
-        cr = cr + bias_r
-        ci = ci + bias_i
-    return cr, ci
-
-
-def _complex_matmul_driver(
-    ctx: KernelContext,
-    ar: torch.Tensor,
-    ai: torch.Tensor,
-    br: torch.Tensor,
-    bi: torch.Tensor,
-    bias_r: torch.Tensor | None = None,
-    bias_i: torch.Tensor | None = None,
-    trans_a: bool = False,
-    trans_b: bool = False,
-) -> Planes:
-    tensors = [t for t in (ar, ai, br, bi, bias_r, bias_i) if t is not None]
-    for t in tensors:
-        if t.dtype != torch.float32:
-            hint = (
-                " (float64 stays float64: the reference keeps full precision)"
-                if t.dtype == torch.float64
-                else ""
-            )
-            raise KernelUnsupported(
-                f"kernel takes float32 planes, got {str(t.dtype).removeprefix('torch.')}{hint}"
-            )
-    if ar.dim() != 2 or br.dim() != 2 or ar.shape != ai.shape or br.shape != bi.shape:
-        raise KernelUnsupported("kernel takes 2-D planes of equal shapes")
-    m, k = (ar.shape[1], ar.shape[0]) if trans_a else tuple(ar.shape)
-    k2, n = (br.shape[1], br.shape[0]) if trans_b else tuple(br.shape)
-    if k != k2 or min(m, n, k) == 0:
-        raise KernelUnsupported(f"shapes do not chain: {tuple(ar.shape)} and {tuple(br.shape)}")
-    gauss = use_gauss(m, n)
-    args = [t.contiguous() for t in tensors]
-    return ctx.launch(complex_matmul_kernel, *args, trans_a=bool(trans_a), trans_b=bool(trans_b), gauss=gauss)
-
-
-def _work(
-    ar: Any,
-    ai: Any,
-    br: Any,
-    bi: Any,
-    bias_r: Any = None,
-    bias_i: Any = None,
-    trans_a: bool = False,
-    trans_b: bool = False,
-) -> int:
-    """Real flops of the four-multiplication product (the ``auto`` threshold's measure)."""
-    try:
-        n = br.shape[0] if trans_b else br.shape[1]
-        return int(8 * ar.numel() * n)
-    except Exception:
-        return 0
-
-
-complex_matmul: Operation = _library.operation(
-    "complex_matmul",
-    reference=_complex_matmul_torch,
-    driver=_complex_matmul_driver,
-    work=_work,
-    min_work=1 << 24,  # placeholder threshold for ``auto``, to be measured on hardware
-)
 
 
 class MatmulFunction(torch.autograd.Function):
@@ -248,69 +158,6 @@ class Conv1dFunction(torch.autograd.Function):
         return gxr, gxi, gwr, gwi, gbr, gbi, None, None, None
 
 
-# --------------------------------------------------------------------------- modReLU
-
-
-def _modrelu_torch(xr: torch.Tensor, xi: torch.Tensor, b: torch.Tensor) -> Planes:
-    """Reference forward on ``(C, M)`` planes with a ``(C,)`` bias (0 where ``z = 0``)."""
-    r2 = xr * xr + xi * xi
-    r = torch.sqrt(torch.where(r2 > 0, r2, 1.0))
-    s = torch.where((r2 > 0) & (r + b[:, None] > 0), (r + b[:, None]) / r, 0.0)
-    return xr * s, xi * s
-
-
-def _modrelu_backward_torch(
-    xr: torch.Tensor, xi: torch.Tensor, b: torch.Tensor, gr: torch.Tensor, gi: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Reference analytic backward (see :mod:`trnfft.kernels.modrelu`); ``grad_b`` is ``(C, 1)``."""
-    r2 = xr * xr + xi * xi
-    r = torch.sqrt(torch.where(r2 > 0, r2, 1.0))
-    bias = b[:, None]
-    mask = ((r2 > 0) & (r + bias > 0)).to(xr.dtype)
-    s = (r + bias) / r * mask
-    d = gr * xr + gi * xi
-    coef = bias * mask / (r * r * r) * d
-    return gr * s - coef * xr, gi * s - coef * xi, (d / r * mask).sum(1, keepdim=True)
-
-
-def _planes_driver(kernel: Any) -> Any:
-    """A driver launching ``kernel`` on float32 tensors; keyword arguments become compile-time parameters."""
-
-    def driver(ctx: KernelContext, *tensors: torch.Tensor, **params: Any) -> Any:
-        for t in tensors:
-            if t.dtype != torch.float32:
-                hint = (
-                    " (float64 stays float64: the reference keeps full precision)"
-                    if t.dtype == torch.float64
-                    else ""
-                )
-                raise KernelUnsupported(
-                    f"kernel takes float32, got {str(t.dtype).removeprefix('torch.')}{hint}"
-                )
-        if tensors[0].numel() == 0:
-            raise KernelUnsupported("empty input")
-        return ctx.launch(kernel, *[t.contiguous() for t in tensors], **params)
-
-    driver.__doc__ = f"Launch ``{kernel.__name__}`` on float32 tensors."
-    return driver
-
-
-modrelu: Operation = _library.operation(
-    "modrelu",
-    reference=_modrelu_torch,
-    driver=_planes_driver(modrelu_kernel),
-    work=lambda xr, *a, **k: int(xr.numel()),
-    min_work=1 << 20,
-)
-modrelu_backward: Operation = _library.operation(
-    "modrelu_backward",
-    reference=_modrelu_backward_torch,
-    driver=_planes_driver(modrelu_backward_kernel),
-    work=lambda xr, *a, **k: int(xr.numel()),
-    min_work=1 << 20,
-)
-
-
 class ModReLUFunction(torch.autograd.Function):
     """modReLU on ``(C, M)`` planes with a ``(C,)`` bias; analytic backward (one kernel each way)."""
 
@@ -326,3 +173,40 @@ class ModReLUFunction(torch.autograd.Function):
         xr, xi, b = ctx.saved_tensors
         gxr, gxi, gb = modrelu_backward(xr, xi, b, gyr.contiguous(), gyi.contiguous())
         return gxr, gxi, gb.reshape(b.shape)
+
+
+class BatchNormFunction(torch.autograd.Function):
+    """Whitening batch norm on ``(C, M)`` planes; returns ``(yr, yi, stats)`` (stats not differentiable)."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        xr: torch.Tensor,
+        xi: torch.Tensor,
+        params: torch.Tensor,
+        stats_in: torch.Tensor,
+        eps: float,
+        batch_stats: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Output planes and the statistics used."""
+        yr, yi, stats = batchnorm_forward(xr, xi, params, stats_in, eps=eps, batch_stats=batch_stats)
+        ctx.save_for_backward(xr, xi, params, stats)
+        ctx.eps, ctx.batch_stats = eps, batch_stats
+        ctx.mark_non_differentiable(stats)
+        return yr, yi, stats
+
+    @staticmethod
+    def backward(ctx: Any, gyr: torch.Tensor, gyi: torch.Tensor, gstats: Any) -> tuple[Any, ...]:
+        """Gradients of the input planes and of ``params``."""
+        xr, xi, params, stats = ctx.saved_tensors
+        gxr, gxi, gparams = batchnorm_backward(
+            xr,
+            xi,
+            gyr.contiguous(),
+            gyi.contiguous(),
+            params,
+            stats,
+            eps=ctx.eps,
+            batch_stats=ctx.batch_stats,
+        )
+        return gxr, gxi, gparams, None, None, None

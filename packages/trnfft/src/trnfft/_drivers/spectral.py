@@ -2,9 +2,9 @@
 
 Framing, windowing, centre padding and overlap-add are bookkeeping and stay in torch on the
 caller's device; the transform of the frames — one batched transform of ``n_fft`` points over
-every frame of every signal — is :func:`trnfft._nki._c2c_along` (two-sided ``stft``, and
-``istft`` with ``return_complex``) or the real forms ``_r2c_along`` (one-sided ``stft``) and
-``_c2r_along`` (``istft``), which run even lengths as half-length complex transforms, i.e.
+every frame of every signal — is :func:`trnfft._nki.c2c_along` (two-sided ``stft``, and
+``istft`` with ``return_complex``) or the real forms ``r2c_along`` (one-sided ``stft``) and
+``c2r_along`` (``istft``), which run even lengths as half-length complex transforms, i.e.
 launches of the same stage kernel as ``fft``. The semantics are ``torch.stft(..., return_complex=True)`` and
 ``torch.istft``; arguments they reject go to torch through ``ctx.caller_error`` so that the caller
 sees torch's own error.
@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from trncore.dispatch import KernelContext, KernelUnsupported
-from trnfft._nki import _c2c_along, _c2r_along, _check_input, _r2c_along
+from trnfft._drivers.fft import c2c_along, c2r_along, check_input, r2c_along
 
 __all__ = ["istft_driver", "stft_driver", "work_stft"]
 
@@ -71,7 +71,7 @@ def stft_driver(
     """NKI-route driver of ``stft``: frames framed and windowed in torch, transformed by the kernel."""
     args: tuple[Any, ...] = (input, n_fft, hop_length, win_length, window, center, pad_mode, normalized)
     args = (*args, onesided, return_complex)
-    x = _check_input(input)
+    x = check_input(input)
     if align_to_window is not None:
         raise KernelUnsupported("align_to_window is not supported by the kernel route")
     if return_complex is not True:
@@ -100,9 +100,9 @@ def stft_driver(
     frames = signal.unfold(-1, n_fft, hop) * w  # (B, frames, n_fft)
     scale = n_fft**-0.5 if normalized else 1.0
     if onesided:  # real frames: the half-length transform
-        spec = _r2c_along(ctx, frames, 2, n_fft, scale, False)
+        spec = r2c_along(ctx, frames, 2, n_fft, scale, False)
     else:
-        spec = _c2c_along(ctx, frames, 2, scale, False)
+        spec = c2c_along(ctx, frames, 2, scale, False)
     spec = spec.transpose(1, 2)
     return spec if x.dim() == 2 else spec.squeeze(0)
 
@@ -123,7 +123,7 @@ def istft_driver(
     """NKI-route driver of ``istft``: kernel inverse transforms of the frames, overlap-add in torch."""
     args: tuple[Any, ...] = (input, n_fft, hop_length, win_length, window, center, normalized, onesided)
     args = (*args, length, return_complex)
-    x = _check_input(input)
+    x = check_input(input)
     lengths = _lengths(n_fft, hop_length, win_length)
     if lengths is None or not x.is_complex() or x.dim() not in (2, 3) or x.numel() == 0:
         ctx.caller_error(*args)
@@ -143,9 +143,9 @@ def istft_driver(
     spec = (x if x.dim() == 3 else x.unsqueeze(0)).transpose(1, 2)  # (B, frames, freq)
     scale = n_fft**-0.5 if normalized else 1.0 / n_fft
     if return_complex:
-        frames = _c2c_along(ctx, spec, 2, scale, True)
+        frames = c2c_along(ctx, spec, 2, scale, True)
     else:
-        frames = _c2r_along(ctx, spec.narrow(2, 0, n_fft // 2 + 1), 2, n_fft, scale, True)
+        frames = c2r_along(ctx, spec.narrow(2, 0, n_fft // 2 + 1), 2, n_fft, scale, True)
     frames = frames * w
     total = n_fft + hop * (count - 1)
     starts = torch.arange(count, device=x.device)[:, None] * hop

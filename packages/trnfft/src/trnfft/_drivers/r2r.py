@@ -9,9 +9,9 @@ transform length ``N`` along each axis:
   real matrix applied to a complex row transforms its two planes independently, so the real
   signals go two per row (one as the real plane, one as the imaginary plane) and one launch
   transforms the whole batch. Backward: the same launch with the transposed matrix.
-* ``N > 128``: the algorithms of :mod:`trnfft._r2r` (Makhoul's for types 2/3, extensions for type
+* ``N > 128``: the algorithms of :mod:`trnfft._pytorch` (Makhoul's for types 2/3, extensions for type
   1, a twiddled length-``2N`` transform for type 4) with their FFTs on the kernel: real FFTs of even
-  length through the half-length packed transform of :mod:`trnfft._nki`, the rest as complex
+  length through the half-length packed transform of :mod:`trnfft._drivers.fft`, the rest as complex
   transforms (Bluestein for prime lengths). The ``O(N)`` twiddles and reorderings are torch
   element-wise operations on the caller's device; gradients flow through the kernel transforms'
   own backward.
@@ -31,7 +31,8 @@ from typing import Any
 import torch
 
 from trncore.dispatch import KernelContext, KernelUnsupported
-from trnfft import _nki, _r2r
+from trnfft import _pytorch
+from trnfft._drivers import fft as _fft
 from trnfft.kernels.fft import fft_stages_kernel
 from trnfft.kernels.geometry import KernelGeometry, build_matrix_tables, kernel_geometry
 
@@ -68,7 +69,7 @@ def _matrix_tables(
 ) -> tuple[KernelGeometry, tuple[torch.Tensor, torch.Tensor]]:
     """Geometry and stationary planes of one transform's matrix (built once per configuration)."""
     geometry = kernel_geometry(n, (n,))
-    matrix = _r2r.r2r_matrix(kind, type, n, norm, ortho, inverse)
+    matrix = _pytorch.r2r_matrix(kind, type, n, norm, ortho, inverse)
     tables = build_matrix_tables(geometry, matrix.T if transpose else matrix)
     return geometry, (tables[0].to(device), tables[1].to(device))
 
@@ -83,7 +84,7 @@ def _apply_matrix(
     params = {
         "stages": geometry.stage_params(),
         "batch_tile": geometry.tile_for(padded),
-        "gauss": bool(_nki.KERNEL_OPTIONS.gauss),
+        "gauss": bool(_fft.KERNEL_OPTIONS.gauss),
         "scale": 1.0,
     }
     planes = [torch.nn.functional.pad(p, (0, 0, 0, padded - batch)).contiguous() for p in (xr, xi)]
@@ -126,19 +127,19 @@ def _by_matrix(ctx: KernelContext, x: torch.Tensor, config: tuple[Any, ...]) -> 
     return torch.cat([yr, yi])[:rows].reshape(shape)
 
 
-def _kernel_primitives(ctx: KernelContext) -> _r2r.FFTPrimitives:
-    """The FFTs of :mod:`trnfft._r2r` on the stage kernel (unnormalised, float32 planes)."""
+def _kernel_primitives(ctx: KernelContext) -> _pytorch.FFTPrimitives:
+    """The FFTs of :mod:`trnfft._pytorch` on the stage kernel (unnormalised, float32 planes)."""
 
     def rfft(x: torch.Tensor) -> torch.Tensor:
-        return _nki._r2c_along(ctx, x.float(), -1, x.shape[-1], 1.0, False)
+        return _fft.r2c_along(ctx, x.float(), -1, x.shape[-1], 1.0, False)
 
     def irfft(spectrum: torch.Tensor, m: int) -> torch.Tensor:
-        return _nki._c2r_along(ctx, spectrum, -1, m, 1.0, True)
+        return _fft.c2r_along(ctx, spectrum, -1, m, 1.0, True)
 
     def fft(z: torch.Tensor) -> torch.Tensor:
-        return _nki._c2c_along(ctx, z.to(torch.complex64), -1, 1.0, False)
+        return _fft.c2c_along(ctx, z.to(torch.complex64), -1, 1.0, False)
 
-    return _r2r.FFTPrimitives(rfft=rfft, irfft=irfft, fft=fft)
+    return _pytorch.FFTPrimitives(rfft=rfft, irfft=irfft, fft=fft)
 
 
 def _check_input(x: Any) -> torch.Tensor:
@@ -146,7 +147,8 @@ def _check_input(x: Any) -> torch.Tensor:
         raise KernelUnsupported(f"kernel takes a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in _KERNEL_DTYPES:
         hint = (
-            " (float64 stays float64: the reference keeps full precision)"
+            " (float64 stays float64 on the reference; opt into float32 compute with "
+                "TRNFFT_ALLOW_FP32_COMPUTE=1 or TRNSCI_ALLOW_FP32_COMPUTE=1)"
             if x.dtype in (torch.float64, torch.complex128)
             else ""
         )
@@ -170,7 +172,7 @@ def _along(
 ) -> torch.Tensor:
     """One axis: matrix launch for ``n <= 128``, kernel FFTs beyond."""
     if n is not None:
-        x = _r2r.resize(x, axis, n)
+        x = _pytorch.resize(x, axis, n)
     length = x.shape[axis]
     if length <= MATRIX_MAX:
         ortho = norm == "ortho" if orthogonalize is None else bool(orthogonalize)
@@ -178,7 +180,7 @@ def _along(
         return _by_matrix(ctx, x.movedim(axis, -1), config).movedim(-1, axis)
     if x.dtype in (torch.float16, torch.bfloat16, torch.complex32):
         x = x.to(torch.complex64 if x.is_complex() else torch.float32)
-    return _r2r.r2r(kind, inverse, x, type, None, axis, norm, orthogonalize, _kernel_primitives(ctx))
+    return _pytorch.r2r(kind, inverse, x, type, None, axis, norm, orthogonalize, _kernel_primitives(ctx))
 
 
 def _valid(type: Any, norm: Any) -> bool:
@@ -247,9 +249,9 @@ idstn_driver = _driver_nd("dst", True)
 
 def work_r2r(x: Any, type: Any = 2, n: Any = None, axis: Any = -1, *args: Any, **kwargs: Any) -> int:
     """Flops of a 1-D real-to-real transform (``5 N log2 N`` per row), 0 for unusual arguments
-    (half precision: above any threshold, as :func:`trnfft._nki.work_1d`)."""
+    (half precision: above any threshold, as :func:`trnfft._drivers.fft.work_1d`)."""
     if getattr(x, "dtype", None) in (torch.float16, torch.bfloat16, torch.complex32):
-        return _nki.HALF_PRECISION_WORK
+        return _fft.HALF_PRECISION_WORK
     try:
         size = int(x.shape[axis]) if n is None else int(n)
         rows = x.numel() // max(1, int(x.shape[axis]))
@@ -260,4 +262,4 @@ def work_r2r(x: Any, type: Any = 2, n: Any = None, axis: Any = -1, *args: Any, *
 
 def work_r2rn(x: Any, *args: Any, **kwargs: Any) -> int:
     """Flops of an n-D real-to-real transform over the whole input (an estimate)."""
-    return _nki.work_nd(x)
+    return _fft.work_nd(x)

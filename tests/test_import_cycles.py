@@ -1,0 +1,201 @@
+"""Imports go one way inside each package: no import cycles, no private names across modules.
+
+The sources are read with :mod:`ast` (nothing is imported), so every ``import`` statement counts:
+module level, inside functions and methods, and under ``if TYPE_CHECKING:``. An import of a
+package counts as an import of its ``__init__`` module, and ``from pkg import name`` as an import
+of ``pkg.name`` when that is a module, else of ``pkg``. Importing ``pkg.mod`` is an edge to
+``pkg.mod`` alone: Python initialises ``pkg`` first, but a package's ``__init__`` re-exports its
+submodules, so counting that edge would put every submodule in a cycle. Checked: trnblas,
+trnfft, trntensor, and trncore outside ``trncore.sim`` (the emulator's own layering is a separate
+piece of work; see docs/architecture.md). A third check: only trncore.config touches the
+environment there.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: (package, module prefix left out of the check)
+PACKAGES = [("trnblas", None), ("trnfft", None), ("trntensor", None), ("trncore", "trncore.sim")]
+
+
+def _modules(src: Path, package: str) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` file of ``package`` under ``src``."""
+    found = {}
+    for path in sorted((src / package).rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _owner(name: str, modules: dict[str, Path]) -> str | None:
+    """The longest prefix of ``name`` that is one of ``modules``."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str, path: Path, modules: dict[str, Path]) -> Iterator[tuple[str, str | None, int]]:
+    """(imported module, private name taken from it or None, line) for each import in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _owner(alias.name, modules)
+                if target is not None:
+                    yield target, None, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                if submodule in modules:
+                    yield submodule, None, node.lineno
+                    continue
+                target = _owner(source, modules)
+                if target is None:
+                    continue
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                yield target, alias.name if private else None, node.lineno
+
+
+def _graph(package: str, skip: str | None) -> tuple[dict[str, set[str]], list[str]]:
+    """The package's import graph and the private names its modules take from one another."""
+    src = ROOT / "packages" / package / "src"
+    modules = _modules(src, package)
+    return _graph_of(modules, skip)
+
+
+def _graph_of(modules: dict[str, Path], skip: str | None) -> tuple[dict[str, set[str]], list[str]]:
+    def kept(name: str) -> bool:
+        return skip is None or not (name == skip or name.startswith(skip + "."))
+
+    edges: dict[str, set[str]] = {m: set() for m in modules if kept(m)}
+    private: list[str] = []
+    for module in edges:
+        for target, name, line in _imports(module, modules[module], modules):
+            if target == module or not kept(target):
+                continue
+            edges[module].add(target)
+            if name is not None:
+                private.append(f"{module}:{line} takes {name} from {target}")
+    return edges, private
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+@pytest.mark.parametrize(("package", "skip"), PACKAGES)
+def test_no_import_cycle_inside_the_package(package: str, skip: str | None) -> None:
+    edges, _ = _graph(package, skip)
+    assert len(edges) > 5, f"found only {len(edges)} modules of {package}: wrong source path?"
+    assert _cycles(edges) == []
+
+
+@pytest.mark.parametrize(("package", "skip"), PACKAGES)
+def test_no_module_takes_a_private_name_from_another(package: str, skip: str | None) -> None:
+    _, private = _graph(package, skip)
+    assert private == []
+
+
+def _environment_readers(package: str, skip: str | None) -> list[str]:
+    """``module:line`` of every use of ``os.environ``, ``os.getenv``, ``os.putenv`` or ``os.unsetenv``."""
+    src = ROOT / "packages" / package / "src"
+    found = []
+    for module, path in _modules(src, package).items():
+        if module == "trncore.config" or (skip is not None and module.startswith(skip)):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os":
+                if node.attr in ("environ", "getenv", "putenv", "unsetenv", "environb"):
+                    found.append(f"{module}:{node.lineno}")
+            elif isinstance(node, ast.ImportFrom) and node.module == "os":
+                if any(a.name in ("environ", "getenv", "putenv", "unsetenv") for a in node.names):
+                    found.append(f"{module}:{node.lineno}")
+    return found
+
+
+@pytest.mark.parametrize(("package", "skip"), PACKAGES)
+def test_only_trncore_config_reads_the_environment(package: str, skip: str | None) -> None:
+    """The libraries and trncore (outside the emulator) take environment variables from trncore.config."""
+    assert _environment_readers(package, skip) == []
+
+
+def test_the_check_sees_function_level_cycles_and_private_names(tmp_path: Path) -> None:
+    """The detector itself: a cycle closed by an import inside a function, through a package's
+    ``__init__``, and a private name taken across modules are all reported."""
+    pkg = tmp_path / "demo"
+    (pkg / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "from demo import c\nfrom demo.a import run\n",
+        "a.py": "from demo import b\n\ndef run():\n    return b.go()\n",
+        "b.py": "def go():\n    from demo.a import run  # closes a cycle at call time\n    return run\n",
+        "c.py": "from demo.sub import helper\n",
+        "sub/__init__.py": "from demo.sub.helper import _secret\n",
+        "sub/helper.py": "_secret = 1\n\ndef late():\n    import demo  # the package's __init__\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    edges, private = _graph_of(_modules(tmp_path, "demo"), None)
+    assert sorted(_cycles(edges)) == [["demo", "demo.c", "demo.sub.helper"], ["demo.a", "demo.b"]]
+    assert private == ["demo.sub:1 takes _secret from demo.sub.helper"]
+    edges, private = _graph_of(_modules(tmp_path, "demo"), "demo.sub")
+    assert _cycles(edges) == [["demo.a", "demo.b"]]
+    assert private == []
