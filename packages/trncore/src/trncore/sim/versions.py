@@ -290,7 +290,11 @@ def current() -> str:
 
 @contextlib.contextmanager
 def nki_version(version: str) -> Iterator[str]:
-    """Inside the block, kernels are traced and checked against NKI release ``version``."""
+    """Inside the block, kernels are traced and checked against NKI release ``version``.
+
+    The block belongs to the calling thread (as ``strict_mode`` does); ``nki_version=`` on an
+    entry point overrides it for that call, and it overrides ``TRNSCI_NKI_VERSION``.
+    """
     from trncore.config import normalize_nki_version
 
     name = normalize_nki_version(version, VERSIONS, what="nki_version")
