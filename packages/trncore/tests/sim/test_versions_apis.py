@@ -483,3 +483,17 @@ def test_bf16_matmul_dst_stays_a_trn3_feature(target: str, n: int) -> None:
     with pytest.raises((DtypeError, ShapeError, CapacityError)) as info:
         sim.simulate(bf16_psum, nki_version="0.6")(x, y)
     assert info.value.filename == __file__
+
+
+def test_reinterpret_cast_is_numpy_view(target: str) -> None:
+    def k(a):
+        x = _load(a)
+        bits = x.reinterpret_cast(nl.int32)
+        out = _out(a.shape, nl.int32)
+        nisa.dma_copy(dst=out, src=bits)
+        return out
+
+    a = RNG.standard_normal((16, 4)).astype(np.float32)
+    np.testing.assert_array_equal(sim.simulate(k, nki_version="0.5")(a), a.view(np.int32))
+    with pytest.raises(VersionError, match=r"reinterpret_cast needs NKI 0\.5\.0"):
+        sim.simulate(k, nki_version="0.4")(a)
