@@ -131,7 +131,12 @@ def _child(path: Path, version: str, target: str) -> dict[str, Any]:
     result: dict[str, Any] = {"file": str(path), "status": "pass", "detail": ""}
     try:
         with sim.record_launches() as record, contextlib.redirect_stdout(out):
-            runpy.run_path(str(path), run_name="__main__")
+            names = runpy.run_path(str(path), run_name="__main__")
+        result["defines"] = sorted(k for k, v in names.items() if isinstance(v, TorchKernel))
+        launches = record._launches.values()
+        result["launched"] = sorted(
+            {f"{Path(e.fn.__code__.co_filename).name}:{e.fn.__name__}" for e in launches}
+        )
         keys = record.keys
         result["kernels"] = len(keys)
         if not keys:
@@ -141,7 +146,10 @@ def _child(path: Path, version: str, target: str) -> dict[str, Any]:
     except sim.NkiValidationError as exc:
         result.update(status="refused", detail=str(exc))
     except ModuleNotFoundError as exc:
-        result.update(status="needs", detail=f"module {exc.name}")
+        if (exc.name or "").startswith("neuronxcc"):
+            result.update(status="legacy", detail="imports a module using neuronxcc.nki")
+        else:
+            result.update(status="needs", detail=f"module {exc.name}")
     except SystemExit as exc:
         if exc.code not in (0, None):
             result.update(status="error", detail=f"SystemExit({exc.code})")
@@ -149,7 +157,10 @@ def _child(path: Path, version: str, target: str) -> dict[str, Any]:
         tb = traceback.extract_tb(exc.__traceback__)
         where = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(tb)
                       if str(path.parent) in f.filename), "?")  # fmt: skip
-        result.update(status="error", detail=f"{type(exc).__name__}: {exc} ({where})")
+        status = "error"
+        if isinstance(exc, TypeError) and "unexpected keyword argument" in str(exc):
+            status = "refused"  # a call outside the release's API signature
+        result.update(status=status, detail=f"{type(exc).__name__}: {exc} ({where})")
     return result
 
 
@@ -206,6 +217,14 @@ def main(argv: list[str] | None = None) -> int:
         results.append(res)
         extra = f" [{res['kernels']} kernel keys]" if res.get("kernels") else ""
         print(f"  {res['status']:<13} {res['file']}{extra} {res.get('detail', '')}"[:300])
+    launched = {name for res in results for name in res.get("launched", [])}
+    for res in results:  # a kernels-only module whose kernels another file of the checkout ran
+        if res["status"] == "no-kernel-run":
+            stem = Path(res["file"]).name
+            ran = [d for d in res.get("defines", []) if f"{stem}:{d}" in launched]
+            res["detail"] = (f"its kernels ({len(ran)} of {len(res.get('defines', []))}) run from "
+                             "another example" if ran else "no driver in the checkout")  # fmt: skip
+            print(f"  {res['status']:<13} {res['file']}: {res['detail']}")
     counts: dict[str, int] = {}
     for res in results:
         counts[res["status"]] = counts.get(res["status"], 0) + 1

@@ -180,6 +180,32 @@ def test_tensor_scalar_reduce_accumulator_chain(target: str) -> None:
     assert info.value.lineno == _line_of(chained_sum, "dst=d1, data=x")
 
 
+def reduce_two_tiles(a, b):
+    p = a.shape[0]
+    x, y = _load(a), _load(b)
+    d1 = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+    d2 = nl.ndarray(b.shape, nl.float32, buffer=nl.sbuf)
+    r1 = nl.ndarray((p, 1), nl.float32, buffer=nl.sbuf)
+    r2 = nl.ndarray((p, 1), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(dst=d1, data=x, op0=nl.add, operand0=1.0, reduce_op=nl.minimum,
+                              reduce_res=r1)  # fmt: skip
+    nisa.tensor_scalar_reduce(dst=d2, data=y, op0=nl.add, operand0=1.0, reduce_op=nl.minimum,
+                              reduce_res=r2, reduce_cmd=nisa.reduce_cmd.reduce)  # fmt: skip
+    o = _out((p, 1), nl.float32)
+    nisa.dma_copy(dst=o, src=r2)
+    return o
+
+
+def test_tensor_scalar_reduce_cmd_from_04(target: str) -> None:
+    a = RNG.integers(-50, 50, (64, 5)).astype(np.float32)
+    b = RNG.integers(-50, 50, (64, 7)).astype(np.float32)
+    want = np.minimum(a.min(1, keepdims=True), b.min(1, keepdims=True)) + 1
+    for v in ("0.4", "0.5", "0.6"):  # reduce_cmd arrived in 0.4.0
+        np.testing.assert_array_equal(sim.simulate(reduce_two_tiles, nki_version=v)(a, b), want)
+    with pytest.raises(VersionError, match=r"reduce_cmd=\) needs NKI 0\.4\.0"):
+        sim.simulate(reduce_two_tiles, nki_version="0.3")(a, b)
+
+
 def test_tensor_scalar_reduce_load_needs_init() -> None:
     def k(a):
         x = _load(a)
@@ -256,7 +282,11 @@ def view_kernel(a, which):
 @pytest.mark.parametrize("which", sorted(VIEWS))
 def test_views_equal_numpy(target: str, which: str) -> None:
     a = RNG.standard_normal((64, 3, 4)).astype(np.float32)
-    np.testing.assert_array_equal(sim.simulate(view_kernel)(a, which), VIEWS[which][1](a))
+    for v in ("0.5", "0.6"):  # introduced in 0.5.0: runs there and later
+        np.testing.assert_array_equal(sim.simulate(view_kernel, nki_version=v)(a, which),
+                                      VIEWS[which][1](a))  # fmt: skip
+    with pytest.raises(VersionError, match=r"needs NKI 0\.5\.0"):
+        sim.simulate(view_kernel, nki_version="0.4")(a, which)
 
 
 def test_broadcast_and_contiguity(target: str) -> None:
@@ -320,10 +350,14 @@ def test_tile_size_byte_constants(target: str) -> None:
                     pmax=ts.pmax)  # fmt: skip
         return None
 
-    sim.simulate(k, nki_version="0.6")(np.zeros((1, 1), np.float32))
     sbuf = {"trn1": 180224, "trn2": 212984}[target]  # usable bytes per partition
-    assert seen == {"fb": sbuf, "f": sbuf // 4, "total": sbuf * 128, "pb": 2048, "pf": 512,
-                    "banks": 8, "pmax": 128}  # fmt: skip
+    for v in ("0.5", "0.6"):
+        seen.clear()
+        sim.simulate(k, nki_version=v)(np.zeros((1, 1), np.float32))
+        assert seen == {"fb": sbuf, "f": sbuf // 4, "total": sbuf * 128, "pb": 2048, "pf": 512,
+                        "banks": 8, "pmax": 128}  # fmt: skip
+    with pytest.raises(VersionError, match=r"psum_num_banks needs NKI 0\.5\.0"):
+        sim.simulate(k, nki_version="0.4")(np.zeros((1, 1), np.float32))
 
 
 def test_float8_e8m0fnu_roundtrip(target: str) -> None:
@@ -335,7 +369,8 @@ def test_float8_e8m0fnu_roundtrip(target: str) -> None:
         return out
 
     a = (2.0 ** RNG.integers(-20, 20, (16, 8))).astype(ml_dtypes.float8_e8m0fnu)
-    np.testing.assert_array_equal(sim.simulate(k, nki_version="0.5")(a), a)
+    for v in ("0.5", "0.6"):
+        np.testing.assert_array_equal(sim.simulate(k, nki_version=v)(a), a)
     with pytest.raises(VersionError, match=r"nl.float8_e8m0fnu needs NKI 0\.5\.0"):
         sim.simulate(k, nki_version="0.4")(a)
 
@@ -448,3 +483,17 @@ def test_bf16_matmul_dst_stays_a_trn3_feature(target: str, n: int) -> None:
     with pytest.raises((DtypeError, ShapeError, CapacityError)) as info:
         sim.simulate(bf16_psum, nki_version="0.6")(x, y)
     assert info.value.filename == __file__
+
+
+def test_reinterpret_cast_is_numpy_view(target: str) -> None:
+    def k(a):
+        x = _load(a)
+        bits = x.reinterpret_cast(nl.int32)
+        out = _out(a.shape, nl.int32)
+        nisa.dma_copy(dst=out, src=bits)
+        return out
+
+    a = RNG.standard_normal((16, 4)).astype(np.float32)
+    np.testing.assert_array_equal(sim.simulate(k, nki_version="0.5")(a), a.view(np.int32))
+    with pytest.raises(VersionError, match=r"reinterpret_cast needs NKI 0\.5\.0"):
+        sim.simulate(k, nki_version="0.4")(a)

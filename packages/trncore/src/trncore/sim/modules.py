@@ -26,7 +26,7 @@ nki.language = nl  # type: ignore[attr-defined]
 nki.isa = nisa  # type: ignore[attr-defined]
 nisa.constants = isa_constants  # type: ignore[attr-defined]
 nki.typing = nki_typing  # type: ignore[attr-defined]
-nki.__version__ = "0.3.0+trncore.sim"  # type: ignore[attr-defined]
+nki.__version__ = "0.6.0+trncore.sim"  # type: ignore[attr-defined]  # the newest release emulated
 nki.__trncore_emulator__ = True  # type: ignore[attr-defined]
 # a package, so "import nki.language" resolves
 nki.__path__ = []

@@ -201,6 +201,10 @@ CHANGES: tuple[ApiChange, ...] = (
             ("is_indirect", "whether the view is indirect"),
         )
     ),
+    ApiChange("NkiTensor.reinterpret_cast", "method", introduced="0.5.0",
+              what="another name of NkiTensor.view(dtype)", page="nki.language.NkiTensor"),
+    ApiChange("nl.average", "value", introduced="0.5.0", emulated="no",
+              what="listed in the nki.language stub without a description", page="nki.language"),
     ApiChange("NkiTensor.vector_select", "method", introduced="0.5.0", emulated="no",
               what="indirect partition selection by an index tensor",
               page="nki.language.NkiTensor"),
@@ -246,6 +250,9 @@ CHANGES: tuple[ApiChange, ...] = (
     ApiChange("nisa.nc_matmul overlapping PSUM", "behaviour", introduced="0.6.0",
               what="simulator fix: accumulate=None into a partly written PSUM region accumulates "
               "the overlap (before: overwritten; reproduced under 0.3-0.5)", page="nki.simulate"),
+    ApiChange("nisa.NkiInstruction.depends_on", "behaviour", introduced="0.6.0", emulated="no",
+              what="ISA calls return an instruction handle for scheduling edges (the emulator "
+              "returns None)", page="nki.isa"),
     ApiChange("nki.collectives.all_gather_v", "function", introduced="0.6.0", emulated="no",
               what="variable-length all-gather (multi-rank)", page="nki.collectives"),
     ApiChange("neuronxcc.nki namespace", "behaviour", deprecated="0.3.0", removed="0.4.0",
@@ -290,7 +297,11 @@ def current() -> str:
 
 @contextlib.contextmanager
 def nki_version(version: str) -> Iterator[str]:
-    """Inside the block, kernels are traced and checked against NKI release ``version``."""
+    """Inside the block, kernels are traced and checked against NKI release ``version``.
+
+    The block belongs to the calling thread (as ``strict_mode`` does); ``nki_version=`` on an
+    entry point overrides it for that call, and it overrides ``TRNSCI_NKI_VERSION``.
+    """
     from trncore.config import normalize_nki_version
 
     name = normalize_nki_version(version, VERSIONS, what="nki_version")

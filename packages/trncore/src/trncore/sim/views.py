@@ -1,6 +1,6 @@
 """The ``NkiTensor`` view methods of NKI 0.5.0: ``slice``, ``select``, ``permute``, ``broadcast``,
 ``expand_dim``, ``squeeze_dim``, ``reshape_dim``, ``flatten_dims``, ``rearrange``,
-``is_contiguous``, ``is_indirect``.
+``is_contiguous``, ``is_indirect``, ``reinterpret_cast``.
 
 Each returns a new view of the same allocation (no data moves): the emulator's views are an element
 offset plus ``(step, num)`` pairs, so every method is arithmetic on that list. The constraints are
@@ -255,7 +255,13 @@ def is_indirect(self: NkiTensor) -> bool:
     return isinstance(self.dynamic, VectorOffset)
 
 
+def reinterpret_cast(self: NkiTensor, dtype: Any) -> NkiTensor:
+    """The same elements reinterpreted as ``dtype`` (NKI 0.5.0's other name of ``view``)."""
+    return self.view(dtype)
+
+
 METHODS = {
+    "reinterpret_cast": reinterpret_cast,
     "slice": slice,
     "select": select,
     "permute": permute,
