@@ -170,8 +170,9 @@ def mp2_energy(
 
     ``T[i, j, a, b] = t_flat[i * nvir + a, j * nvir + b]`` for ``i`` over the chunk's occupied
     orbitals (energies ``eps_occ_chunk``) and ``j`` over all of them (``eps_occ_full``); ``Tᵀ``
-    swaps ``a`` and ``b``; ``Δ = εi + εj − εa − εb``. This is the reference the ``nki_mp2_energy``
-    kernel will be checked against and fall back to; no public function calls it yet.
+    swaps ``a`` and ``b``; ``Δ = εi + εj − εa − εb``. The reference of the ``mp2_energy``
+    operation, which :func:`trnblas.nki.nki_mp2_energy` calls (its kernel is tested against this,
+    and calls the kernel cannot take fall back to it).
     """
     ni, nj, nvir = eps_occ_chunk.shape[0], eps_occ_full.shape[0], eps_vir.shape[0]
     t = t_flat.reshape(ni, nvir, nj, nvir).permute(0, 2, 1, 3)  # (i, j, a, b), a view
