@@ -3,8 +3,9 @@
 Must-show of issue #4: GEMM at M = N = K = 4096 bfloat16 on trn1 reaches ≥ 90% TensorE
 utilisation and is compute-bound (TensorE busy time above DMA time). This script traces
 ``trnblas.kernels.gemm_kernel`` for n = 512 … 4096 in float32 and bfloat16 on both targets (no
-data: the report needs only the program), plus SYRK and the fused DF-MP2 energy at one size each,
-prints a table and writes ``benchmarks/results/trnblas_nki_report.json``.
+data: the report needs only the program), plus SYRK at one size, prints a table and writes
+``benchmarks/results/trnblas_nki_report.json``. (The DF-MP2 energy kernel is trntensor's:
+benchmarks/trntensor_kernel_keys.py.)
 
 These are figures of the emulator's cost MODEL (docs/emulator.md), not measurements.
 
@@ -20,7 +21,7 @@ from pathlib import Path
 from _results import RESULTS_DIR, pyplot, save_plot, write_json
 
 import trncore.sim as sim
-from trnblas.kernels import gemm_kernel, mp2_energy_df_kernel, syrk_kernel
+from trnblas.kernels import gemm_kernel, syrk_kernel
 
 DEFAULT_JSON = RESULTS_DIR / "trnblas_nki_report.json"
 
@@ -69,13 +70,6 @@ def main() -> None:
                 rows.append(_row("gemm", f"{n}x{n}x{n}", dtype, target, rep, t))
             rep, t = _report(syrk_kernel, ((2048, 1024), dtype), target=target, trans=0, lower=1)
             rows.append(_row("syrk (n=2048, k=1024, lower)", "2048x1024", dtype, target, rep, t))
-        nocc, nvir, naux = 8, 200, 512
-        rep, t = _report(
-            mp2_energy_df_kernel, ((nocc * nvir, naux), "bfloat16"), ((nocc * nvir, naux), "bfloat16"),
-            ((nocc,), "float32"), ((nocc,), "float32"), ((nvir,), "float32"), target=target,
-        )
-        rows.append(_row("mp2_energy_df (fused)", f"nocc={nocc} nvir={nvir} naux={naux}", "bfloat16",
-                         target, rep, t))
 
     header = (f"{'kernel':<30} {'shape':<28} {'dtype':<9} {'target':<6} {'TensorE%':>8} {'dtype%':>7} "
               f"{'tensor us':>10} {'dma us':>9} {'vector us':>9} {'bound':>7} {'TFLOPS':>7}")

@@ -43,13 +43,6 @@ def _fft_specs(n: int, kind: str = "stages") -> tuple[list, dict]:
 
 def _cases() -> dict[str, list[tuple[list, dict]]]:
     """Per kernel name: (argument specs, compile-time parameters), aligned then ragged."""
-    def mp2(ni, nocc, nvir):
-        return [((ni * nvir, nocc * nvir), F32), ((ni,), F32), ((nocc,), F32), ((nvir,), F32)]
-
-    def mp2_df(ni, nocc, nvir, naux, dt=F32):
-        return [((ni * nvir, naux), dt), ((nocc * nvir, naux), dt), ((ni,), F32), ((nocc,), F32),
-                ((nvir,), F32)]
-
     def planes(c, m, extra):
         return [((c, m), F32)] * 2 + extra
 
@@ -64,8 +57,6 @@ def _cases() -> dict[str, list[tuple[list, dict]]]:
                                ([((130, 70), F32), ((130, 90), F32), ((70, 90), F32)], {"trans_a": 1})],
         "syrk_kernel": [([((256, 128), F32)], {"trans": 0, "lower": 1}),
                         ([((100, 200), F32)], {"trans": 1, "lower": 0})],
-        "mp2_energy_kernel": [(mp2(2, 4, 128), {}), (mp2(3, 5, 37), {})],
-        "mp2_energy_df_kernel": [(mp2_df(2, 4, 128, 256, BF16), {}), (mp2_df(3, 5, 37, 129), {})],
         "complex_matmul_kernel": [
             ([((128, 256), F32)] * 2 + [((256, 512), F32)] * 2 + [((512,), F32)] * 2, {}),
             ([((70, 33), F32)] * 2 + [((33, 90), F32)] * 2 + [((90,), F32)] * 2, {}),

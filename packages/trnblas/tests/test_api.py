@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 
 import pytest
@@ -155,3 +156,36 @@ def test_gradients_flow_through_the_pytorch_route():
     assert torch.autograd.gradcheck(lambda a: trnblas.syrk(0.5, a, lower=1), (a,))
     assert torch.autograd.gradcheck(lambda m, a: trnblas.trsm(2.0, m, a, lower=1), (lower, a))
     assert torch.autograd.gradcheck(lambda a: trnblas.nrm2(a[:, 0]), (a,))
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("trnblas", "nki_mp2_energy"),
+        ("trnblas", "nki_mp2_energy_df"),
+        ("trnblas.nki", "nki_mp2_energy"),
+        ("trnblas.nki", "nki_mp2_energy_df"),
+        ("trnblas.nki", "nki_fused_gemm_energy"),  # the public trnsci package's fused form
+        ("trnblas.kernels", "mp2_energy_kernel"),
+        ("trnblas.kernels", "mp2_energy_df_kernel"),
+    ],
+)
+def test_the_removed_mp2_energy_names_point_to_trntensor(module, name):
+    """trnblas's MP2 energy duplicated trntensor's and is gone; its names say where it went."""
+    mod = importlib.import_module(module)
+    with pytest.raises(AttributeError, match=rf"{module}\.{name} was removed.*trntensor\.mp2_energy\("):
+        getattr(mod, name)
+    assert not hasattr(mod, name)
+    assert name not in getattr(mod, "__all__", ())
+    with pytest.raises(ImportError):
+        exec(f"from {module} import {name}", {})
+
+
+def test_other_missing_names_raise_the_usual_attribute_error():
+    for name in ("trnblas", "trnblas.nki", "trnblas.kernels"):
+        module = importlib.import_module(name)
+        with pytest.raises(AttributeError, match=rf"^module '{module.__name__}' has no attribute 'nope'$"):
+            module.nope  # noqa: B018
+    assert isinstance(trnblas.HAS_NKI, bool)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("trnblas.kernels.mp2")

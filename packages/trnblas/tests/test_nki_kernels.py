@@ -250,80 +250,6 @@ def test_trsm_uses_a_constant_number_of_kernel_keys(h, nki_sim):
     assert counts[2] == counts[5] == 2
 
 
-# ----------------------------------------------------------------------------- MP2 energy
-
-
-def _mp2_numpy(t_flat, e_chunk, e_occ, e_vir) -> float:
-    """Independent float64 reference: explicit einsum over T[i,j,a,b]."""
-    ni, nocc, nvir = len(e_chunk), len(e_occ), len(e_vir)
-    t = np.asarray(t_flat, np.float64).reshape(ni, nvir, nocc, nvir)
-    den = (e_chunk[:, None, None, None] + e_occ[None, None, :, None]
-           - e_vir[None, :, None, None] - e_vir[None, None, None, :])
-    return float(np.einsum("iajb,iajb->", t, (2 * t - t.transpose(0, 3, 2, 1)) / den))
-
-
-def _orbitals(rng, ni, nocc, nvir):
-    e_occ = np.sort(rng.uniform(-2.0, -0.3, nocc)).astype(np.float32)
-    e_vir = np.sort(rng.uniform(0.1, 3.0, nvir)).astype(np.float32)
-    return e_occ[:ni].copy(), e_occ, e_vir
-
-
-@pytest.mark.parametrize(("ni", "nocc", "nvir"), [(1, 1, 1), (2, 3, 7), (2, 5, 13), (1, 2, 131)], ids=str)
-def test_mp2_energy_kernel_any_nvir(target, ni, nocc, nvir):
-    rng = np.random.default_rng(nvir)
-    e_chunk, e_occ, e_vir = _orbitals(rng, ni, nocc, nvir)
-    t_flat = (0.05 * rng.standard_normal((ni * nvir, nocc * nvir))).astype(np.float32)
-    got = tn.nki_mp2_energy(torch.from_numpy(t_flat), *map(torch.from_numpy, (e_chunk, e_occ, e_vir)))
-    assert got.shape == () and got.dtype == torch.float32
-    np.testing.assert_allclose(got.item(), _mp2_numpy(t_flat, e_chunk, e_occ, e_vir), rtol=1e-5)
-
-
-def test_mp2_energy_kernel_chunks_the_free_dimension(nki_sim):
-    rng = np.random.default_rng(11)
-    e_chunk, e_occ, e_vir = _orbitals(rng, 2, 4, 7)
-    t_flat = (0.05 * rng.standard_normal((14, 28))).astype(np.float32)
-    for free_max in (5, 14):  # b split (nvir > free_max) and j blocks of two
-        got = sim.simulate(trnblas.kernels.mp2_energy_kernel)(t_flat, e_chunk, e_occ, e_vir, free_max)
-        np.testing.assert_allclose(got[0, 0], _mp2_numpy(t_flat, e_chunk, e_occ, e_vir), rtol=1e-5)
-
-
-@pytest.mark.parametrize(
-    ("ni", "nocc", "nvir", "naux"), [(1, 1, 1, 1), (2, 3, 13, 129), (1, 2, 131, 40)], ids=str
-)
-def test_fused_df_mp2_energy_kernel(target, ni, nocc, nvir, naux):
-    rng = np.random.default_rng(naux + nvir)
-    e_chunk, e_occ, e_vir = _orbitals(rng, ni, nocc, nvir)
-    b_full = (0.1 * rng.standard_normal((nocc * nvir, naux))).astype(np.float32)
-    b_chunk = b_full[: ni * nvir].copy()
-    got = tn.nki_mp2_energy_df(*map(torch.from_numpy, (b_chunk, b_full, e_chunk, e_occ, e_vir)))
-    t_flat = b_chunk.astype(np.float64) @ b_full.astype(np.float64).T
-    want = _mp2_numpy(t_flat, e_chunk, e_occ, e_vir)
-    np.testing.assert_allclose(got.item(), want, rtol=1e-5)
-    # Factors streamed per j instead of resident in SBUF: the same energy.
-    streamed = sim.simulate(trnblas.kernels.mp2_energy_df_kernel)(
-        b_chunk, b_full, e_chunk, e_occ, e_vir, 512, 1
-    )
-    np.testing.assert_allclose(streamed[0, 0], want, rtol=1e-5)
-
-
-def test_fused_df_kernel_never_writes_amplitudes_to_hbm():
-    rep = sim.report(trnblas.kernels.mp2_energy_df_kernel, ((2 * 13, 129), "float32"),
-                     ((3 * 13, 129), "float32"), ((2,), "float32"), ((3,), "float32"), ((13,), "float32"))
-    assert rep.dma_bytes_out == 4  # the (1, 1) energy, nothing else
-
-
-def test_mp2_energy_rejects_bad_inputs(nki_sim):
-    e = torch.ones(2)
-    with pytest.raises(ValueError, match="T_flat must have shape"):
-        tn.nki_mp2_energy(torch.ones(5, 4), e, e, e)
-    with pytest.raises(TypeError, match="T_flat"):
-        tn.nki_mp2_energy(torch.ones(4, 4, dtype=torch.int32), e, e, e)
-    with pytest.raises(ValueError, match="eps_vir must be a vector"):
-        tn.nki_mp2_energy(torch.ones(4, 4), e, e, torch.ones(2, 1))
-    with pytest.raises(ValueError, match="b_full"):
-        tn.nki_mp2_energy_df(torch.ones(4, 3), torch.ones(5, 3), e, e, e)
-
-
 # ----------------------------------------------------------------------------- float64 policy
 
 
@@ -411,15 +337,10 @@ def test_auto_backend_runs_the_kernel_only_for_large_calls(nki_sim, launches):
 
 
 def test_kernels_read_only_memory_they_wrote(target):
-    """Strict mode: no instruction of a ragged GEMM, SYRK or MP2 kernel reads unwritten memory."""
+    """Strict mode: no instruction of a ragged GEMM or SYRK kernel reads unwritten memory."""
     rng = np.random.default_rng(14)
     a = rng.standard_normal((129, 200)).astype(np.float32)
-    e_chunk, e_occ, e_vir = _orbitals(rng, 2, 3, 131)
-    b_full = rng.standard_normal((3 * 131, 140)).astype(np.float32)
     with sim.strict_mode():
         sim.simulate(gemm_kernel)(a, a, 0, 1)
         sim.simulate(trnblas.kernels.gemm_update_kernel)(a, a, np.ones((200, 200), np.float32), 1, 0)
         sim.simulate(syrk_kernel)(a, 1, 0)
-        t_flat = rng.standard_normal((2 * 131, 3 * 131)).astype(np.float32)
-        sim.simulate(trnblas.kernels.mp2_energy_kernel)(t_flat, e_chunk, e_occ, e_vir)
-        sim.simulate(trnblas.kernels.mp2_energy_df_kernel)(b_full[:262].copy(), b_full, e_chunk, e_occ, e_vir)

@@ -21,6 +21,7 @@ import trncore.sim as sim
 import trntensor
 from trntensor import NkiDispatchError, NkiFallbackWarning, _pytorch
 from trntensor import _drivers as kernels_driver
+from trntensor.kernels import mp2_energy_block_kernel
 
 pytestmark = pytest.mark.simulator
 
@@ -267,6 +268,27 @@ def test_mp2_energy_bfloat16_factors(nki_sim):
     assert keys and got.dtype == torch.bfloat16
     expected = _mp2_numpy(b.double().numpy(), eo.double().numpy(), ev.double().numpy())
     assert got.item() == pytest.approx(expected, rel=1e-2)  # the result is rounded to bfloat16
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_mp2_energy_kernel_on_a_ragged_block_reads_what_it_wrote_and_writes_four_bytes(target):
+    """The energy kernel itself on one ragged block (nvir 131, a prime past one 128-partition tile;
+    naux 40): the float64 NumPy energy; strict mode (no instruction reads memory the kernel did not
+    write); and 4 bytes written to HBM: the amplitudes T and their exchange partners never leave
+    the chip."""
+    rng = np.random.default_rng(17)
+    nocc, nvir, naux = 3, 131, 40
+    b = rng.standard_normal((nocc, nvir, naux)) * 0.1
+    eo, ev = -1.0 - rng.random(nocc), 0.2 + rng.random(nvir)
+    bt = np.ascontiguousarray(b.transpose(0, 2, 1), dtype=np.float32)  # bt[i, P, a]
+    d = (eo[:, None] - ev[None, :]).astype(np.float32)  # ε_i − ε_a
+    args = [bt, bt, bt, bt, d, d]  # I = J = every occupied orbital, A = B = every virtual one
+    with sim.strict_mode():
+        got = sim.run_kernel(mp2_energy_block_kernel, args, target=target)
+    assert got.shape == (1, 1)
+    assert float(got[0, 0]) == pytest.approx(_mp2_numpy(b, eo, ev), rel=2e-5)
+    rep = sim.report(mp2_energy_block_kernel, *[(a.shape, "float32") for a in args], target=target)
+    assert rep.dma_bytes_out == 4
 
 
 def test_mp2_energy_float64_keeps_float64_and_says_why(nki_sim):

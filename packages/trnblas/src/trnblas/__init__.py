@@ -17,7 +17,7 @@ from trnblas.level2 import gemv, ger, gerc, symv, trmv, trsv
 from trnblas.level3 import batched_gemm, gemm, hemm, her2k, herk, symm, syr2k, syrk, trmm, trsm
 from trncore import NkiDispatchError, NkiFallbackWarning, neuron_device_present
 
-__getattr__ = _library.module_getattr  # provides the lazily evaluated HAS_NKI
+__getattr__ = _library.module_getattr  # the lazily evaluated HAS_NKI; removed names say what replaced them
 
 __all__ = [
     "HAS_NKI",

@@ -19,13 +19,7 @@ import torch
 from trnblas import _pytorch
 from trnblas._flags import hermitian_from_triangle, op, symmetric_from_triangle, triangle, triangle_mask
 from trnblas._pytorch import triangle_product
-from trnblas.kernels import (
-    gemm_kernel,
-    gemm_update_kernel,
-    mp2_energy_df_kernel,
-    mp2_energy_kernel,
-    syrk_kernel,
-)
+from trnblas.kernels import gemm_kernel, gemm_update_kernel, syrk_kernel
 from trncore.dispatch import KernelContext, KernelUnsupported
 from trncore.gemm_driver import POLICY as GEMM_POLICY
 from trncore.gemm_driver import launch_gemm, padded_operand
@@ -228,48 +222,6 @@ def trsm_driver(
     if right:
         x = x.mT
     return x.to(b.dtype).contiguous()
-
-
-def _energy_dtype(tensors: tuple[torch.Tensor, ...]) -> tuple[torch.dtype, torch.dtype]:
-    """(kernel dtype of the amplitudes/factors, dtype of the result)."""
-    if any(t.is_complex() or not t.is_floating_point() for t in tensors):
-        raise KernelUnsupported("the MP2 energy kernels take real floating-point inputs")
-    result = torch.float64 if any(t.dtype == torch.float64 for t in tensors) else torch.float32
-    if result == torch.float64:
-        kernel_dtype(torch.float64, "mp2_energy")  # raises without the opt-in
-    main = tensors[0].dtype
-    return (torch.float32 if main == torch.float64 else main), result
-
-
-def mp2_driver(
-    ctx: KernelContext, t_flat: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor,
-    eps_vir: torch.Tensor,
-) -> torch.Tensor:
-    tensors = (t_flat, eps_occ_chunk, eps_occ_full, eps_vir)
-    kd, result = _energy_dtype(tensors)
-    if 0 in (t_flat.numel(), eps_occ_chunk.numel(), eps_occ_full.numel(), eps_vir.numel()):
-        return _pytorch.mp2_energy(*tensors)
-    f32 = torch.float32
-    out = ctx.launch(
-        mp2_energy_kernel, t_flat.to(kd), eps_occ_chunk.to(f32), eps_occ_full.to(f32), eps_vir.to(f32)
-    )
-    return out.reshape(()).to(result)
-
-
-def mp2_df_driver(
-    ctx: KernelContext, b_chunk: torch.Tensor, b_full: torch.Tensor, eps_occ_chunk: torch.Tensor,
-    eps_occ_full: torch.Tensor, eps_vir: torch.Tensor,
-) -> torch.Tensor:
-    tensors = (b_chunk, b_full, eps_occ_chunk, eps_occ_full, eps_vir)
-    kd, result = _energy_dtype(tensors)
-    if 0 in (b_chunk.numel(), b_full.numel(), eps_vir.numel()):
-        return _pytorch.mp2_energy(b_chunk @ b_full.mT, eps_occ_chunk, eps_occ_full, eps_vir)
-    f32 = torch.float32
-    out = ctx.launch(
-        mp2_energy_df_kernel, b_chunk.to(kd), b_full.to(kd), eps_occ_chunk.to(f32), eps_occ_full.to(f32),
-        eps_vir.to(f32),
-    )
-    return out.reshape(()).to(result)
 
 
 def symm_driver(

@@ -16,13 +16,7 @@ from typing import Any
 from trnblas import _drivers, _pytorch
 from trnblas._drivers import POLICY as _POLICY
 from trnblas._library import library
-from trnblas.kernels import (
-    gemm_kernel,
-    gemm_update_kernel,
-    mp2_energy_df_kernel,
-    mp2_energy_kernel,
-    syrk_kernel,
-)
+from trnblas.kernels import gemm_kernel, gemm_update_kernel, syrk_kernel
 from trncore.dispatch import Operation
 from trncore.kernels.complex_gemm import complex_matmul_kernel
 from trncore.precision import fp32_compute
@@ -35,8 +29,6 @@ __all__ = [
     "her2k_op",
     "herk_op",
     "kernel_route",
-    "mp2_energy_df_op",
-    "mp2_energy_op",
     "symm_op",
     "syr2k_op",
     "syrk_op",
@@ -128,27 +120,6 @@ trsm_op: Operation = library.operation(
     policy=_POLICY,
     min_work=_MIN_FLOPS,
     work=lambda alpha, a, b, *args, **kw: a.shape[0] * b.numel(),
-)
-
-
-# ----------------------------------------------------------------------------- MP2 energy
-
-
-mp2_energy_op: Operation = library.operation(
-    "mp2_energy",
-    reference=_pytorch.mp2_energy,
-    kernel=mp2_energy_kernel,
-    driver=_drivers.mp2_driver,
-    min_work=0,
-)
-
-
-mp2_energy_df_op: Operation = library.operation(
-    "mp2_energy_df",
-    reference=_pytorch.mp2_energy_df,
-    kernel=mp2_energy_df_kernel,
-    driver=_drivers.mp2_df_driver,
-    min_work=0,
 )
 
 

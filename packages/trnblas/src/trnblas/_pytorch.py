@@ -163,23 +163,6 @@ def trsm(
     )
 
 
-def mp2_energy(
-    t_flat: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor, eps_vir: torch.Tensor
-) -> torch.Tensor:
-    """Closed-shell MP2 energy of one chunk of amplitudes: ``Σ T (2T − Tᵀ) / Δ``.
-
-    ``T[i, j, a, b] = t_flat[i * nvir + a, j * nvir + b]`` for ``i`` over the chunk's occupied
-    orbitals (energies ``eps_occ_chunk``) and ``j`` over all of them (``eps_occ_full``); ``Tᵀ``
-    swaps ``a`` and ``b``; ``Δ = εi + εj − εa − εb``. This is the reference the ``nki_mp2_energy``
-    kernel will be checked against and fall back to; no public function calls it yet.
-    """
-    ni, nj, nvir = eps_occ_chunk.shape[0], eps_occ_full.shape[0], eps_vir.shape[0]
-    t = t_flat.reshape(ni, nvir, nj, nvir).permute(0, 2, 1, 3)  # (i, j, a, b), a view
-    occ = eps_occ_chunk[:, None, None, None] + eps_occ_full[None, :, None, None]
-    denominator = occ - eps_vir[None, None, :, None] - eps_vir[None, None, None, :]
-    return (t * (2 * t - t.transpose(-1, -2)) / denominator).sum()
-
-
 def triangle_product(
     build: Any, gemm: Any, alpha: Any, a: torch.Tensor, b: torch.Tensor, beta: Any,
     c: torch.Tensor | None, right: bool, lower: bool, *extra: Any,
@@ -218,10 +201,3 @@ def trmm(
         return gemm(alpha, b, tri, 0.0, None, 0, trans_a)
     return gemm(alpha, tri, b, 0.0, None, trans_a, 0)
 
-
-def mp2_energy_df(
-    b_chunk: torch.Tensor, b_full: torch.Tensor, eps_occ_chunk: torch.Tensor, eps_occ_full: torch.Tensor,
-    eps_vir: torch.Tensor,
-) -> torch.Tensor:
-    """The DF-MP2 energy: amplitudes ``b_chunk @ b_fullᵀ``, then :func:`mp2_energy`."""
-    return mp2_energy(b_chunk @ b_full.mT, eps_occ_chunk, eps_occ_full, eps_vir)

@@ -11,16 +11,22 @@ Inputs are validated exactly as by the BLAS functions. The kernels compute in fl
 float32 or bfloat16/float16 inputs. float64 inputs fall back to PyTorch (the reason is in the
 warning) unless ``allow_fp32=True`` is passed here, or ``TRNBLAS_ALLOW_FP32_COMPUTE=1`` is set;
 then they are rounded to float32 and the result is returned as float64 with float32 accuracy.
+
+The MP2 energy entry points that used to live here are gone: the suite's one MP2 energy is
+``trntensor.mp2_energy`` (asking for ``nki_mp2_energy`` raises an ``AttributeError`` that says so).
 """
 
 from __future__ import annotations
 
 import torch
 
-from trnblas import _ops, level3
-from trnblas import _validate as v
+from trnblas import _library, _ops, level3
 
-__all__ = ["nki_batched_gemm", "nki_gemm", "nki_mp2_energy", "nki_mp2_energy_df", "nki_syrk", "nki_trsm"]
+__all__ = ["nki_batched_gemm", "nki_gemm", "nki_syrk", "nki_trsm"]
+
+# The MP2 energy entry points are gone (trntensor.mp2_energy is the suite's one): asking for one
+# raises an AttributeError that names it.
+__getattr__ = _library.removed_getattr(__name__)
 
 
 def nki_gemm(
@@ -96,98 +102,3 @@ def nki_trsm(
     """
     with _ops.kernel_route(allow_fp32):
         return level3.trsm(alpha, a, b, side, lower, trans_a, diag)
-
-
-def _check_energies(eps_occ_chunk: object, eps_occ_full: object, eps_vir: object, like: torch.Tensor) -> None:
-    named = (("eps_occ_chunk", eps_occ_chunk), ("eps_occ_full", eps_occ_full), ("eps_vir", eps_vir))
-    for name, value in named:
-        e = v.tensor(name, value, 1, dtypes=(torch.float32, torch.float64))
-        if e.device != like.device:
-            raise ValueError(
-                f"{name} must be on the same device as the amplitudes ({like.device}), got {e.device}"
-            )
-
-
-def nki_mp2_energy(
-    T_flat: torch.Tensor,
-    eps_occ_chunk: torch.Tensor,
-    eps_occ_full: torch.Tensor,
-    eps_vir: torch.Tensor,
-    allow_fp32: bool = False,
-) -> torch.Tensor:
-    """Closed-shell MP2 energy ``Σ T (2T − Tᵀ) / Δ`` of a chunk of amplitudes, on chip.
-
-    Parameters
-    ----------
-    T_flat : torch.Tensor
-        ``(ni·nvir, nocc·nvir)`` with ``T[i, j, a, b] = T_flat[i·nvir + a, j·nvir + b]``; float32
-        or bfloat16 (float64 with the opt-in).
-    eps_occ_chunk, eps_occ_full, eps_vir : torch.Tensor
-        Orbital energies: the chunk's ``ni`` occupied orbitals, all ``nocc`` occupied ones and the
-        ``nvir`` virtual ones (1-D, float32 or float64). Any ``nvir``, primes included.
-    allow_fp32 : bool, optional
-        Compute float64 inputs in float32 instead of falling back to PyTorch.
-
-    Returns
-    -------
-    torch.Tensor
-        A 0-dim tensor: float32, or float64 when any input is float64 (computed in float32).
-        ``Tᵀ`` swaps ``a`` and ``b``; ``Δ = εi + εj − εa − εb``.
-    """
-    t = v.tensor("T_flat", T_flat, 2, dtypes=(torch.float32, torch.float64, torch.bfloat16, torch.float16))
-    _check_energies(eps_occ_chunk, eps_occ_full, eps_vir, t)
-    ni, nocc, nvir = eps_occ_chunk.shape[0], eps_occ_full.shape[0], eps_vir.shape[0]
-    expected = (ni * nvir, nocc * nvir)
-    if tuple(t.shape) != expected:
-        raise ValueError(
-            f"T_flat must have shape (len(eps_occ_chunk)·nvir, len(eps_occ_full)·nvir) = {expected}, "
-            f"got {tuple(t.shape)}"
-        )
-    with _ops.kernel_route(allow_fp32):
-        return _ops.call(_ops.mp2_energy_op, t, eps_occ_chunk, eps_occ_full, eps_vir)
-
-
-def nki_mp2_energy_df(
-    b_chunk: torch.Tensor,
-    b_full: torch.Tensor,
-    eps_occ_chunk: torch.Tensor,
-    eps_occ_full: torch.Tensor,
-    eps_vir: torch.Tensor,
-    allow_fp32: bool = False,
-) -> torch.Tensor:
-    """The MP2 energy with amplitudes formed in PSUM from DF factors, never written to HBM.
-
-    ``T[i, j, a, b] = Σ_Q b_chunk[i·nvir + a, Q] · b_full[j·nvir + b, Q]`` — the amplitudes
-    :func:`nki_mp2_energy` takes as ``T_flat = b_chunk @ b_fullᵀ`` — reduced as there.
-
-    Parameters
-    ----------
-    b_chunk : torch.Tensor
-        ``(ni·nvir, naux)`` DF factors of the chunk's occupied orbitals (float32 or bfloat16).
-    b_full : torch.Tensor
-        ``(nocc·nvir, naux)`` DF factors of all occupied orbitals, same dtype.
-    eps_occ_chunk, eps_occ_full, eps_vir, allow_fp32
-        As in :func:`nki_mp2_energy`.
-
-    Returns
-    -------
-    torch.Tensor
-        A 0-dim tensor, as :func:`nki_mp2_energy`.
-    """
-    dtypes = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
-    bc = v.tensor("b_chunk", b_chunk, 2, dtypes=dtypes)
-    bf = v.tensor("b_full", b_full, 2, dtypes=dtypes)
-    v.same_kind(b_chunk=bc, b_full=bf)
-    _check_energies(eps_occ_chunk, eps_occ_full, eps_vir, bc)
-    ni, nocc, nvir = eps_occ_chunk.shape[0], eps_occ_full.shape[0], eps_vir.shape[0]
-    if tuple(bc.shape) != (ni * nvir, bf.shape[1]):
-        raise ValueError(
-            f"b_chunk must have shape (len(eps_occ_chunk)·nvir, naux) = {(ni * nvir, bf.shape[1])}, "
-            f"got {tuple(bc.shape)}"
-        )
-    if bf.shape[0] != nocc * nvir:
-        raise ValueError(
-            f"b_full must have len(eps_occ_full)·nvir = {nocc * nvir} rows, got shape {tuple(bf.shape)}"
-        )
-    with _ops.kernel_route(allow_fp32):
-        return _ops.call(_ops.mp2_energy_df_op, bc, bf, eps_occ_chunk, eps_occ_full, eps_vir)

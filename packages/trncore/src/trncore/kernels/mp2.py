@@ -5,8 +5,8 @@ For amplitudes ``T[i, j, a, b]`` the closed-shell MP2 correlation energy is
 with ``a`` on partitions and ``(j, b)`` along the free dim, brings the swapped amplitudes
 ``T[i,j,b,a]`` into the same layout (a transposed load, or a second matmul), and calls
 :func:`mp2_energy_tile` per tile; :func:`partition_sum` finishes the sum across partitions on the
-Tensor Engine. Both the amplitude-input kernel and the fused DF kernels (trnblas, trntensor) use
-these, so the formula lives in one place.
+Tensor Engine. trntensor's fused DF-MP2 energy kernel
+(``trntensor.kernels.mp2_energy_block_kernel``) is built on these; the formula lives here, once.
 """
 
 from __future__ import annotations
