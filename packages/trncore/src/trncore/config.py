@@ -26,6 +26,7 @@ __all__ = [
     "env_settings",
     "read_bool",
     "read_choice",
+    "read_text",
     "steering_keys",
     "steering_unset",
 ]
@@ -235,3 +236,12 @@ def current_target() -> str:
             + ", ".join(sorted(_TARGET_ALIASES))
         )
     return _TARGET_ALIASES[raw]
+
+
+def read_text(library: str, suffix: str) -> str | None:
+    """A free-form variable such as ``TRNTENSOR_DFMP2_FAULT`` (the library's first, then the
+    suite's ``TRNSCI_`` one); unset or blank is None. The caller parses and validates the text."""
+    found = _lookup(library, suffix)
+    if found is None or not found[1].strip():
+        return None
+    return found[1].strip()
