@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 pytest.importorskip("pyscf")
 from pyscf import df, gto, scf
@@ -129,8 +130,8 @@ def test_one_to_four_ranks_give_the_same_bits(tmp_path, name):
         assert proc.returncode == 0, proc.stderr[-3000:]
         lines = {Path(f"{out}.{r}").read_text() for r in range(ranks)}
         assert len(lines) == 1, lines  # every rank returns the same number
-        *energies, reported = lines.pop().split()
-        assert int(reported) == ranks
+        *energies, reported, streamed = lines.pop().split()
+        assert (int(reported), streamed) == (ranks, "0")
         results[ranks] = tuple(energies)
         # ... and the same SCF without any process group gives those bits too
         assert tuple(Path(f"{out}.alone").read_text().split()) == results[ranks]
@@ -260,3 +261,19 @@ def test_two_ranks_streaming_b_give_the_one_process_bits(tmp_path):
     assert (ranks, streamed) == ("2", "1")
     assert tuple(Path(f"{out}.alone").read_text().split()) == tuple(energies)
     assert list(scratch.iterdir()) == []
+
+
+def test_a_metric_without_a_cholesky_factor_is_fitted_with_its_inverse_square_root(water, monkeypatch):
+    # A numerically singular J (linearly dependent fitting functions) has no Cholesky factor; the
+    # driver then fits with J^{-1/2}: the same energy to rounding (PySCF to 1e-8).
+    ref = _pyscf(water)
+    calls = []
+
+    def no_factor(a, upper=False):
+        calls.append(a.shape)
+        return torch.zeros_like(a), torch.ones((), dtype=torch.int32)  # LAPACK's "not positive"
+
+    monkeypatch.setattr(torch.linalg, "cholesky_ex", no_factor)
+    r = dfmp2_energy(water, AUX)
+    assert calls == [(r.naux, r.naux)]
+    assert abs(r.e_corr - ref.e_corr) < 1e-8 and abs(r.e_os - ref.e_corr_os) < 1e-8

@@ -147,6 +147,8 @@ class Comm:
         """Start a broadcast of ``t`` from ``src``; pass the result to :meth:`wait_for`."""
         if src == self.rank:
             self._maybe_fail()
+        if not t.is_contiguous():  # the transport sends and fills memory in storage order
+            raise ValueError(f"broadcast needs a contiguous tensor, got strides {t.stride()}")
         if self.size == 1:
             return None, None
         work = self.dist.broadcast(t, src=self._global(src), group=self.group, async_op=True)

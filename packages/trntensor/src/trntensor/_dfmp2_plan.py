@@ -43,12 +43,12 @@ def owned(count: int, rank: int, ranks: int) -> list[int]:
 class MemoryPlan:
     """Bytes one rank needs, by use and by phase (see :func:`memory_plan`).
 
-    The run goes through three phases: the metric ``J^{-1/2}`` (built on rank 0 and broadcast),
-    the integrals with their transform (chunk by chunk, into the rank's own ``B`` blocks), and the
-    pair energies. :attr:`total` is the largest of the three.
+    The run goes through four phases: the metric's factor (built on rank 0 and broadcast), the
+    integrals with their transform (chunk by chunk, into the rank's own ``B`` blocks), the fit,
+    and the pair energies. :attr:`total` is the largest of the four.
     """
 
-    metric: int  #: J^{-1/2}, kept by every rank for the whole run
+    metric: int  #: the metric's factor (Cholesky, or J^{-1/2}), kept by every rank until the fit
     metric_build: int  #: J, its eigenvectors and the product, while J^{-1/2} is formed (rank 0)
     integrals: int  #: one chunk of (μν|P), unpacked, transformed, and one received chunk
     b_own: int  #: the fitted B rows of the rank's own blocks resident in memory (0 when streamed)
@@ -57,7 +57,7 @@ class MemoryPlan:
     budget: int | None
     streamed: bool = False  #: the own blocks live in an HDF5 file, read one block at a time
     disk: int = 0  #: bytes of that file (the rank's own B blocks)
-    b_block: int = 0  #: the largest block (the fit's output; a block read from disk when streamed)
+    b_block: int = 0  #: the largest block (the fit's temporaries; a block read from disk when streamed)
 
     @property
     def phases(self) -> dict[str, int]:
@@ -66,8 +66,10 @@ class MemoryPlan:
         return {
             "metric": self.metric_build,
             "integrals": self.metric + self.integrals + self.b_own,
-            "fit": self.metric + self.b_own + (2 if self.streamed else 1) * self.b_block,
-            "pairs": self.metric + self.b_own + self.b_visiting + work + self.energy,
+            # the solver's column-major copy of the block, its result, and that in C order
+            # (plus the block itself when it was read from disk)
+            "fit": self.metric + self.b_own + (4 if self.streamed else 3) * self.b_block,
+            "pairs": self.b_own + self.b_visiting + work + self.energy,  # the factor is gone
         }
 
     @property
@@ -87,7 +89,7 @@ class MemoryPlan:
             if self.streamed else f"B own blocks {self.b_own / mib:.1f} MiB"
         )
         parts = [
-            f"J^-1/2 {self.metric / mib:.1f} MiB (building it {self.metric_build / mib:.1f})",
+            f"metric factor {self.metric / mib:.1f} MiB (building it {self.metric_build / mib:.1f})",
             f"integrals chunk {self.integrals / mib:.1f} MiB",
             own,
             f"B block {self.b_block / mib:.1f} MiB",

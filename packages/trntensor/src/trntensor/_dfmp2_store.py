@@ -14,7 +14,6 @@ import shutil
 import tempfile
 from typing import Any
 
-import numpy as np
 import torch
 
 __all__ = ["BlockStore"]
@@ -74,9 +73,11 @@ class BlockStore:
         """The whole block (a fresh tensor read from disk when streamed)."""
         if not self.streamed:
             return self._memory[key]
-        out = np.empty(self._shapes[key], dtype=np.float64)
-        self._file[_name(key)].read_direct(out)
-        return torch.from_numpy(out)
+        # Into torch's own allocation: BLAS kernels may take different paths (and round
+        # differently) for differently aligned operands, and in memory the blocks are torch's.
+        out = torch.empty(self._shapes[key], dtype=torch.float64)
+        self._file[_name(key)].read_direct(out.numpy())
+        return out
 
     def put(self, key: Key, block: torch.Tensor) -> None:
         """Replace the block (after the fit)."""
