@@ -163,15 +163,15 @@ def test_a_killed_rank_ends_the_run_with_an_error_and_no_energy():
 
 
 def test_small_memory_puts_b_on_disk_and_the_plan_goes_to_stderr_unless_json(tmp_path):
-    # water's B with J^-1/2 and one integral chunk needs ~0.43 MiB per rank; 0.0004 GiB does not
-    # hold it, but does with B on disk
-    args = ("--molecule", "water", "--memory", "0.0004", "--scratch", str(tmp_path))
+    # water's B and one integral chunk need 0.35 MiB per rank (trntensor.dfmp2.memory_plan);
+    # 0.0003 GiB does not hold them, but holds the chunk with B on disk
+    args = ("--molecule", "water", "--memory", "0.0003", "--scratch", str(tmp_path))
     out = run(*args, "--json", "--check")
     assert out.returncode == 0, out.stderr[-3000:]
     r = json.loads(out.stdout)
     assert r["b_on_disk"] and r["agrees"] and abs(r["e_corr"] - r["e_corr_pyscf"]) <= 1e-8
     assert "memory per rank" not in out.stderr  # --json: machine-readable, nothing on stderr
-    text = run("--molecule", "water")  # (PySCF's SCF is slow at 0.4 MB; the plan needs no budget)
+    text = run("--molecule", "water")  # (PySCF's SCF is slow at 0.3 MB; the plan needs no budget)
     assert text.returncode == 0 and "agrees" in text.stdout
     assert "memory per rank" in text.stderr and "no budget" in text.stderr  # before the expensive steps
     assert list(tmp_path.iterdir()) == []  # the scratch file went with the run

@@ -248,9 +248,10 @@ def test_a_rank_that_dies_or_hangs_in_the_pair_stage_fails_the_run(tmp_path, act
 
 @pytest.mark.slow
 def test_two_ranks_streaming_b_give_the_one_process_bits(tmp_path):
-    # water, occ_block=1: B per rank does not fit this budget in memory, but streamed it does
-    budget = memory_plan(24, [5], [19], 84, 2, occ_block=1).total - 1
-    assert memory_plan(24, [5], [19], 84, 2, budget, occ_block=1).streamed
+    # water as _dfmp2_rank.py runs it: B per rank does not fit this budget in memory, streamed it does
+    blocks = {"occ_block": 1, "aux_chunk": 24}
+    budget = memory_plan(24, [5], [19], 84, 2, **blocks).total - 1
+    assert memory_plan(24, [5], [19], 84, 2, budget, **blocks).streamed
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     code, out = _ranks(tmp_path, 2, f"memory={budget}", f"scratch={scratch}")

@@ -15,9 +15,9 @@ __all__ = ["AUX_CHUNK", "OCC_BLOCK", "MemoryPlan", "blocks", "memory_plan", "own
 
 #: Auxiliary functions per integral chunk (whole shells): fixed, so the chunks do not depend on
 #: the number of ranks.
-AUX_CHUNK = 24
+AUX_CHUNK = 12
 #: Occupied orbitals per block of the pair loop: fixed for the same reason.
-OCC_BLOCK = 4
+OCC_BLOCK = 2
 
 _F64 = 8
 
@@ -43,12 +43,12 @@ def owned(count: int, rank: int, ranks: int) -> list[int]:
 class MemoryPlan:
     """Bytes one rank needs, by use and by phase (see :func:`memory_plan`).
 
-    The run goes through four phases: the metric's factor (built on rank 0 and broadcast), the
-    integrals with their transform (chunk by chunk, into the rank's own ``B`` blocks), the fit,
+    The run goes through four phases: the integrals with their transform (chunk by chunk, into
+    the rank's own ``B`` blocks), the metric's factor (built on rank 0 and broadcast), the fit,
     and the pair energies. :attr:`total` is the largest of the four.
     """
 
-    metric: int  #: the metric's factor (Cholesky, or J^{-1/2}), kept by every rank until the fit
+    metric: int  #: the metric's factor (Cholesky, or J^{-1/2}), held by every rank for the fit
     metric_build: int  #: J, its eigenvectors and the product, while J^{-1/2} is formed (rank 0)
     integrals: int  #: one chunk of (μν|P), unpacked, transformed, and one received chunk
     b_own: int  #: the fitted B rows of the rank's own blocks resident in memory (0 when streamed)
@@ -64,8 +64,8 @@ class MemoryPlan:
         """Peak bytes of each phase."""
         work = self.b_block if self.streamed else 0  # a block read from disk to pair with
         return {
-            "metric": self.metric_build,
-            "integrals": self.metric + self.integrals + self.b_own,
+            "integrals": self.integrals + self.b_own,
+            "metric": self.b_own + self.metric_build,  # on rank 0, after the integrals
             # the solver's column-major copy of the block, its result, and that in C order
             # (plus the block itself when it was read from disk)
             "fit": self.metric + self.b_own + (4 if self.streamed else 3) * self.b_block,
@@ -135,8 +135,9 @@ def memory_plan(
     """
     npair = nbasis * (nbasis + 1) // 2
     chunk = min(aux_chunk, naux) + 16  # whole shells may run past AUX_CHUNK by a shell
-    # packed (μν|P), its dense unpacking for the transform, our transformed rows and a received chunk
-    integrals = _F64 * chunk * (npair + nbasis * nbasis + 2 * sum(o * v for o, v in zip(nocc, nvir)))
+    # packed (μν|P) and the transform's transposed copy, its dense unpacking, our transformed rows
+    # and a received chunk
+    integrals = _F64 * chunk * (2 * npair + nbasis * nbasis + 2 * sum(o * v for o, v in zip(nocc, nvir)))
     own = biggest = 0
     for o, v in zip(nocc, nvir):
         sizes = [b - a for a, b in blocks(o, occ_block)]

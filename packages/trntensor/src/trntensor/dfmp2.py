@@ -348,29 +348,11 @@ def _run(
     mol: Any, auxmol: Any, spins: list[_Spin], unrestricted: bool, comm: Comm, store: BlockStore,
     naux: int, aux_chunk: int, bar: Callable[..., Any],
 ) -> tuple[float, float]:
-    """The three stages of :func:`dfmp2_energy` after the plan; returns ``(e_os, e_ss)``."""
+    """The stages of :func:`dfmp2_energy` after the plan (integrals and transform, metric, fit,
+    pair energies, sum); returns ``(e_os, e_ss)``."""
     from pyscf import df
 
     dtype = torch.float64
-    # The metric's factor once, on rank 0, then broadcast (with which factor it is): every rank
-    # fits with the same numbers. Cholesky (J = L Lᵀ; the fit is a triangular solve, at about a
-    # tenth of the eigendecomposition's cost and 0.6 of a GEMM's for the fit itself); J^{-1/2}
-    # when J is numerically singular (linearly dependent fitting functions).
-    comm.stage = "metric"
-    kind = torch.zeros(1, dtype=dtype)  # 0: fit = Lᵀ (upper); 1: fit = J^{-1/2}
-    if comm.rank == 0:
-        metric = torch.from_numpy(auxmol.intor("int2c2e")).to(dtype)
-        factor, info = torch.linalg.cholesky_ex(metric, upper=True)  # J = UᵀU, U = Lᵀ
-        if int(info) == 0 and bool(torch.all(torch.diagonal(factor) > 1e-7 * float(factor[0, 0]))):
-            fit = factor.contiguous()  # LAPACK returns it column-major; a broadcast sends memory order
-        else:
-            fit, kind[0] = metric_inverse_sqrt(metric), 1.0
-        del metric, factor
-    else:
-        fit = torch.empty(naux, naux, dtype=dtype)
-    comm.broadcast(kind, 0)
-    comm.broadcast(fit, 0)
-    cholesky = float(kind[0]) == 0.0
     for si, s in enumerate(spins):
         for k in owned(len(s.blocks), comm.rank, comm.size):
             i0, i1 = s.blocks[k]
@@ -389,7 +371,9 @@ def _run(
             sh0, sh1, _, _ = chunks[c]
             shells = (0, nbas, 0, nbas, sh0, sh1)
             eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", shls_slice=shells)
-            packed = torch.from_numpy(eri.T.copy()).to(dtype)  # (P, μν) lower triangles
+            # (P, μν) lower triangles; PySCF's (μν, P) comes Fortran-ordered, so this view is in
+            # C order without a copy (either order gives the transform the same numbers)
+            packed = torch.from_numpy(eri.T).to(dtype)
             del eri
             mine = [ao_to_mo_transform(packed, s.c_occ, s.c_vir) for s in spins]
             del packed
@@ -407,6 +391,26 @@ def _run(
                         store.write_columns(key, p0, p1, part[i0:i1])
                 del part
         del mine
+    # The metric's factor once, on rank 0, then broadcast (with which factor it is): every rank
+    # fits with the same numbers. It is made after the integrals, so that it never coexists with
+    # an integral chunk. Cholesky (J = L Lᵀ; the fit is a triangular solve, at about a
+    # tenth of the eigendecomposition's cost and 0.6 of a GEMM's for the fit itself); J^{-1/2}
+    # when J is numerically singular (linearly dependent fitting functions).
+    comm.stage = "metric"
+    kind = torch.zeros(1, dtype=dtype)  # 0: fit = Lᵀ (upper); 1: fit = J^{-1/2}
+    if comm.rank == 0:
+        metric = torch.from_numpy(auxmol.intor("int2c2e")).to(dtype)
+        factor, info = torch.linalg.cholesky_ex(metric)  # J = L Lᵀ
+        if int(info) == 0 and bool(torch.all(torch.diagonal(factor) > 1e-7 * float(factor[0, 0]))):
+            fit = factor.mT.contiguous()  # L column-major (LAPACK's) is Lᵀ in C order: no copy
+        else:
+            fit, kind[0] = metric_inverse_sqrt(metric), 1.0
+        del metric, factor
+    else:
+        fit = torch.empty(naux, naux, dtype=dtype)
+    comm.broadcast(kind, 0)
+    comm.broadcast(fit, 0)
+    cholesky = float(kind[0]) == 0.0
     comm.stage = "fit"  # block by block (the same shapes whatever the number of ranks)
     for key in bar(store.keys(), desc="fit"):
         b = store.get(key)
