@@ -7,7 +7,9 @@ For each molecule one RHF is run, then the two correlation steps alternate ``--r
 * PySCF: its best energy-only run, ``DFMP2(mf).kernel(with_t2=False)``, with the same auxiliary
   basis (which builds its own integrals; keeping t2 would cost O(o²v²) memory for nothing).
 
-Both at the process's default thread count. Reported per molecule: median seconds of each, their
+Both at ``--threads`` threads (default: the process's default; ``--threads 1`` is what to use on a
+shared machine, where torch's intra-op threads wait on each other whenever another process holds
+the second core). Reported per molecule: median seconds of each, their
 ratio (target ≤ 1.0 on naphthalene), the
 energy difference, and the peak memory each step adds over the SCF's resident set (Linux VmHWM,
 reset before each step). Then the example runs on the emulator's float32 NKI kernels
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -139,6 +142,7 @@ def main() -> int:
     parser.add_argument("--basis", default="cc-pvdz")
     parser.add_argument("--auxbasis", default="cc-pvdz-ri")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS for both (default: unset)")
     parser.add_argument("--emulator-molecules", nargs="*", default=["water", "ammonia", "benzene"],
                         help="molecules run on the emulator's float32 kernels (none to skip)")
     parser.add_argument("--worker", nargs=1, help=argparse.SUPPRESS)
@@ -148,13 +152,18 @@ def main() -> int:
         return 0
     results = []
     for molecule in args.molecules:  # a fresh process per molecule: clean memory figures
+        env = dict(os.environ)
+        if args.threads is not None:
+            env["OMP_NUM_THREADS"] = str(args.threads)
         out = subprocess.run(
             [sys.executable, __file__, "--worker", molecule, "--basis", args.basis,
              "--auxbasis", args.auxbasis, "--repeats", str(args.repeats)],
-            capture_output=True, text=True, check=True,
+            capture_output=True, text=True, check=True, env=env,
         )
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    print(f"DF-MP2 correlation step, {args.basis}/{args.auxbasis}, median of {args.repeats} (interleaved)")
+    threads = "default" if args.threads is None else args.threads
+    print(f"DF-MP2 correlation step, {args.basis}/{args.auxbasis}, median of {args.repeats} (interleaved), "
+          f"threads {threads}")
     print(f"{'molecule':<12}{'nbasis':>7}{'trnsci s':>10}{'PySCF s':>10}{'ratio':>7}"
           f"{'trnsci MiB':>12}{'PySCF MiB':>11}{'|dE| Eh':>10}")
     for r in results:
@@ -170,7 +179,8 @@ def main() -> int:
                               for t, m in r["energy_step_model"].items())
             print(f"{r['molecule']:<12}{r['kernel_keys']:>5}{abs(r['difference']):>10.1e}   {model}")
         print(f"distinct kernel keys per run: {sorted({r['kernel_keys'] for r in emulated})} (target <= 4)")
-    written = write_json("df_mp2", results, basis=args.basis, auxbasis=args.auxbasis, emulator=emulated)
+    written = write_json("df_mp2", results, basis=args.basis, auxbasis=args.auxbasis, threads=threads,
+                         emulator=emulated)
     png = plot(results)
     print(f"wrote {written.relative_to(ROOT)} and {png.relative_to(ROOT)}")
     return 0
