@@ -5,7 +5,8 @@
 Each rank writes its energy components as float.hex to ``<out>.<rank>`` (so the test can compare
 them bit for bit), or, when the run fails, the error's class and message to ``<out>.<rank>.err``.
 Rank 0 also writes the single-process result of the same SCF to ``<out>.alone`` (unless
-``alone=0``). The launcher waits for rank 0, then ends any rank still running (a hung one) and
+``alone=0``). The launcher waits for rank 0, then stops any rank still running (a hung one) with
+SIGTERM, which each rank turns into an orderly exit (its scratch files removed), and
 exits with 0 only when every rank succeeded.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import signal
 import sys
 import time
 
@@ -21,6 +23,8 @@ def run(rank: int, world: int, init: str, out: str, molecule: str, spin: int, op
     import torch
     import torch.distributed as dist
 
+    # SIGTERM unwinds (as in examples/df_mp2.py), so the driver removes its scratch on the way out
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     torch.set_num_threads(1)  # bitwise reproducibility holds at a fixed thread count per rank
     dist.init_process_group(
         "gloo", init_method=f"file://{init}", rank=rank, world_size=world,
@@ -72,7 +76,10 @@ if __name__ == "__main__":
     for p in procs[1:]:
         p.join(timeout=max(0.0, deadline - time.monotonic()))
     for p in procs:
-        if p.is_alive():  # a hung rank: the run has already failed
+        if p.is_alive():  # a hung rank: the run has already failed; stop it as torchrun does
+            p.terminate()
+            p.join(timeout=20)
+        if p.is_alive():
             p.kill()
             p.join()
     sys.exit(0 if all(p.exitcode == 0 for p in procs) else 1)

@@ -237,13 +237,23 @@ def _ranks(tmp_path: Path, ranks: int, *opts: str, fault: str | None = None) -> 
 def test_a_rank_that_dies_or_hangs_in_the_pair_stage_fails_the_run(tmp_path, action):
     # Rank 1 dies (SIGKILL) or stops answering when it is to send its first block of the pair
     # stage; rank 0, waiting for that block, must raise RankFailure naming rank 1 and the stage.
-    code, out = _ranks(tmp_path, 2, "timeout=3", "alone=0", fault=f"{action}:1:pairs")
+    # B on disk (as in the streaming test below), to see what becomes of the scratch files
+    blocks = {"occ_block": 1, "aux_chunk": 24}
+    budget = memory_plan(24, [5], [19], 84, 2, **blocks).total - 1
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code, out = _ranks(tmp_path, 2, "timeout=3", "alone=0", f"memory={budget}", f"scratch={scratch}",
+                       fault=f"{action}:1:pairs")
     assert code != 0
     assert not Path(f"{out}.0").exists() and not Path(f"{out}.1").exists()  # no energy anywhere
     kind, message = Path(f"{out}.0.err").read_text().split("\n", 1)
     assert kind == "RankFailure 1"  # the class and the rank it lost
     assert "stage 'pairs': rank 0 of 2 lost rank 1" in message
     assert ("within 3 s" if action == "hang" else "connection closed") in message
+    # rank 0 removed its file on the error and the hung rank on SIGTERM; SIGKILL leaves the
+    # killed rank's file behind (nothing can run in a killed process)
+    left = sorted(p.name.split("-")[2] for p in scratch.iterdir())
+    assert left == ([] if action == "hang" else ["r1"])
 
 
 @pytest.mark.slow
