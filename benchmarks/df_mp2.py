@@ -2,11 +2,15 @@
 
 For each molecule one RHF is run, then the two correlation steps alternate ``--repeats`` times:
 
-* trnsci: 3-index integrals (PySCF's ``cholesky_eri``), ``trntensor.ao_to_mo_transform``,
-  ``trntensor.mp2_energy``: everything after the SCF;
-* PySCF: ``DFMP2(mf).kernel()`` with the same auxiliary basis (which builds its own integrals).
+* trnsci: ``trntensor.dfmp2_energy`` (integrals, transform, fit, pair energies: everything after
+  the SCF), one process;
+* PySCF: its best energy-only run, ``DFMP2(mf).kernel(with_t2=False)``, with the same auxiliary
+  basis (which builds its own integrals; keeping t2 would cost O(o²v²) memory for nothing).
 
-Reported per molecule: median seconds of each, their ratio (target ≤ 1.0 on naphthalene), the
+Both at ``--threads`` threads (default: the process's default; ``--threads 1`` is what to use on a
+shared machine, where torch's intra-op threads wait on each other whenever another process holds
+the second core). Reported per molecule: median seconds of each, their
+ratio (target ≤ 1.0 on naphthalene), the
 energy difference, and the peak memory each step adds over the SCF's resident set (Linux VmHWM,
 reset before each step). Then the example runs on the emulator's float32 NKI kernels
 (``--emulator-molecules``): the distinct kernel keys of the whole run (target ≤ 4), the agreement
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -63,18 +68,14 @@ def worker(molecule: str, basis: str, auxbasis: str, repeats: int) -> dict:
     mf = scf.RHF(mol).density_fit()
     mf.kernel()
     nocc = int(np.count_nonzero(mf.mo_occ > 0))
-    c = torch.from_numpy(np.ascontiguousarray(mf.mo_coeff))
-    eps = torch.from_numpy(np.asarray(mf.mo_energy))
 
     def ours() -> float:
-        cderi = torch.from_numpy(np.asarray(df.incore.cholesky_eri(mol, auxbasis=auxbasis)))
-        b = trntensor.ao_to_mo_transform(cderi, c[:, :nocc], c[:, nocc:])
-        return float(trntensor.mp2_energy(b, eps[:nocc], eps[nocc:]))
+        return trntensor.dfmp2_energy(mf, auxbasis).e_corr
 
     def pyscf() -> float:
         pt = dfmp2.DFMP2(mf)
         pt.with_df = df.DF(mol, auxbasis=auxbasis)
-        return float(pt.kernel()[0])
+        return float(pt.kernel(with_t2=False)[0])
 
     times = {"trnsci": [], "pyscf": []}
     peaks = {"trnsci": [], "pyscf": []}
@@ -120,7 +121,8 @@ def plot(results: list[dict]) -> Path:
     names = [r["molecule"] for r in results]
     x = range(len(names))
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
-    for offset, key, label in ((-0.2, "trnsci", "trnsci (PyTorch route)"), (0.2, "pyscf", "PySCF DFMP2")):
+    bars = ((-0.2, "trnsci", "trnsci dfmp2_energy"), (0.2, "pyscf", "PySCF DFMP2, with_t2=False"))
+    for offset, key, label in bars:
         ax_t.bar([i + offset for i in x], [r["median_s"][key] for r in results], 0.4, label=label)
         ax_m.bar([i + offset for i in x], [r["peak_extra_mib"][key] for r in results], 0.4, label=label)
     panels = ((ax_t, "correlation step, median", "seconds"), (ax_m, "peak memory added", "MiB"))
@@ -140,6 +142,7 @@ def main() -> int:
     parser.add_argument("--basis", default="cc-pvdz")
     parser.add_argument("--auxbasis", default="cc-pvdz-ri")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None, help="OMP_NUM_THREADS for both (default: unset)")
     parser.add_argument("--emulator-molecules", nargs="*", default=["water", "ammonia", "benzene"],
                         help="molecules run on the emulator's float32 kernels (none to skip)")
     parser.add_argument("--worker", nargs=1, help=argparse.SUPPRESS)
@@ -149,13 +152,18 @@ def main() -> int:
         return 0
     results = []
     for molecule in args.molecules:  # a fresh process per molecule: clean memory figures
+        env = dict(os.environ)
+        if args.threads is not None:
+            env["OMP_NUM_THREADS"] = str(args.threads)
         out = subprocess.run(
             [sys.executable, __file__, "--worker", molecule, "--basis", args.basis,
              "--auxbasis", args.auxbasis, "--repeats", str(args.repeats)],
-            capture_output=True, text=True, check=True,
+            capture_output=True, text=True, check=True, env=env,
         )
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    print(f"DF-MP2 correlation step, {args.basis}/{args.auxbasis}, median of {args.repeats} (interleaved)")
+    threads = "default" if args.threads is None else args.threads
+    print(f"DF-MP2 correlation step, {args.basis}/{args.auxbasis}, median of {args.repeats} (interleaved), "
+          f"threads {threads}")
     print(f"{'molecule':<12}{'nbasis':>7}{'trnsci s':>10}{'PySCF s':>10}{'ratio':>7}"
           f"{'trnsci MiB':>12}{'PySCF MiB':>11}{'|dE| Eh':>10}")
     for r in results:
@@ -171,7 +179,8 @@ def main() -> int:
                               for t, m in r["energy_step_model"].items())
             print(f"{r['molecule']:<12}{r['kernel_keys']:>5}{abs(r['difference']):>10.1e}   {model}")
         print(f"distinct kernel keys per run: {sorted({r['kernel_keys'] for r in emulated})} (target <= 4)")
-    written = write_json("df_mp2", results, basis=args.basis, auxbasis=args.auxbasis, emulator=emulated)
+    written = write_json("df_mp2", results, basis=args.basis, auxbasis=args.auxbasis, threads=threads,
+                         emulator=emulated)
     png = plot(results)
     print(f"wrote {written.relative_to(ROOT)} and {png.relative_to(ROOT)}")
     return 0

@@ -140,6 +140,9 @@ def measure(carbons: int, repeats: int) -> dict:
             "seconds": statistics.median(r["seconds"] for r in rs),
             "added_mib_per_rank": statistics.median(max(r["added_bytes"]) for r in rs) / 2**20,
             "difference": rs[0]["e_corr"] - e_ref,
+            # every run, for the noise of this shared machine
+            "seconds_runs": [round(r["seconds"], 3) for r in rs],
+            "added_mib_runs": [round(max(r["added_bytes"]) / 2**20, 1) for r in rs],
         }
     return {"carbons": carbons, "nbasis": int(mol.nao), "repeats": repeats, "runs": summary}
 
@@ -203,7 +206,8 @@ def main() -> int:
         results.append(r)
         for name, s in r["runs"].items():
             print(f"C{n} ({r['nbasis']} bf) {name:22s} {s['seconds']:7.2f} s  "
-                  f"{s['added_mib_per_rank']:8.1f} MiB/rank  dE {s['difference']:+.1e}")
+                  f"{s['added_mib_per_rank']:8.1f} MiB/rank  dE {s['difference']:+.1e}  "
+                  f"runs {s['seconds_runs']} s, {s['added_mib_runs']} MiB")
     lines = targets(results)
     print("\n".join(lines))
     print("wrote", write_json("df_mp2_ranks", results, targets=lines), plot(results))

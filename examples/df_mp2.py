@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import resource
+import signal
 import sys
 import time
 import warnings
@@ -66,12 +67,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scs", action="store_true", help="report SCS-MP2 (6/5 E_os + 1/3 E_ss) as well")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="seconds a rank waits for the others before the run fails (default 600)")
+    p.add_argument("--scratch", help="directory for B on disk when it exceeds --memory (default: TMPDIR)")
     p.add_argument("--quiet", action="store_true", help="no progress bars or memory plan on stderr")
     p.add_argument("--backend", choices=("auto", "pytorch", "nki"), default="auto")
     p.add_argument("--simulator", action="store_true", help="run NKI kernels on the CPU emulator")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     p.add_argument("--memory", type=float, default=None,
-                   help="memory per rank, GiB: PySCF's max_memory and the correlation step's budget")
+                   help="memory per rank, GiB: PySCF's max_memory and the correlation step's budget "
+                   "(B goes to disk when it does not fit)")
     p.add_argument("--check", action="store_true", help="exit non-zero if E_corr disagrees with PySCF")
     p.add_argument("--json", action="store_true", help="print machine-readable results instead of text")
     args = p.parse_args(argv)
@@ -86,11 +89,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.timeout <= 0:
         p.error("--timeout must be a positive number of seconds")
     kernel_route = args.backend == "nki" or args.simulator or args.dtype == "float32"
-    if kernel_route and (args.spin or args.scs or isinstance(args.frozen, list) or _world_size() > 1):
-        p.error(
-            "--spin, --scs, --frozen lists and several ranks run on the float64 PyTorch route; drop "
-            "--backend nki / --simulator / --dtype float32"
-        )
+    if kernel_route:
+        chosen = [o for o, on in (("--backend nki", args.backend == "nki"), ("--simulator", args.simulator),
+                                  ("--dtype float32", args.dtype == "float32")) if on]
+        if _world_size() > 1:
+            p.error(
+                f"{' / '.join(chosen)} selects the kernel route, which runs the whole calculation on one "
+                f"process: under torchrun (WORLD_SIZE={_world_size()}) every rank would repeat it. Run "
+                "it without torchrun, or drop the option for the float64 PyTorch route, which splits "
+                "the work over the ranks"
+            )
+        wanted = [o for o, on in (("--spin", args.spin), ("--scs", args.scs),
+                                  ("--frozen with a list", isinstance(args.frozen, list))) if on]
+        if wanted:
+            p.error(
+                f"{', '.join(wanted)} run on the float64 PyTorch route (trntensor.dfmp2_energy); "
+                f"drop {' / '.join(chosen)}"
+            )
     return args
 
 
@@ -210,6 +225,7 @@ def _molecule(args: argparse.Namespace) -> object:
 def run_driver(args: argparse.Namespace, group: object) -> dict[str, object]:
     """DF-MP2 with trntensor.dfmp2_energy, checked against PySCF's energy-only DF-MP2 (rank 0)."""
     from pyscf import df, scf
+    from pyscf import lib as pyscf_lib
     from pyscf.data.elements import chemcore
     from pyscf.mp import dfmp2, dfump2
 
@@ -239,7 +255,8 @@ def run_driver(args: argparse.Namespace, group: object) -> dict[str, object]:
             print(plan.describe(), file=sys.stderr)  # type: ignore[attr-defined]
 
     res = timed("correlation", lambda: trntensor.dfmp2_energy(
-        mf, args.auxbasis, frozen=frozen, group=group, memory=budget, progress=show, on_plan=show_plan,
+        mf, args.auxbasis, frozen=frozen, group=group, memory=budget, timeout=args.timeout,
+        scratch=args.scratch, progress=show, on_plan=show_plan,
     ))
     out: dict[str, object] = {
         "molecule": args.molecule, "basis": args.basis, "auxbasis": args.auxbasis,
@@ -250,12 +267,16 @@ def run_driver(args: argparse.Namespace, group: object) -> dict[str, object]:
         "dtype": "float64", "backend": args.backend, "route": "pytorch", "ranks": res.ranks,
         "e_hf": float(mf.e_tot), "e_corr": res.e_corr, "e_os": res.e_os, "e_ss": res.e_ss,
         "e_scs": res.scs(), "e_total": float(mf.e_tot) + res.e_corr,
-        "memory_plan_mib": res.plan.total / 2**20,
+        "memory_plan_mib": res.plan.total / 2**20, "b_on_disk": res.plan.streamed,
+        "b_on_disk_mib": res.plan.disk / 2**20,
     }
     if rank == 0:  # the reference: PySCF's energy-only DF-MP2 on the same SCF and fitting basis
         cls = dfump2.DFUMP2 if args.spin else dfmp2.DFMP2
         pt = cls(mf, frozen=frozen or None)
         pt.with_df = df.DF(mol, auxbasis=args.auxbasis)
+        # The reference is a check, not the run --memory bounds: PySCF refuses to start when its
+        # max_memory is below the process's resident size, so it gets PySCF's default.
+        pt.max_memory = max(pt.max_memory, pyscf_lib.param.MAX_MEMORY)
         timed("pyscf_dfmp2", lambda: pt.kernel(with_t2=False))
         tolerance = TOLERANCE["float64"]
         ref_scs = 1.2 * float(pt.e_corr_os) + float(pt.e_corr_ss) / 3
@@ -290,7 +311,7 @@ def run_kernels(args: argparse.Namespace) -> dict[str, object]:
     budget = None if args.memory is None else int(args.memory * 2**30)
 
     names = ["molecule", "scf", "integrals", "transform", "energy", "pyscf_dfmp2"]
-    stages = Stages(names, show=sys.stderr.isatty() and not args.json)
+    stages = Stages(names, show=sys.stderr.isatty() and not (args.json or args.quiet))
     with stages.stage("molecule"):
         mol = _molecule(args)
         frozen = chemcore(mol) if args.frozen_core else (args.frozen or 0)
@@ -417,27 +438,52 @@ def _init_ranks(args: argparse.Namespace) -> object:
     return dist.group.WORLD
 
 
+def _leave(group: object, code: int) -> int:
+    """The exit code of a failed run. With ranks, end the process at once: a process group that
+    lost a rank cannot be torn down (gloo would wait for the lost rank up to its timeout)."""
+    if group is None and _world_size() <= 1:
+        return code
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM (torchrun stopping the other ranks, a batch system's limit): unwind, so that the
+    correlation step removes its scratch files, and exit without an energy."""
+    raise SystemExit(143)  # 128 + SIGTERM, the shell's convention
+
+
 def main(argv: list[str] | None = None) -> int:
+    from trntensor.dfmp2 import RankFailure
+
     args = parse_args(argv)
     group = None
     rank = int(os.environ.get("RANK", "0"))
+    where = f"rank {rank} of {_world_size()}: " if _world_size() > 1 else ""
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         group = _init_ranks(args)
         results = run(args, group)
+    except RankFailure as exc:  # names the stage, this rank and the rank it lost
+        print(f"error: {exc}", file=sys.stderr)
+        return _leave(group, 3)
     except (ValueError, RuntimeError, MemoryError) as exc:
-        where = f"rank {rank} of {_world_size()}: " if _world_size() > 1 else ""
-        print(f"error: {where}{exc}", file=sys.stderr)
-        return 2
+        print(f"error: {where}{exc or type(exc).__name__}", file=sys.stderr)
+        return _leave(group, 2)
     except KeyboardInterrupt:
         # Ctrl-C: no energy, no traceback; PySCF's scratch files go with the interpreter's exit.
-        print("interrupted: no energy computed", file=sys.stderr)
-        return 130  # 128 + SIGINT, the shell's convention
+        print(f"interrupted: {where}no energy computed", file=sys.stderr)
+        return _leave(group, 130)  # 128 + SIGINT, the shell's convention
+    except SystemExit as exc:
+        if exc.code != 143:
+            raise
+        print(f"terminated: {where}no energy computed", file=sys.stderr)
+        return _leave(group, 143)
     finally:
-        if group is not None:
-            import torch.distributed as dist
-
-            if dist.is_initialized():
-                dist.destroy_process_group()
+        signal.signal(signal.SIGTERM, previous)
+    if group is not None:
+        torch.distributed.destroy_process_group()
     if rank != 0:
         return 0  # rank 0 reports (every rank computed the same energy)
     print(json.dumps(results, indent=1) if args.json else report(results))

@@ -108,8 +108,8 @@ def test_open_shell_scs_and_frozen_list_match_pyscf():
     assert r["e_scs"] == pytest.approx(1.2 * r["e_os"] + r["e_ss"] / 3, abs=1e-15)
 
 
-def _torchrun(ranks: int, *args: str, **popen: object) -> subprocess.Popen:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+def _torchrun(ranks: int, *args: str, env: dict[str, str] | None = None, **popen: object) -> subprocess.Popen:
+    env = {**(os.environ if env is None else env), "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
            "--master-port", str(29500 + ranks + os.getpid() % 1000), str(EXAMPLE), *args]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -157,3 +157,44 @@ def test_a_killed_rank_ends_the_run_with_an_error_and_no_energy():
     assert proc.returncode != 0
     assert "E_corr" not in out and "Eh" not in out  # no energy is printed
     assert "rank: 1" in err or "rank 1" in err, err[-3000:]  # the failure names the dead rank
+
+
+# ----------------------------------------------------------------------------- memory, progress, failures
+
+
+def test_small_memory_puts_b_on_disk_and_the_plan_goes_to_stderr_unless_json(tmp_path):
+    # water's B and one integral chunk need 0.35 MiB per rank (trntensor.dfmp2.memory_plan);
+    # 0.0003 GiB does not hold them, but holds the chunk with B on disk
+    args = ("--molecule", "water", "--memory", "0.0003", "--scratch", str(tmp_path))
+    out = run(*args, "--json", "--check")
+    assert out.returncode == 0, out.stderr[-3000:]
+    r = json.loads(out.stdout)
+    assert r["b_on_disk"] and r["agrees"] and abs(r["e_corr"] - r["e_corr_pyscf"]) <= 1e-8
+    assert "memory per rank" not in out.stderr  # --json: machine-readable, nothing on stderr
+    text = run("--molecule", "water")  # (PySCF's SCF is slow at 0.3 MB; the plan needs no budget)
+    assert text.returncode == 0 and "agrees" in text.stdout
+    assert "memory per rank" in text.stderr and "no budget" in text.stderr  # before the expensive steps
+    assert list(tmp_path.iterdir()) == []  # the scratch file went with the run
+
+
+def test_kernel_route_options_are_refused_under_torchrun_with_the_reason():
+    env = {**os.environ, "WORLD_SIZE": "2"}  # as torchrun sets it
+    out = subprocess.run([sys.executable, str(EXAMPLE), "--dtype", "float32"], capture_output=True,
+                         text=True, timeout=300, cwd=ROOT, env=env)
+    assert out.returncode == 2
+    assert "--dtype float32 selects the kernel route" in out.stderr
+    assert "every rank would repeat it" in out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("action", ["kill", "hang"])
+def test_a_rank_that_dies_or_hangs_in_the_pair_stage_ends_the_run_without_an_energy(action):
+    # TRNTENSOR_DFMP2_FAULT: rank 1 dies or stops answering when it is to send its first block
+    # of the pair energies; rank 0 names it and the stage, and the run exits non-zero.
+    env = {**os.environ, "TRNTENSOR_DFMP2_FAULT": f"{action}:1:pairs"}
+    proc = _torchrun(2, "--molecule", "water", "--timeout", "3", env=env)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode != 0
+    assert "E_corr" not in out and "Eh" not in out  # no energy is printed
+    assert "stage 'pairs': rank 0 of 2 lost rank 1" in err, err[-3000:]
+    assert ("no answer within 3 s" if action == "hang" else "connection closed") in err

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 pytest.importorskip("pyscf")
 from pyscf import df, gto, scf
@@ -129,11 +130,161 @@ def test_one_to_four_ranks_give_the_same_bits(tmp_path, name):
         assert proc.returncode == 0, proc.stderr[-3000:]
         lines = {Path(f"{out}.{r}").read_text() for r in range(ranks)}
         assert len(lines) == 1, lines  # every rank returns the same number
-        *energies, reported = lines.pop().split()
-        assert int(reported) == ranks
+        *energies, reported, streamed = lines.pop().split()
+        assert (int(reported), streamed) == (ranks, "0")
         results[ranks] = tuple(energies)
         # ... and the same SCF without any process group gives those bits too
         assert tuple(Path(f"{out}.alone").read_text().split()) == results[ranks]
     assert len(set(results.values())) == 1, results  # bitwise, whatever the rank count
     e_corr = float.fromhex(results[1][0])
     assert abs(e_corr - _pyscf(_scf(atom, spin)).e_corr) < 1e-8
+
+
+# ----------------------------------------------------------------------------- memory plan and streaming
+
+
+def test_plan_counts_the_metric_and_streams_b_when_it_does_not_fit():
+    naux = 800
+    one = memory_plan(200, [64], [136], naux, 1)
+    assert one.metric == 8 * naux * naux and one.metric_build >= one.metric
+    assert one.total == max(one.phases.values()) and one.total >= one.metric + one.b_own
+    streamed = memory_plan(200, [64], [136], naux, 1, budget=one.total - 1)
+    assert streamed.streamed and streamed.fits() and streamed.total < one.total
+    assert streamed.disk == one.b_own and streamed.b_own == 0  # B itself is on disk
+    assert "on disk" in streamed.describe() and "HDF5" in streamed.describe()
+    assert not memory_plan(200, [64], [136], naux, 1, budget=streamed.total - 1).fits()
+    assert not memory_plan(200, [64], [136], naux, 1, stream=False, budget=one.total - 1).streamed
+
+
+def _bits(r: DFMP2Energy) -> tuple[str, str]:
+    return r.e_os.hex(), r.e_ss.hex()
+
+
+@pytest.mark.parametrize("name", ["water", "OH"])
+def test_streamed_b_gives_the_in_memory_bits_and_leaves_no_file(tmp_path, water, name):
+    mf = water if name == "water" else _scf(*OPEN_SHELLS[name])
+    kw = {"occ_block": 2}
+    in_memory = dfmp2_energy(mf, AUX, **kw)
+    assert not in_memory.plan.streamed
+    budget = in_memory.plan.total - 1  # B no longer fits in memory
+    seen = []
+    streamed = dfmp2_energy(mf, AUX, memory=budget, scratch=str(tmp_path), on_plan=seen.append, **kw)
+    assert streamed.plan.streamed and streamed.plan.total <= budget and seen == [streamed.plan]
+    assert _bits(streamed) == _bits(in_memory)
+    assert abs(streamed.e_corr - _pyscf(mf).e_corr) < 1e-8
+    assert list(tmp_path.iterdir()) == []  # the HDF5 scratch is gone
+    with pytest.raises(MemoryError, match="does not fit: .*on disk"):
+        dfmp2_energy(mf, AUX, memory=streamed.plan.total - 1, **kw)
+
+
+def test_streamed_scratch_is_removed_when_the_run_fails(tmp_path, water, monkeypatch):
+    import trntensor.dfmp2 as driver
+
+    files = []
+
+    def failing(*args, **kwargs):
+        files.extend(p for p in tmp_path.rglob("*.h5"))
+        raise RuntimeError("injected failure in the pair loop")
+
+    monkeypatch.setattr(driver, "_block_energy", failing)
+    with pytest.raises(RuntimeError, match="injected failure"):
+        dfmp2_energy(water, AUX, stream=True, scratch=str(tmp_path))
+    assert len(files) == 1  # the file existed during the run ...
+    assert list(tmp_path.iterdir()) == []  # ... and is gone after the error
+
+
+# ----------------------------------------------------------------------------- progress and failures
+
+
+def test_progress_bars_on_stderr_only_when_asked(water, capsys, monkeypatch):
+    import trntensor.dfmp2 as driver
+
+    monkeypatch.setattr(driver, "PROGRESS_DELAY", 0.0)
+    dfmp2_energy(water, AUX, progress=True)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    for stage in ("integrals + transform", "fit", "pair energies"):
+        assert stage in captured.err
+    dfmp2_energy(water, AUX, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_fault_variable_and_timeout_are_checked(water, monkeypatch):
+    monkeypatch.setenv("TRNTENSOR_DFMP2_FAULT", "explode:1")
+    with pytest.raises(ValueError, match="TRNTENSOR_DFMP2_FAULT='explode:1' is not a fault"):
+        dfmp2_energy(water, AUX)
+    monkeypatch.delenv("TRNTENSOR_DFMP2_FAULT")
+    with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+        dfmp2_energy(water, AUX, timeout=0)
+
+
+def _ranks(tmp_path: Path, ranks: int, *opts: str, fault: str | None = None) -> tuple[int, Path]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("TRNTENSOR_DFMP2_FAULT", None)
+    if fault:
+        env["TRNTENSOR_DFMP2_FAULT"] = fault
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("_dfmp2_rank.py")), str(ranks),
+         str(tmp_path / "init"), str(out), WATER, "0", *opts],
+        capture_output=True, text=True, timeout=600, env=env,
+    )
+    return proc.returncode, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("action", ["kill", "hang"])
+def test_a_rank_that_dies_or_hangs_in_the_pair_stage_fails_the_run(tmp_path, action):
+    # Rank 1 dies (SIGKILL) or stops answering when it is to send its first block of the pair
+    # stage; rank 0, waiting for that block, must raise RankFailure naming rank 1 and the stage.
+    # B on disk (as in the streaming test below), to see what becomes of the scratch files
+    blocks = {"occ_block": 1, "aux_chunk": 24}
+    budget = memory_plan(24, [5], [19], 84, 2, **blocks).total - 1
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code, out = _ranks(tmp_path, 2, "timeout=3", "alone=0", f"memory={budget}", f"scratch={scratch}",
+                       fault=f"{action}:1:pairs")
+    assert code != 0
+    assert not Path(f"{out}.0").exists() and not Path(f"{out}.1").exists()  # no energy anywhere
+    kind, message = Path(f"{out}.0.err").read_text().split("\n", 1)
+    assert kind == "RankFailure 1"  # the class and the rank it lost
+    assert "stage 'pairs': rank 0 of 2 lost rank 1" in message
+    assert ("within 3 s" if action == "hang" else "connection closed") in message
+    # rank 0 removed its file on the error and the hung rank on SIGTERM; SIGKILL leaves the
+    # killed rank's file behind (nothing can run in a killed process)
+    left = sorted(p.name.split("-")[2] for p in scratch.iterdir())
+    assert left == ([] if action == "hang" else ["r1"])
+
+
+@pytest.mark.slow
+def test_two_ranks_streaming_b_give_the_one_process_bits(tmp_path):
+    # water as _dfmp2_rank.py runs it: B per rank does not fit this budget in memory, streamed it does
+    blocks = {"occ_block": 1, "aux_chunk": 24}
+    budget = memory_plan(24, [5], [19], 84, 2, **blocks).total - 1
+    assert memory_plan(24, [5], [19], 84, 2, budget, **blocks).streamed
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code, out = _ranks(tmp_path, 2, f"memory={budget}", f"scratch={scratch}")
+    assert code == 0
+    lines = {Path(f"{out}.{r}").read_text() for r in range(2)}
+    assert len(lines) == 1
+    *energies, ranks, streamed = lines.pop().split()
+    assert (ranks, streamed) == ("2", "1")
+    assert tuple(Path(f"{out}.alone").read_text().split()) == tuple(energies)
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_metric_without_a_cholesky_factor_is_fitted_with_its_inverse_square_root(water, monkeypatch):
+    # A numerically singular J (linearly dependent fitting functions) has no Cholesky factor; the
+    # driver then fits with J^{-1/2}: the same energy to rounding (PySCF to 1e-8).
+    ref = _pyscf(water)
+    calls = []
+
+    def no_factor(a, upper=False):
+        calls.append(a.shape)
+        return torch.zeros_like(a), torch.ones((), dtype=torch.int32)  # LAPACK's "not positive"
+
+    monkeypatch.setattr(torch.linalg, "cholesky_ex", no_factor)
+    r = dfmp2_energy(water, AUX)
+    assert calls == [(r.naux, r.naux)]
+    assert abs(r.e_corr - ref.e_corr) < 1e-8 and abs(r.e_os - ref.e_corr_os) < 1e-8

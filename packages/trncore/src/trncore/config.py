@@ -41,6 +41,7 @@ __all__ = [
     "pjrt_device",
     "read_bool",
     "read_choice",
+    "read_library_text",
     "read_text",
     "steering_keys",
     "steering_unset",
@@ -342,3 +343,12 @@ def nki_version_setting(allowed: tuple[str, ...]) -> str | None:
     if raw is None or not raw.strip():
         return None
     return normalize_nki_version(raw, allowed, what=NKI_VERSION_ENV)
+
+
+def read_library_text(library: str, suffix: str) -> str | None:
+    """A free-form variable such as ``TRNTENSOR_DFMP2_FAULT`` (the library's first, then the
+    suite's ``TRNSCI_`` one); unset or blank is None. The caller parses and validates the text."""
+    found = _lookup(library, suffix)
+    if found is None or not found[1].strip():
+        return None
+    return found[1].strip()

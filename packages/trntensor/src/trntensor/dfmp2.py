@@ -3,7 +3,9 @@ over many processes through ``torch.distributed``.
 
 :func:`dfmp2_energy` is the whole correlation step: the 3-index integrals ``(μν|P)`` (PySCF's
 ``int3c2e`` over a range of auxiliary shells), their transformation to ``B[i,a,P]``, the fit with
-``J^{-1/2}``, and the pair energies. With a process group every step is split:
+the metric ``J = LLᵀ`` (``B ← B L⁻ᵀ``, a triangular solve, as PySCF's Cholesky-fitted integrals;
+``J^{-1/2}`` when ``J`` is too close to singular for a Cholesky factor), and the pair energies.
+With a process group every step is split:
 
 * the auxiliary shells are cut into fixed chunks (:data:`AUX_CHUNK` functions); in rounds, every
   rank computes and transforms one chunk (``c mod R`` = rank) in parallel with the others, then
@@ -16,11 +18,16 @@ over many processes through ``torch.distributed``.
   already travelling (row by row, so the temporaries are one row's amplitudes).
 
 Peak memory per rank therefore falls with the number of ranks (a rank holds its own blocks, two
-received blocks, one row of amplitudes and one integral chunk). Every number is computed by the
-same operations on the same shapes whatever the number of ranks, and the pair energies are added
-up with ``math.fsum`` in a fixed order, so **the energy is bitwise the same for 1, 2, 3, ...
-ranks** (at a fixed number of threads per rank: a BLAS may split sums differently across thread
-counts).
+received blocks, one row of amplitudes and one integral chunk). :func:`memory_plan` counts these
+bytes (and the metric's factor) before anything is computed; when the own blocks do not fit the budget
+they are streamed through an HDF5 file (``_dfmp2_store``), one block at a time, with the same
+numbers. A rank that dies or does not answer within ``timeout`` ends the run on the others with
+:class:`RankFailure` (stage, rank, and the rank it waited for), never with an energy.
+
+Every number is computed by the same operations on the same shapes whatever the number of ranks,
+and the pair energies are added up with ``math.fsum`` in a fixed order, so **the energy is
+bitwise the same for 1, 2, 3, ... ranks** (at a fixed number of threads per rank: a BLAS may
+split sums differently across thread counts).
 
 Spin components: for RHF ``E_os = Σ T²/Δ`` and ``E_ss = Σ T(T − T')/Δ`` over ``i, j, a, b``
 (``T' = T_ij^ba``), ``E_corr = E_os + E_ss``; for UHF the same-spin part is
@@ -33,23 +40,25 @@ PySCF is needed here (it computes the integrals) but is imported only when this 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from trntensor._dfmp2_comm import Comm, RankFailure
+from trntensor._dfmp2_plan import AUX_CHUNK, OCC_BLOCK, MemoryPlan, memory_plan, owned, owner
+from trntensor._dfmp2_plan import blocks as _blocks
+from trntensor._dfmp2_store import BlockStore
 from trntensor.df_mp2 import ao_to_mo_transform, metric_inverse_sqrt
 
-__all__ = ["AUX_CHUNK", "OCC_BLOCK", "DFMP2Energy", "MemoryPlan", "dfmp2_energy", "memory_plan"]
+__all__ = [
+    "AUX_CHUNK", "OCC_BLOCK", "DFMP2Energy", "MemoryPlan", "RankFailure", "dfmp2_energy", "memory_plan",
+]
 
-#: Auxiliary functions per integral chunk (whole shells): fixed, so the chunks do not depend on
-#: the number of ranks.
-AUX_CHUNK = 24
-#: Occupied orbitals per block of the pair loop: fixed for the same reason.
-OCC_BLOCK = 4
-
-_F64 = 8
+#: Seconds a stage runs before its progress bar appears (quick runs print nothing).
+PROGRESS_DELAY = 2.0
 
 
 @dataclass(frozen=True)
@@ -91,100 +100,6 @@ class DFMP2Energy:
         return c_os * self.e_os + c_ss * self.e_ss
 
 
-@dataclass(frozen=True)
-class MemoryPlan:
-    """Bytes one rank needs at its peak, by use (see :func:`memory_plan`)."""
-
-    integrals: int  #: one chunk of (μν|P), unpacked, transformed, and one received chunk
-    b_own: int  #: the fitted B rows of the occupied blocks this rank owns
-    b_visiting: int  #: received blocks of other ranks (the one in use and the next)
-    energy: int  #: the intermediates of one pair block
-    budget: int | None
-
-    @property
-    def total(self) -> int:
-        """The sum of the parts."""
-        return self.integrals + self.b_own + self.b_visiting + self.energy
-
-    def fits(self) -> bool:
-        """True without a budget, or when the total is within it."""
-        return self.budget is None or self.total <= self.budget
-
-    def describe(self) -> str:
-        """One line per part, in MiB."""
-        mib = 2.0**20
-        parts = [
-            f"integrals chunk {self.integrals / mib:.1f} MiB",
-            f"B (own blocks) {self.b_own / mib:.1f} MiB",
-            f"B (received blocks) {self.b_visiting / mib:.1f} MiB",
-            f"pair block {self.energy / mib:.1f} MiB",
-        ]
-        limit = "no budget" if self.budget is None else f"budget {self.budget / mib:.1f} MiB"
-        return f"memory per rank: {', '.join(parts)}; total {self.total / mib:.1f} MiB ({limit})"
-
-
-# ----------------------------------------------------------------------------- decomposition
-
-
-def _blocks(n: int, size: int) -> list[tuple[int, int]]:
-    return [(s, min(s + size, n)) for s in range(0, n, size)]
-
-
-def _owner(k: int, ranks: int) -> int:
-    """The rank that owns occupied block ``k``: a snake order (0, 1, .., R-1, R-1, .., 0, 0, ..),
-    because block ``k`` has the pairs ``(k, l ≥ k)``, fewer for later blocks."""
-    r = k % (2 * ranks)
-    return r if r < ranks else 2 * ranks - 1 - r
-
-
-def _owned(count: int, rank: int, ranks: int) -> list[int]:
-    return [k for k in range(count) if _owner(k, ranks) == rank]
-
-
-def memory_plan(
-    nbasis: int,
-    nocc: Sequence[int],
-    nvir: Sequence[int],
-    naux: int,
-    ranks: int,
-    budget: int | None = None,
-    *,
-    occ_block: int = OCC_BLOCK,
-    aux_chunk: int = AUX_CHUNK,
-) -> MemoryPlan:
-    """The peak bytes per rank of :func:`dfmp2_energy` (float64), before anything is computed.
-
-    Parameters
-    ----------
-    nbasis : int
-        Orbital basis functions.
-    nocc, nvir : sequence of int
-        Active occupied and virtual orbitals per spin.
-    naux : int
-        Auxiliary basis functions.
-    ranks : int
-        Number of processes.
-    budget : int, optional
-        Bytes allowed per rank, for :meth:`MemoryPlan.fits`.
-    occ_block, aux_chunk : int
-        The decomposition (see :func:`dfmp2_energy`).
-    """
-    npair = nbasis * (nbasis + 1) // 2
-    chunk = min(aux_chunk, naux) + 16  # whole shells may run past AUX_CHUNK by a shell
-    # packed (μν|P), its dense unpacking for the transform, our transformed rows and a received chunk
-    integrals = _F64 * chunk * (npair + nbasis * nbasis + 2 * sum(o * v for o, v in zip(nocc, nvir)))
-    own = visiting = 0
-    for o, v in zip(nocc, nvir):
-        sizes = [b - a for a, b in _blocks(o, occ_block)]
-        per_rank = [sum(sizes[k] for k in _owned(len(sizes), r, ranks)) for r in range(ranks)]
-        own += _F64 * max(per_rank, default=0) * v * naux
-        if ranks > 1:  # the block in use and the next one arriving
-            visiting = max(visiting, 2 * _F64 * max(sizes, default=0) * v * naux)
-    vmax = max(nvir, default=0)
-    energy = 3 * _F64 * vmax * occ_block * vmax  # T, T/Δ and T' of one row against a block
-    return MemoryPlan(int(integrals), int(own), int(visiting), int(energy), budget)
-
-
 # ----------------------------------------------------------------------------- orbitals
 
 
@@ -195,7 +110,6 @@ class _Spin:
     e_occ: torch.Tensor
     e_vir: torch.Tensor
     blocks: list[tuple[int, int]]
-    own: dict[int, torch.Tensor] = field(default_factory=dict)
 
 
 def _frozen_sets(frozen: Any, nspin: int, nmo: int) -> list[set[int]]:
@@ -258,42 +172,6 @@ def _spins(mf: Any, frozen: Any, dtype: torch.dtype, occ_block: int) -> tuple[li
             )
         )
     return spins, unrestricted
-
-
-# ----------------------------------------------------------------------------- communication
-
-
-class _Comm:
-    """The few collectives the driver needs, on a process group or on one process."""
-
-    def __init__(self, group: Any) -> None:
-        self.group = group
-        if group is None:
-            self.rank, self.size = 0, 1
-        else:
-            import torch.distributed as dist
-
-            self.dist = dist
-            self.rank, self.size = dist.get_rank(group), dist.get_world_size(group)
-
-    def _global(self, rank: int) -> int:
-        return int(self.dist.get_global_rank(self.group, rank))
-
-    def broadcast(self, t: torch.Tensor, src: int) -> None:
-        if self.size > 1:
-            self.dist.broadcast(t, src=self._global(src), group=self.group)
-
-    def broadcast_async(self, t: torch.Tensor, src: int) -> Any:
-        """Start a broadcast; ``.wait()`` on the result before using ``t`` (None: nothing to wait)."""
-        if self.size == 1:
-            return None
-        return self.dist.broadcast(t, src=self._global(src), group=self.group, async_op=True)
-
-    def sum_exact(self, t: torch.Tensor) -> None:
-        """Element-wise sum over ranks of a tensor that at most one rank holds non-zero per entry
-        (adding zeros is exact, so the result does not depend on the reduction order)."""
-        if self.size > 1:
-            self.dist.all_reduce(t, group=self.group)
 
 
 # ----------------------------------------------------------------------------- the driver
@@ -362,6 +240,9 @@ def dfmp2_energy(
     frozen: Any = None,
     group: Any = None,
     memory: int | None = None,
+    timeout: float | None = None,
+    scratch: str | None = None,
+    stream: bool | None = None,
     progress: bool = False,
     on_plan: Callable[[MemoryPlan], None] | None = None,
     occ_block: int = OCC_BLOCK,
@@ -383,10 +264,21 @@ def dfmp2_energy(
         Split the work over this group's ranks (every rank calls with the same arguments and gets
         the same result). ``None``: this process alone.
     memory : int, optional
-        Bytes each rank may use for the correlation step; the run is refused up front (with the
-        plan in the message) when :func:`memory_plan` exceeds it.
+        Bytes each rank may use for the correlation step. When ``B`` does not fit in memory, the
+        rank's own ``B`` blocks are streamed through an HDF5 file (the energy is bitwise the
+        same); when even that does not fit, the run is refused up front with the plan in the
+        message.
+    timeout : float, optional
+        Seconds a rank waits for another at any collective before the run fails with
+        :class:`RankFailure` (default: the process group's own timeout).
+    scratch : str, optional
+        Directory for the HDF5 file of streamed ``B`` (default: the system's temporary directory).
+        The file is removed when the call returns or raises.
+    stream : bool, optional
+        Force ``B`` to disk (True) or keep it in memory (False) instead of deciding by ``memory``.
     progress : bool
-        Show tqdm progress bars on stderr (rank 0 only).
+        Show tqdm progress bars on stderr (rank 0 only) for the integrals and transform, the fit
+        and the pair energies, once a stage has run for :data:`PROGRESS_DELAY` seconds.
     on_plan : callable, optional
         Called with the :class:`MemoryPlan` before the expensive steps (to print it, say).
     occ_block, aux_chunk : int
@@ -397,46 +289,79 @@ def dfmp2_energy(
     -------
     DFMP2Energy
         ``e_corr``, ``e_os``, ``e_ss`` and ``scs()``, the same on every rank.
+
+    Raises
+    ------
+    RankFailure
+        Another rank died or did not answer within ``timeout`` (no energy is returned).
+    MemoryError
+        The plan does not fit ``memory`` even with ``B`` on disk.
     """
     from pyscf import df
 
     if memory is not None and (isinstance(memory, bool) or not isinstance(memory, int) or memory <= 0):
         raise ValueError(f"memory must be a positive number of bytes, got {memory!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if stream is not None and not isinstance(stream, bool):
+        raise TypeError(f"stream must be None, True or False, got {stream!r}")
     if not getattr(mf, "converged", True):
         raise ValueError("mf has not converged; run mf.kernel() to convergence first")
     mol = mf.mol
-    comm = _Comm(group)
     dtype = torch.float64
     for name, value in (("occ_block", occ_block), ("aux_chunk", aux_chunk)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
+    comm = Comm(group, None if timeout is None else float(timeout))
     spins, unrestricted = _spins(mf, frozen, dtype, occ_block)
     auxmol = df.addons.make_auxmol(mol, auxbasis or df.make_auxbasis(mol, mp2fit=True))
     naux = int(auxmol.nao)
     plan = memory_plan(
         int(mol.nao), [s.c_occ.shape[1] for s in spins], [s.c_vir.shape[1] for s in spins], naux,
-        comm.size, memory, occ_block=occ_block, aux_chunk=aux_chunk,
+        comm.size, memory, occ_block=occ_block, aux_chunk=aux_chunk, stream=stream,
     )
     if on_plan is not None:
         on_plan(plan)
     if not plan.fits():
         raise MemoryError(f"the correlation step does not fit: {plan.describe()}; add ranks or memory")
 
-    bar = _progress(progress and comm.rank == 0)
-    # J^{-1/2} once, on rank 0, then broadcast: an eigendecomposition every rank would repeat.
-    if comm.rank == 0:
-        fit = metric_inverse_sqrt(torch.from_numpy(auxmol.intor("int2c2e")).to(dtype))
-    else:
-        fit = torch.empty(naux, naux, dtype=dtype)
-    comm.broadcast(fit, 0)
-    for s in spins:
-        for k in _owned(len(s.blocks), comm.rank, comm.size):
+    store = BlockStore(plan.streamed, scratch, comm.rank)
+    try:
+        e_os, e_ss = _run(mol, auxmol, spins, unrestricted, comm, store, naux, aux_chunk,
+                          _progress(progress and comm.rank == 0))
+    finally:
+        store.close()
+    return DFMP2Energy(
+        e_os=e_os,
+        e_ss=e_ss,
+        unrestricted=unrestricted,
+        nocc=tuple(s.c_occ.shape[1] for s in spins),
+        nvir=tuple(s.c_vir.shape[1] for s in spins),
+        naux=naux,
+        ranks=comm.size,
+        plan=plan,
+    )
+
+
+def _run(
+    mol: Any, auxmol: Any, spins: list[_Spin], unrestricted: bool, comm: Comm, store: BlockStore,
+    naux: int, aux_chunk: int, bar: Callable[..., Any],
+) -> tuple[float, float]:
+    """The stages of :func:`dfmp2_energy` after the plan (integrals and transform, metric, fit,
+    pair energies, sum); returns ``(e_os, e_ss)``."""
+    from pyscf import df
+
+    dtype = torch.float64
+    for si, s in enumerate(spins):
+        for k in owned(len(s.blocks), comm.rank, comm.size):
             i0, i1 = s.blocks[k]
-            s.own[k] = torch.empty(i1 - i0, s.c_vir.shape[1], naux, dtype=dtype)
+            store.create((si, k), (i1 - i0, s.c_vir.shape[1], naux))
 
     # Integrals by auxiliary chunk, in rounds: in round j every rank computes and transforms its
     # j-th chunk (c = j·R + rank) in parallel, then the round's chunks are broadcast in order and
     # each rank keeps its blocks' rows. A rank holds one transformed chunk and one received.
+    comm.stage = "integrals"
     chunks = _aux_chunks(auxmol, aux_chunk)
     nbas = mol.nbas
     for first in bar(range(0, len(chunks), comm.size), desc="integrals + transform"):
@@ -446,31 +371,67 @@ def dfmp2_energy(
             sh0, sh1, _, _ = chunks[c]
             shells = (0, nbas, 0, nbas, sh0, sh1)
             eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", shls_slice=shells)
-            packed = torch.from_numpy(eri.T.copy()).to(dtype)  # (P, μν) lower triangles
+            # (P, μν) lower triangles; PySCF's (μν, P) comes Fortran-ordered, so this view is in
+            # C order without a copy (either order gives the transform the same numbers)
+            packed = torch.from_numpy(eri.T).to(dtype)
             del eri
             mine = [ao_to_mo_transform(packed, s.c_occ, s.c_vir) for s in spins]
             del packed
         for c in range(first, min(first + comm.size, len(chunks))):
-            owner, (_, _, p0, p1) = c - first, chunks[c]
+            src, (_, _, p0, p1) = c - first, chunks[c]
             for si, s in enumerate(spins):
-                if comm.rank == owner and mine is not None:
+                if comm.rank == src and mine is not None:
                     part = mine[si]
                 else:
                     part = torch.empty(s.c_occ.shape[1], s.c_vir.shape[1], p1 - p0, dtype=dtype)
-                comm.broadcast(part, owner)
-                for k, b in s.own.items():
-                    i0, i1 = s.blocks[k]
-                    b[:, :, p0:p1] = part[i0:i1]
+                comm.broadcast(part, src)
+                for key in store.keys():
+                    if key[0] == si:
+                        i0, i1 = s.blocks[key[1]]
+                        store.write_columns(key, p0, p1, part[i0:i1])
                 del part
         del mine
-    for s in spins:  # the fit, block by block (the same shapes whatever the number of ranks)
-        for k, b in s.own.items():
-            s.own[k] = torch.matmul(b.reshape(-1, naux), fit).reshape(b.shape)
+    # The metric's factor once, on rank 0, then broadcast (with which factor it is): every rank
+    # fits with the same numbers. It is made after the integrals, so that it never coexists with
+    # an integral chunk. Cholesky (J = L Lᵀ; the fit is a triangular solve, at about a
+    # tenth of the eigendecomposition's cost and 0.6 of a GEMM's for the fit itself); J^{-1/2}
+    # when J is numerically singular (linearly dependent fitting functions).
+    comm.stage = "metric"
+    kind = torch.zeros(1, dtype=dtype)  # 0: fit = Lᵀ (upper); 1: fit = J^{-1/2}
+    if comm.rank == 0:
+        metric = torch.from_numpy(auxmol.intor("int2c2e")).to(dtype)
+        factor, info = torch.linalg.cholesky_ex(metric)  # J = L Lᵀ
+        if int(info) == 0 and bool(torch.all(torch.diagonal(factor) > 1e-7 * float(factor[0, 0]))):
+            fit = factor.mT.contiguous()  # L column-major (LAPACK's) is Lᵀ in C order: no copy
+        else:
+            fit, kind[0] = metric_inverse_sqrt(metric), 1.0
+        del metric, factor
+    else:
+        fit = torch.empty(naux, naux, dtype=dtype)
+    comm.broadcast(kind, 0)
+    comm.broadcast(fit, 0)
+    cholesky = float(kind[0]) == 0.0
+    comm.stage = "fit"  # block by block (the same shapes whatever the number of ranks)
+    for key in bar(store.keys(), desc="fit"):
+        b = store.get(key)
+        flat = b.reshape(-1, naux)
+        if cholesky:  # B Lᵀ⁻¹: B B'ᵀ = b J⁻¹ b'ᵀ
+            fitted = torch.linalg.solve_triangular(fit, flat, upper=True, left=False)
+        else:
+            fitted = torch.matmul(flat, fit)
+        # C order whatever the solver returned (LAPACK's column-major): the pair GEMMs then see
+        # the same layout in memory and from disk, so they round the same way at any thread count.
+        store.put(key, fitted.reshape(b.shape).contiguous())
+        del flat, fitted
+        del b
+    del fit
 
+    comm.stage = "pairs"
     pairs = _pair_list(len(spins), [len(s.blocks) for s in spins])
     index = {p: n for n, p in enumerate(pairs)}
     energies = torch.zeros(len(pairs), 2, dtype=torch.float64)
     d = [s.e_occ[:, None] - s.e_vir[None, :] for s in spins]
+    own = store.keys()
     # Pair blocks: every block is broadcast once by its owner (two block buffers per rank), and
     # each rank forms the pairs (k, l) of the blocks k it owns.
     todo = [(sj, l) for sj, s in enumerate(spins) for l in range(len(s.blocks))]
@@ -481,31 +442,36 @@ def dfmp2_energy(
         sj, l = todo[step]
         sl = spins[sj]
         b0, b1 = sl.blocks[l]
-        owner = _owner(l, comm.size)
-        buf = sl.own[l] if comm.rank == owner else torch.empty(b1 - b0, sl.c_vir.shape[1], naux, dtype=dtype)
-        return buf, comm.broadcast_async(buf, owner)
+        src = owner(l, comm.size)
+        if comm.rank == src:
+            buf = store.get((sj, l))
+        else:
+            buf = torch.empty(b1 - b0, sl.c_vir.shape[1], naux, dtype=dtype)
+        return buf, comm.broadcast_async(buf, src)
 
     pending = start(0) if todo else None
     for step in bar(range(len(todo)), desc="pair energies"):
         assert pending is not None
         bl, work = pending
-        if work is not None:
-            work.wait()
+        comm.wait_for(work)
         pending = start(step + 1) if step + 1 < len(todo) else None
         sj, l = todo[step]
         b0, b1 = spins[sj].blocks[l]
-        for si, s in enumerate(spins):
-            for k, bk in s.own.items():
-                n = index.get((si, k, sj, l))
-                if n is None:
-                    continue
-                a0, a1 = s.blocks[k]
-                if si == sj and k == l:
-                    os_part, ss_part = _diagonal_block_energy(bk, d[si][a0:a1])
-                else:
-                    os_part, ss_part = _block_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj)
-                energies[n, 0], energies[n, 1] = os_part, ss_part
+        for si, k in own:
+            n = index.get((si, k, sj, l))
+            if n is None:
+                continue
+            s = spins[si]
+            a0, a1 = s.blocks[k]
+            if si == sj and k == l:
+                os_part, ss_part = _diagonal_block_energy(bl, d[si][a0:a1])
+            else:
+                bk = store.get((si, k))
+                os_part, ss_part = _block_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj)
+                del bk
+            energies[n, 0], energies[n, 1] = os_part, ss_part
         del bl
+    comm.stage = "sum"
     comm.sum_exact(energies)
 
     e_os, e_ss = [], []
@@ -519,16 +485,7 @@ def dfmp2_energy(
             e_ss.append((0.5 if k == l else 1.0) * ss_part)
         else:  # αβ
             e_os.append(os_part)
-    return DFMP2Energy(
-        e_os=math.fsum(e_os),
-        e_ss=math.fsum(e_ss),
-        unrestricted=unrestricted,
-        nocc=tuple(s.c_occ.shape[1] for s in spins),
-        nvir=tuple(s.c_vir.shape[1] for s in spins),
-        naux=naux,
-        ranks=comm.size,
-        plan=plan,
-    )
+    return math.fsum(e_os), math.fsum(e_ss)
 
 
 def _aux_chunks(auxmol: Any, size: int) -> list[tuple[int, int, int, int]]:
@@ -544,9 +501,9 @@ def _aux_chunks(auxmol: Any, size: int) -> list[tuple[int, int, int, int]]:
 
 def _progress(show: bool) -> Callable[..., Any]:
     """``bar(iterable, desc=...)``: a tqdm bar on stderr when ``show`` (appearing only once a stage
-    has run for two seconds, so quick runs print nothing), else the iterable itself."""
+    has run for :data:`PROGRESS_DELAY` seconds, so quick runs print nothing), else the iterable."""
     if not show:
         return lambda it, desc="": it
     from tqdm import tqdm
 
-    return lambda it, desc="": tqdm(it, desc=desc, leave=False, delay=2.0)
+    return lambda it, desc="": tqdm(it, desc=desc, leave=False, delay=PROGRESS_DELAY, file=sys.stderr)
