@@ -23,7 +23,7 @@ LIBRARIES = ("trncore", "trnblas", "trnfft", "trntensor")
 
 
 def _metadata(lib: str) -> dict:
-    return tomllib.loads((ROOT / "packages" / lib / "pyproject.toml").read_text())["project"]
+    return tomllib.loads((ROOT / "packages" / lib / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 
 def _declared_pythons() -> list[str]:

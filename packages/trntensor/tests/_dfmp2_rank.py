@@ -24,11 +24,11 @@ def run(rank: int, world: int, init: str, out: str, molecule: str, spin: int) ->
         mol = gto.M(atom=molecule, basis="cc-pvdz", spin=spin, verbose=0)
         mf = (scf.UHF(mol) if spin else scf.RHF(mol)).density_fit().run()
         r = dfmp2_energy(mf, "cc-pvdz-ri", group=dist.group.WORLD, occ_block=1, aux_chunk=24)
-        with open(f"{out}.{rank}", "w") as f:
+        with open(f"{out}.{rank}", "w", encoding="utf-8") as f:
             f.write(f"{r.e_corr.hex()} {r.e_os.hex()} {r.e_ss.hex()} {r.ranks}\n")
         if rank == 0:  # the same SCF without a process group: the single-process result
             alone = dfmp2_energy(mf, "cc-pvdz-ri", occ_block=1, aux_chunk=24)
-            with open(f"{out}.alone", "w") as f:
+            with open(f"{out}.alone", "w", encoding="utf-8") as f:
                 f.write(f"{alone.e_corr.hex()} {alone.e_os.hex()} {alone.e_ss.hex()}\n")
     finally:
         dist.destroy_process_group()
