@@ -16,7 +16,7 @@ THREADS = int(os.environ.get("OMP_NUM_THREADS", "2"))
 _set_num_threads = torch.set_num_threads
 
 
-def _keep(n: int) -> None:  # every request (the fixtures ask for 1) keeps THREADS
+def _keep(nthreads: int) -> None:  # every request (the fixtures ask for 1) keeps THREADS
     _set_num_threads(THREADS)
 
 
