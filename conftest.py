@@ -1,8 +1,10 @@
-"""Suite-wide pytest configuration: XLA on the CPU, and hardware tests that skip, never error."""
+"""Suite-wide pytest configuration: XLA on the CPU, hardware tests that skip (never error), and a
+"reported by tests" section in the summary."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import pytest
 
@@ -23,6 +25,30 @@ try:
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 except ImportError:  # hypothesis is a test dependency; a bare install can still collect tests
     pass
+
+
+_REPORTED = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture
+def report(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """``report(text)``: lines that go into the run's log whatever the outcome, in a "reported by
+    tests" section of pytest's summary (a passing test's own output is not shown). For what a test
+    ran against: the versions an isolated install resolved, a measured time."""
+    lines = request.config.stash.setdefault(_REPORTED, [])
+
+    def add(text: str) -> None:
+        lines.extend(f"{request.node.nodeid}: {line}" for line in text.splitlines() if line.strip())
+
+    return add
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    lines = terminalreporter.config.stash.get(_REPORTED, [])
+    if lines:
+        terminalreporter.section("reported by tests")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

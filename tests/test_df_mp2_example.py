@@ -83,7 +83,9 @@ def test_float64_on_the_kernel_route_falls_back_and_says_so():
 
 def test_xyz_input(tmp_path):
     xyz = tmp_path / "h2o.xyz"
-    xyz.write_text("3\nwater\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n")
+    xyz.write_text(
+        "3\nwater\nO 0.0 0.0 0.1173\nH 0.0 0.7572 -0.4692\nH 0.0 -0.7572 -0.4692\n", encoding="utf-8"
+    )
     r = results("--molecule", str(xyz))
     assert r["nocc"] == 5 and abs(r["e_corr"] - r["e_corr_pyscf"]) <= 1e-8
 
@@ -108,10 +110,14 @@ def test_open_shell_scs_and_frozen_list_match_pyscf():
     assert r["e_scs"] == pytest.approx(1.2 * r["e_os"] + r["e_ss"] / 3, abs=1e-15)
 
 
-def _torchrun(ranks: int, *args: str, env: dict[str, str] | None = None, **popen: object) -> subprocess.Popen:
+def _torchrun(ranks: int, *args: str, env: dict[str, str] | None = None, scratch: Path | None = None,
+              **popen: object) -> subprocess.Popen:
     env = {**(os.environ if env is None else env), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
-           "--master-port", str(29500 + ranks + os.getpid() % 1000), str(EXAMPLE), *args]
+    if scratch is not None:  # PySCF's SCF scratch (one chkfile per rank) goes there
+        env.update(PYSCF_TMPDIR=str(scratch), TMPDIR=str(scratch))
+    # --standalone: torchrun picks a free port itself, so runs on one machine at once never collide.
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks),
+           str(EXAMPLE), *args]
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, **popen)
 
@@ -135,7 +141,7 @@ def _child_with_rank(parent: int, rank: int, deadline: float) -> int:
     while time.monotonic() < deadline:
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
-                stat = Path(f"/proc/{pid}/stat").read_text()
+                stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
                 environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             except OSError:
                 continue
@@ -147,11 +153,14 @@ def _child_with_rank(parent: int, rank: int, deadline: float) -> int:
 
 
 @pytest.mark.slow
-def test_a_killed_rank_ends_the_run_with_an_error_and_no_energy():
-    proc = _torchrun(2, "--molecule", "naphthalene", "--timeout", "60")
-    victim = _child_with_rank(proc.pid, 1, time.monotonic() + 120)
-    time.sleep(1.5)  # the workers are importing and running their SCF: mid-run
-    assert proc.poll() is None, "the run ended before a rank could be killed"
+def test_a_killed_rank_ends_the_run_with_an_error_and_no_energy(tmp_path):
+    proc = _torchrun(2, "--molecule", "naphthalene", "--timeout", "60", scratch=tmp_path)
+    deadline = time.monotonic() + 120
+    victim = _child_with_rank(proc.pid, 1, deadline)
+    while len(list(tmp_path.iterdir())) < 2:  # mid-run: both ranks have created their SCF scratch file
+        assert proc.poll() is None, "the run ended before a rank could be killed"
+        assert time.monotonic() < deadline, "the ranks never started their SCF"
+        time.sleep(0.02)
     os.kill(victim, signal.SIGKILL)
     out, err = proc.communicate(timeout=300)  # never hangs: torchrun stops the other rank
     assert proc.returncode != 0

@@ -17,7 +17,8 @@ def test_failed_install_stops_with_a_message_naming_the_package(tmp_path):
     shutil.copytree(ROOT / "scripts", repo / "scripts")
     (repo / "requirements").mkdir()
     # A real, tiny package first, then one that does not exist on the index.
-    (repo / "requirements" / "dev.lock").write_text("six==1.16.0\ntrnsci-no-such-package==0.0.1\n")
+    lock = repo / "requirements" / "dev.lock"
+    lock.write_text("six==1.16.0\ntrnsci-no-such-package==0.0.1\n", encoding="utf-8")
     out = subprocess.run(
         [str(repo / "scripts" / "python"), "-c", "pass"],
         env={
@@ -35,8 +36,8 @@ def test_failed_install_stops_with_a_message_naming_the_package(tmp_path):
 
 
 def test_test_script_is_what_ci_runs():
-    ci = (ROOT / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     commands = [line for line in ci.splitlines() if line.strip() and not line.startswith("#")]
     assert commands[-1].strip() == "exec ./scripts/test"
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "./scripts/test" in readme

@@ -28,7 +28,8 @@ def _environments() -> dict:
 
 
 def _torch_floor() -> str:
-    project = tomllib.loads((ROOT / "packages" / "trncore" / "pyproject.toml").read_text())["project"]
+    pyproject = ROOT / "packages" / "trncore" / "pyproject.toml"
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     (spec,) = [Requirement(d).specifier for d in project["dependencies"] if Requirement(d).name == "torch"]
     (floor,) = [s.version for s in spec if s.operator == ">="]
     return floor

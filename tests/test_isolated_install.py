@@ -2,10 +2,13 @@
 on the lowest versions the packages declare, on every Python the packages declare.
 
 Each case runs ``scripts/check-isolated-install`` (a fresh venv per case, outside the development
-environment): every library installed alone and checked against NumPy, then the tests that need
-neither torch-xla, PySCF nor a device, against the installed packages. The expectations come from
-the packages' own metadata (their declared floors and Python classifiers) and from the registry's
-answer, not from this script.
+environment): every library installed alone, one result on the PyTorch route and one on the
+emulator checked against NumPy. The newest Python's case and the floors' case then also run the
+pure-PyTorch tests against the installed packages (the other Pythons get the smoke test only, which
+keeps the cost at about a minute per Python with uv's cache warm). The expectations come from the
+packages' own metadata (their declared floors and Python classifiers) and from the registry's
+answer, not from this script. The versions each case installed appear in the "reported by tests"
+section of pytest's summary.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,13 +27,17 @@ LIBRARIES = ("trncore", "trnblas", "trnfft", "trntensor")
 
 
 def _metadata(lib: str) -> dict:
-    return tomllib.loads((ROOT / "packages" / lib / "pyproject.toml").read_text())["project"]
+    text = (ROOT / "packages" / lib / "pyproject.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)["project"]
 
 
 def _declared_pythons() -> list[str]:
     """The X.Y of every 'Programming Language :: Python :: X.Y' classifier (the same in all four)."""
     found = [
-        sorted(c.rsplit(" ", 1)[1] for c in _metadata(lib)["classifiers"] if re.search(r":: 3\.\d+$", c))
+        sorted(
+            (c.rsplit(" ", 1)[1] for c in _metadata(lib)["classifiers"] if re.search(r":: 3\.\d+$", c)),
+            key=lambda v: tuple(map(int, v.split("."))),
+        )
         for lib in LIBRARIES
     ]
     assert all(f == found[0] for f in found), found
@@ -42,7 +50,7 @@ def _floor(name: str) -> str:
     for lib in LIBRARIES:
         for dep in _metadata(lib)["dependencies"]:
             req = Requirement(dep)
-            if req.name.replace("_", "-") == name:
+            if req.name.lower().replace("_", "-") == name.replace("_", "-"):
                 floors |= {s.version for s in req.specifier if s.operator == ">="}
     assert len(floors) == 1, (name, floors)
     return floors.pop()
@@ -62,6 +70,8 @@ def _run(*args: str) -> str:
 def _alone_lines(stdout: str) -> dict[str, str]:
     lines = {m.group(1): m.group(0) for m in re.finditer(r"^(trn\w+) \S+ alone: .*$", stdout, re.M)}
     assert set(lines) == {"trnblas", "trnfft", "trntensor"}, stdout
+    for line in lines.values():  # both routes were checked against NumPy
+        assert "PyTorch route; emulator route" in line, line
     return lines
 
 
@@ -76,27 +86,37 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(parts + [0] * (3 - len(parts)))  # "2.2" and "2.2.0" are the same release
 
 
+def _versions(stdout: str) -> str:
+    """What the case ran on and how long it took, for the run's log."""
+    keep = r"^(python \d|registry's newest|trn\w+ \S+ alone|tests on torch|isolated install|\d+ passed)"
+    return "\n".join(line for line in stdout.splitlines() if re.match(keep, line))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("python", _declared_pythons())
-def test_newest_torch_from_the_registry(python: str) -> None:
-    stdout = _run("--python", python, "--tests")
+def test_newest_torch_from_the_registry(python: str, report: Callable[[str], None]) -> None:
+    with_tests = python == _declared_pythons()[-1]  # the pure-PyTorch tests on the newest Python
+    stdout = _run("--python", python, *(["--tests"] if with_tests else []))
+    report(_versions(stdout))
     newest = re.search(rf"registry's newest torch for python {re.escape(python)}: (\S+)", stdout)
     assert newest and newest.group(1) != "unknown", stdout
     for line in _alone_lines(stdout).values():
         assert "HAS_NKI=False" in line and f"python {python}." in line
         assert _installed(line, "torch") == newest.group(1), (line, newest.group(1))
         assert _release(_installed(line, "numpy")) >= (2,), line
+    if with_tests:
+        assert re.search(rf"^tests on torch {re.escape(newest.group(1))}\b", stdout, re.M), stdout
     assert f"isolated install (highest, python {python}): ok" in stdout
-    print(stdout)  # the versions, for the CI log
 
 
 @pytest.mark.slow
-def test_lowest_declared_versions_on_the_lowest_python() -> None:
+def test_lowest_declared_versions_on_the_lowest_python(report: Callable[[str], None]) -> None:
     python = _declared_pythons()[0]
     stdout = _run("--python", python, "--lowest", "--tests")
+    report(_versions(stdout))
     for line in _alone_lines(stdout).values():
-        assert _release(_installed(line, "torch")) == _release(_floor("torch")), line
-        assert _release(_installed(line, "numpy")) == _release(_floor("numpy")), line
+        for name in ("torch", "numpy", "ml_dtypes"):
+            assert _release(_installed(line, name)) == _release(_floor(name)), (name, line)
         assert f"python {python}." in line
+    assert re.search(rf"^tests on torch {re.escape(_floor('torch'))}", stdout, re.M), stdout
     assert f"isolated install (lowest-direct, python {python}): ok" in stdout
-    print(stdout)

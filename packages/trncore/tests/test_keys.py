@@ -70,9 +70,9 @@ def test_toolchain_version_is_part_of_the_key():
 def test_editing_the_source_changes_the_key(tmp_path):
     def load(body):
         path = tmp_path / f"k_{abs(hash(body))}.py"
-        path.write_text(body)
+        path.write_text(body, encoding="utf-8")
         namespace: dict = {}
-        exec(compile(path.read_text(), str(path), "exec"), namespace)
+        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
         return namespace["k"]
 
     k1 = load("def k(a):\n    return a + 1\n")
@@ -92,9 +92,12 @@ def test_digest_is_stable_across_processes_and_hash_seeds(tmp_path):
             a = np.zeros((256, 128), np.float32)
             print(KernelKey.build(gemm_kernel, [a], params, target="trn1").digest)
             """
-        )
+        ),
+        encoding="utf-8",
     )
-    (tmp_path / "test_keys_module.py").write_text("def gemm_kernel(a, b, tile_m=128):\n    return a @ b\n")
+    (tmp_path / "test_keys_module.py").write_text(
+        "def gemm_kernel(a, b, tile_m=128):\n    return a @ b\n", encoding="utf-8"
+    )
     digests = set()
     for seed in ("0", "1", "12345"):
         env = dict(

@@ -21,6 +21,20 @@ def random_tensor(shape, dtype, seed=0):
     return torch.randn(shape, generator=gen, dtype=dtype)
 
 
+def fill_parameters(module: torch.nn.Module, seed: int, scale: float = 0.3, add: bool = False) -> None:
+    """Set (or, with ``add``, perturb) every parameter of ``module`` with ``scale`` times standard-normal
+    values from a generator of its own: the test's numbers do not depend on torch's global RNG, so on
+    which tests ran before it or how a torch release initialises layers."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            values = torch.randn(p.shape, generator=gen, dtype=p.dtype) * scale
+            if add:
+                p.add_(values)
+            else:
+                p.copy_(values)
+
+
 def rel_err(actual, expected) -> float:
     """Relative L2 error of ``actual`` (tensor or array) against ``expected`` (array)."""
     a = (

@@ -242,7 +242,7 @@ def test_gradients_through_the_kernels_match_torch(nki_route, fn, n):
     ],
 )
 def test_bad_arguments_on_the_kernel_route_give_torchs_error(nki_route, monkeypatch, call, kwargs):
-    x = torch.randn(4, 8, dtype=torch.complex64)
+    x = random_tensor((4, 8), torch.complex64)
     with pytest.raises(Exception) as from_torch:
         getattr(torch.fft, call.__name__)(x, **kwargs)
     with monkeypatch.context() as m:  # the same call on the PyTorch route, for the message

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _trnfft_helpers import random_tensor, rel_err
+from _trnfft_helpers import fill_parameters, random_tensor, rel_err
 
 import trncore.sim as sim
 import trnfft
@@ -89,8 +89,8 @@ def _compare_routes(layer, z):
 
 @pytest.mark.parametrize("shape", [(1, 7), (3, 129), (2, 5, 200)])
 def test_linear_forward_and_backward(nki_route, shape):
-    torch.manual_seed(0)
     layer = ComplexLinear(shape[-1], 9)
+    fill_parameters(layer, seed=0)
     z = random_tensor(shape, torch.complex64, seed=1)
     out = layer(z)
     want = z.numpy().astype(np.complex128) @ layer.weight.detach().numpy().T.astype(np.complex128)
@@ -109,8 +109,8 @@ def test_linear_forward_and_backward(nki_route, shape):
     ],
 )
 def test_conv1d_forward_and_backward(nki_route, kw):
-    torch.manual_seed(1)
     layer = ComplexConv1d(3, 5, 4, **kw)
+    fill_parameters(layer, seed=1)
     z = random_tensor((2, 3, 30), torch.complex64, seed=2)
     out = layer(z)
     ref = _on_pytorch_route(lambda: layer(z)).detach()
@@ -157,12 +157,8 @@ def test_modrelu_gradcheck_float64():
 @pytest.mark.parametrize("shape", [(6, 3), (4, 130, 5), (2, 2, 2100)])
 @pytest.mark.parametrize("affine", [True, False])
 def test_batchnorm_forward_and_backward(nki_route, shape, affine):
-    torch.manual_seed(2)
     layer = ComplexBatchNorm1d(shape[1], affine=affine)
-    if affine:
-        with torch.no_grad():
-            for p in layer.parameters():
-                p.add_(torch.randn_like(p) * 0.3)
+    fill_parameters(layer, seed=2, add=True)  # away from the identity initialisation
     z = random_tensor(shape, torch.complex64, seed=6) * (1 + 0.5j) + 0.2
     reference = ComplexBatchNorm1d(shape[1], affine=affine)
     reference.load_state_dict(layer.state_dict())

@@ -222,16 +222,17 @@ def test_stft_istft_round_trip_on_trn1(nki_route, monkeypatch):
 @pytest.mark.parametrize(
     ("name", "args", "kwargs"),
     [
-        ("rfft2", (torch.randn(4, 8, dtype=torch.complex64),), {}),  # complex input
-        ("irfftn", (torch.randn(4, 8, dtype=torch.complex64),), {"s": (4, 0)}),
-        ("irfft2", (torch.randn(4, 1, dtype=torch.complex64),), {}),  # default length 0
-        ("ihfft", (torch.randn(4, 8, dtype=torch.complex64),), {}),  # complex input
-        ("hfft", (torch.randn(4, 8, dtype=torch.complex64),), {"dim": 2}),
-        ("ihfft2", (torch.randn(4, 8, dtype=torch.complex64),), {}),  # complex input
-        ("hfftn", (torch.randn(4, 8, dtype=torch.complex64),), {"dim": (0, 0)}),  # repeated dim
-        ("stft", (torch.randn(10), 16), {"center": False, "window": torch.ones(16)}),  # beyond the signal
-        ("stft", (torch.randn(10), 8), {"hop_length": 0, "window": torch.ones(8)}),
-        ("istft", (torch.randn(5, 3, dtype=torch.complex64), 16), {"window": torch.ones(16)}),  # 5 bins
+        ("rfft2", (random_tensor((4, 8), torch.complex64),), {}),  # complex input
+        ("irfftn", (random_tensor((4, 8), torch.complex64),), {"s": (4, 0)}),
+        ("irfft2", (random_tensor((4, 1), torch.complex64),), {}),  # default length 0
+        ("ihfft", (random_tensor((4, 8), torch.complex64),), {}),  # complex input
+        ("hfft", (random_tensor((4, 8), torch.complex64),), {"dim": 2}),
+        ("ihfft2", (random_tensor((4, 8), torch.complex64),), {}),  # complex input
+        ("hfftn", (random_tensor((4, 8), torch.complex64),), {"dim": (0, 0)}),  # repeated dim
+        # frames beyond the signal
+        ("stft", (random_tensor((10,), torch.float32), 16), {"center": False, "window": torch.ones(16)}),
+        ("stft", (random_tensor((10,), torch.float32), 8), {"hop_length": 0, "window": torch.ones(8)}),
+        ("istft", (random_tensor((5, 3), torch.complex64), 16), {"window": torch.ones(16)}),  # 5 bins
     ],
 )
 def test_bad_arguments_on_the_kernel_route_give_torchs_error(nki_route, monkeypatch, name, args, kwargs):

@@ -116,7 +116,7 @@ def test_invalid_arguments_on_the_kernel_route_raise_the_references_error(nki_ro
     from trnfft import _ops
     from trnfft.errors import FFTArgumentError
 
-    x = torch.randn(2, 8)
+    x = random_tensor((2, 8), torch.float32)
     with pytest.raises(FFTArgumentError, match="type must be 1, 2, 3 or 4"):
         _ops.dct(x, 7, None, -1, None, None)  # the operation itself, without the public checks
     with pytest.raises(FFTArgumentError, match="norm"):

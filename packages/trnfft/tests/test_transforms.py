@@ -146,7 +146,7 @@ def test_out_argument():
 
 
 def test_tensor_subclass_input():
-    p = torch.nn.Parameter(torch.randn(8, dtype=torch.float64))
+    p = torch.nn.Parameter(random_tensor((8,), torch.float64))
     got = trnfft.rfft(p)
     assert rel_err(got, np.fft.rfft(p.detach().numpy())) < 1e-12
     got.abs().sum().backward()

@@ -46,17 +46,17 @@ def run(rank: int, world: int, init: str, out: str, molecule: str, spin: int, op
     try:
         r = dfmp2_energy(mf, "cc-pvdz-ri", group=dist.group.WORLD, **kw)  # type: ignore[arg-type]
     except Exception as exc:
-        with open(f"{out}.{rank}.err", "w") as f:
+        with open(f"{out}.{rank}.err", "w", encoding="utf-8") as f:
             f.write(f"{type(exc).__name__} {getattr(exc, 'peer', '')}\n{exc}\n")
         # A process group that lost a rank cannot be torn down cleanly (gloo waits for the lost
         # rank's pending work up to its own timeout): leave at once, as the example does.
         os._exit(3)
-    with open(f"{out}.{rank}", "w") as f:
+    with open(f"{out}.{rank}", "w", encoding="utf-8") as f:
         f.write(f"{r.e_corr.hex()} {r.e_os.hex()} {r.e_ss.hex()} {r.ranks} {int(r.plan.streamed)}\n")
     if rank == 0 and opts.get("alone", "1") == "1":  # the same SCF alone: the single-process result
         kw["memory"] = None
         alone = dfmp2_energy(mf, "cc-pvdz-ri", **kw)  # type: ignore[arg-type]
-        with open(f"{out}.alone", "w") as f:
+        with open(f"{out}.alone", "w", encoding="utf-8") as f:
             f.write(f"{alone.e_corr.hex()} {alone.e_os.hex()} {alone.e_ss.hex()}\n")
     dist.destroy_process_group()
 

@@ -128,13 +128,13 @@ def test_one_to_four_ranks_give_the_same_bits(tmp_path, name):
             capture_output=True, text=True, timeout=600, env=env,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
-        lines = {Path(f"{out}.{r}").read_text() for r in range(ranks)}
+        lines = {Path(f"{out}.{r}").read_text(encoding="utf-8") for r in range(ranks)}
         assert len(lines) == 1, lines  # every rank returns the same number
         *energies, reported, streamed = lines.pop().split()
         assert (int(reported), streamed) == (ranks, "0")
         results[ranks] = tuple(energies)
         # ... and the same SCF without any process group gives those bits too
-        assert tuple(Path(f"{out}.alone").read_text().split()) == results[ranks]
+        assert tuple(Path(f"{out}.alone").read_text(encoding="utf-8").split()) == results[ranks]
     assert len(set(results.values())) == 1, results  # bitwise, whatever the rank count
     e_corr = float.fromhex(results[1][0])
     assert abs(e_corr - _pyscf(_scf(atom, spin)).e_corr) < 1e-8

@@ -331,7 +331,7 @@ def scale(a):
 
 def test_cli_report_draws_the_timeline_as_png_and_svg(tmp_path, capsys) -> None:
     path = tmp_path / "k.py"
-    path.write_text(KERNEL_FILE)
+    path.write_text(KERNEL_FILE, encoding="utf-8")
     for suffix, magic in ((".png", b"\x89PNG"), (".svg", b"<svg")):
         out = tmp_path / f"timeline{suffix}"
         code = main([
