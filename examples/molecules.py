@@ -85,7 +85,7 @@ def load_geometry(name_or_path: str) -> str:
         raise ValueError(
             f"--molecule must be one of {', '.join(BUILTIN)} or an existing .xyz file, got {name_or_path!r}"
         )
-    lines = path.read_text().splitlines()
+    lines = path.read_text(encoding="utf-8").splitlines()
     try:
         count = int(lines[0].split()[0])
     except (IndexError, ValueError):
