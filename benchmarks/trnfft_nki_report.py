@@ -41,7 +41,8 @@ VARIANTS = (("plan", False), ("plan", True), ("fused", False), ("fused", True), 
 #: the minimum and its modelled time below the staged kernel's before the change.
 BEFORE_US = {256: 10.3, 1024: 18.8, 4096: 57.5}
 TARGETS = ("trn1", "trn2")
-FP32_PEAK = {"trn1": 23e12, "trn2": 20e12}  # nki-0.3.md §4.1, dense fp32 TensorE per core
+# Dense fp32 TensorE peak per core: AWS architecture guides for NKI 0.3.0 (Trainium/Inferentia2, Trainium2).
+FP32_PEAK = {"trn1": 23e12, "trn2": 20e12}
 
 
 def _specs(n: int, batch: int, grouping: str, gauss: bool) -> tuple[list, dict]:

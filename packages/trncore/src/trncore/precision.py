@@ -1,15 +1,15 @@
 """Which dtype a kernel computes in, and the one opt-in that lets float64 data run in float32.
 
 The Tensor Engine multiplies bfloat16, float16 and float32 operands and accumulates in float32
-(nki-0.3.md §3.1); there is no float64 anywhere on a NeuronCore. A float64 input is therefore never
-computed in float32 behind the caller's back: the kernel route declines it with the reason, and
-dispatch runs the float64 PyTorch reference with one ``NkiFallbackWarning``. A caller who accepts
-float32 accuracy opts in, for every library with ``TRNSCI_ALLOW_FP32_COMPUTE=1``, for one library
-with ``<LIB>_ALLOW_FP32_COMPUTE=1`` (read at each call, like every steering variable), for a block
-of code with ``with trncore.precision.fp32_compute(): ...`` (this thread or task only), or per call
-where an entry point offers ``allow_fp32=True`` (it opens that scope). Then float64 inputs are
-rounded to float32, the kernel runs, and results come back as float64 carrying float32 accuracy.
-Every library applies this one policy through :func:`kernel_dtype`.
+(AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0)); there is no float64 anywhere on a NeuronCore. A float64
+input is therefore never computed in float32 behind the caller's back: the kernel route declines it with
+the reason, and dispatch runs the float64 PyTorch reference with one ``NkiFallbackWarning``. A caller
+who accepts float32 accuracy opts in, for every library with ``TRNSCI_ALLOW_FP32_COMPUTE=1``, for one
+library with ``<LIB>_ALLOW_FP32_COMPUTE=1`` (read at each call, like every steering variable), for a
+block of code with ``with trncore.precision.fp32_compute(): ...`` (this thread or task only), or per
+call where an entry point offers ``allow_fp32=True`` (it opens that scope). Then float64 inputs are
+rounded to float32, the kernel runs, and results come back as float64 carrying float32 accuracy. Every
+library applies this one policy through :func:`kernel_dtype`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ __all__ = ["ENV_SUFFIX", "KERNEL_DTYPES", "fp32_compute", "fp32_compute_allowed"
 #: ``<LIB>_ALLOW_FP32_COMPUTE`` / ``TRNSCI_ALLOW_FP32_COMPUTE``.
 ENV_SUFFIX = "ALLOW_FP32_COMPUTE"
 
-#: Input dtypes the Tensor Engine takes as they are (§3.1); kernels may accept fewer.
+#: Input dtypes the Tensor Engine takes as they are (nki.isa.nc_matmul, NKI 0.3.0); kernels may accept
+#: fewer.
 KERNEL_DTYPES: tuple[torch.dtype, ...] = (torch.float32, torch.bfloat16, torch.float16)
 
 

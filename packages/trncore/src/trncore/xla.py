@@ -2,10 +2,10 @@
 
 On Trainium, NKI kernels run as custom calls inside torch-xla's lazily built graphs. Two kernels
 dispatched back to back on tensors already on the device would be traced into one graph and
-compiled into one NEFF; on trn1 such fused NEFFs have been rejected by the runtime (a field report,
-``shared/seeds/000_…``). The device route therefore puts a barrier (``torch_xla.sync()``) before
-and after every kernel launch: each kernel compiles as its own graph, and its outputs stay on the
-device as materialized XLA data for the next kernel, with no round trip through the host.
+compiled into one NEFF; on trn1 such fused NEFFs have been rejected by the runtime (a field report; see
+docs/architecture.md). The device route therefore puts a barrier (``torch_xla.sync()``) before and after
+every kernel launch: each kernel compiles as its own graph, and its outputs stay on the device as
+materialized XLA data for the next kernel, with no round trip through the host.
 
 Nothing here imports torch-xla until an XLA tensor or device is actually asked for.
 """

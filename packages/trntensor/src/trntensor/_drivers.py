@@ -101,13 +101,14 @@ _ALIGN = 32
 _OCC_BLOCK = 8
 
 
-#: Most occupied orbitals per launch of the transform (the stationary free size, §3.1).
+#: Most occupied orbitals per launch of the transform (the stationary free size, AWS NKI docs,
+#: nki.isa.nc_matmul (NKI 0.3.0)).
 _AO_OCC_BLOCK = 128
 
 
 #: Float32 elements of factor slices per partition the energy kernel may hold in SBUF: the J
 #: block's and one i's slices of (naux tiles × chunk), 128 KiB, leaving room for its work tiles
-#: under trn1's 176 KiB usable SBUF per partition (nki-0.3.md §2.8).
+#: under trn1's 176 KiB usable SBUF per partition (docs/hardware.md).
 _SBUF_FACTOR_ELEMENTS = 32 * 1024
 
 

@@ -1,11 +1,11 @@
 """SYRK on the Tensor Engine: one triangle of ``alpha · op(a) @ op(a)ᵀ``, reading ``a`` once.
 
 ``op(a)`` is ``(n, k)``. Both matmul operands are blocks of the same matrix ``op(a)ᵀ`` (K on
-partitions, nki-0.3.md §3.1), so the kernel loads ``op(a)ᵀ`` into SBUF once, with one DMA per 128
-rows of K at most two (whole tiles and a ragged tail), and takes every stationary and moving tile
-from it. Only output tiles that meet the selected triangle are computed: about half the flops of
-a GEMM. The other triangle of the output is not written (the driver keeps ``c``'s there, as BLAS
-does). The driver sends inputs whose ``op(a)ᵀ`` does not fit the SBUF budget to the GEMM kernel.
+partitions, AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0)), so the kernel loads ``op(a)ᵀ`` into SBUF once,
+with one DMA per 128 rows of K at most two (whole tiles and a ragged tail), and takes every stationary
+and moving tile from it. Only output tiles that meet the selected triangle are computed: about half the
+flops of a GEMM. The other triangle of the output is not written (the driver keeps ``c``'s there, as
+BLAS does). The driver sends inputs whose ``op(a)ᵀ`` does not fit the SBUF budget to the GEMM kernel.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Shared NKI building blocks, written once and called from the kernels of every library.
 
 These are plain functions (no ``@nki.jit``: a sub-kernel called from a kernel must not carry it,
-nki-0.3.md §1.1) written with ``from trncore.lang import nki, nl, nisa``; they run unchanged on
-the emulator and, inlined by the NKI compiler, on Trainium. Each docstring states its contract:
-the shapes and buffers of its operands, the dtypes it accepts, and the hardware rules it relies
-on.
+AWS NKI Beta 2 migration guide, NKI 0.3.0) written with ``from trncore.lang import nki, nl, nisa``; they
+run unchanged on the emulator and, inlined by the NKI compiler, on Trainium. Each docstring states its
+contract: the shapes and buffers of its operands, the dtypes it accepts, and the hardware rules it
+relies on.
 
 :mod:`trncore.kernels.tiles`
     tile arithmetic (:func:`~trncore.kernels.tiles.spans`) and HBM block loads whose transposes

@@ -4,16 +4,18 @@ The one GEMM kernel of the suite: trnblas launches it for gemm, batched_gemm, sy
 and TRSM's trailing updates, trntensor for every GEMM-shaped einsum step. Tile sizes are
 parameters, so one source serves every shape.
 
-Layout (nki-0.3.md §3.1): ``nc_matmul`` contracts over partitions, so both operands are loaded
-with K on partitions — the stationary block is ``op(a)ᵀ`` (K × block_m), the moving block
-``op(b)`` (K × tile_n). Whether that is a plain or a transposed read of the HBM tensor depends on
+Layout (AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0)): ``nc_matmul`` contracts over partitions, so both
+operands are loaded with K on partitions — the stationary block is ``op(a)ᵀ`` (K × block_m), the moving
+block ``op(b)`` (K × tile_n). Whether that is a plain or a transposed read of the HBM tensor depends on
 the ``trans_*`` flags and is decided in the DMA access pattern, never by a host transpose.
 
-Blocking, sized for the cost model (one DMA costs 0.6 µs plus its bytes, §3.3):
+Blocking, sized for the cost model (one DMA costs 0.6 µs plus its bytes; AWS NKI DGE reference, NKI
+0.3.0):
 
-* per batch and M block (``block_m`` rows, at most ``block_m/128`` PSUM banks live, §4.1), the
-  stationary block for all of K is loaded **once** when K fits the SBUF budget and reused by every
-  N tile (stationary reuse); otherwise K is split into blocks and both operands stream per block;
+* per batch and M block (``block_m`` rows, at most ``block_m/128`` PSUM banks live; eight 2 KiB banks
+  per partition, AWS Trainium/Inferentia2 Architecture Guide for NKI, NKI 0.3.0), the stationary block
+  for all of K is loaded **once** when K fits the SBUF budget and reused by every N tile (stationary
+  reuse); otherwise K is split into blocks and both operands stream per block;
 * each N tile loads one moving block with one DMA (plus one for a ragged K tail) and accumulates
   ``block_m/128`` PSUM tiles over K with :func:`trncore.kernels.matmul_tile`;
 * results are evicted alternately by VectorE and ScalarE (``alpha`` folded into the copy) and
@@ -21,7 +23,8 @@ Blocking, sized for the cost model (one DMA costs 0.6 µs plus its bytes, §3.3)
 
 Ragged edges use clipped tiles (``spans``): no size has to be a multiple of 128, and the drivers
 pad only to bucket shapes (fewer kernel keys), not for correctness. Inputs: float32 pairs or
-bfloat16/float16 pairs (§3.1 pairing rule); accumulation and output are float32.
+bfloat16/float16 pairs (the pairing rule of nki.isa.nc_matmul, AWS NKI docs, NKI 0.3.0); accumulation
+and output are float32.
 """
 
 from __future__ import annotations

@@ -27,25 +27,28 @@ def mp2_energy_tile(acc: Any, t: Any, t_swap: Any, vir_row: Any, shift: Any, scr
     Contract:
 
     * ``t`` (SBUF or PSUM) and ``t_swap`` (SBUF — a VectorE op may not read two PSUM operands,
-      nki-0.3.md §3.6) hold ``T[i,j,a,b]`` and ``T[i,j,b,a]`` for one ``i`` with ``a`` on the
-      ``P ≤ 128`` partitions and the same free layout (e.g. ``(j, b)`` flattened, ``F`` elements).
+      AWS NKI docs, nki.isa.tensor_tensor, NKI 0.3.0) hold ``T[i,j,a,b]`` and ``T[i,j,b,a]`` for one
+      ``i`` with ``a`` on the ``P ≤ 128`` partitions and the same free layout (e.g. ``(j, b)``
+      flattened, ``F`` elements).
     * ``vir_row`` (SBUF, float32, ``(P, F)``) holds the part of the denominator that varies along
       the free dim, e.g. ``εj − εb``; ``shift`` (SBUF float32 ``(P, 1)``) the per-partition part,
       e.g. ``εi − εa``. The denominator is their sum, ``Δ = εi + εj − εa − εb``.
     * ``scratch`` is an SBUF float32 tile of shape ``(P, 2, F)`` (overwritten); ``acc`` an SBUF
       float32 ``(P, 1)`` running sum that this adds to (initialise it with ``memset(0.0)``).
     * Every instruction works on ``F`` elements per partition: keep ``F`` ≤ 64K (the per-
-      instruction limit of VectorE/ScalarE, §4.1) and larger than ~512 to amortise the fixed
-      instruction cost. Arithmetic is float32 whatever the dtype of ``t`` (§3.0).
+      instruction limit of VectorE/ScalarE, AWS Trainium/Inferentia2 Architecture Guide for NKI (NKI
+      0.3.0)) and larger than ~512 to amortise the fixed instruction cost. Arithmetic is float32
+      whatever the dtype of ``t`` (AWS NKI API Common Fields (NKI 0.3.0)).
 
     Engines: the reciprocal and the final sum run on ScalarE (``activation`` without a bias, which
-    trn1 supports for ``reciprocal``, §2.9), the rest on VectorE, so the two engines share the
-    work.
+    trn1 supports for ``reciprocal``, AWS NKI API Common Fields (NKI 0.3.0)), the rest on VectorE, so
+    the two engines share the work.
     """
     den = scratch[:, 0, :]
     num = scratch[:, 1, :]
     part = nl.ndarray((acc.shape[0], 1), nl.float32, buffer=nl.sbuf)
-    # Δ = shift + vir_row (per-partition scalar broadcast along the free dim, §2.12).
+    # Δ = shift + vir_row (per-partition scalar broadcast along the free dim, AWS NKI docs,
+    # nki.isa.tensor_scalar, NKI 0.3.0).
     nisa.tensor_scalar(dst=den, data=vir_row, op0=nl.add, operand0=shift)
     # 1/Δ on ScalarE.
     nisa.activation(dst=den, op=nl.reciprocal, data=den)
@@ -65,9 +68,10 @@ def partition_sum(dst: Any, acc: Any, ones: Any) -> None:
     """``dst[0, f] = Σ_p acc[p, f]``: a sum across partitions as a matmul with a ones vector.
 
     Contract: ``acc`` is an SBUF float32 ``(P, F)`` tile (``P ≤ 128``, ``F ≤ 512``), ``ones`` an SBUF
-    float32 ``(≥P, 1)`` tile of ones, ``dst`` a float32 PSUM ``(1, F)`` tile (§3.1: contraction
-    over partitions; stationary ``ones[K=P, M=1]``, moving ``acc[K=P, N=F]``). Cross-partition
-    reduction belongs to the Tensor Engine (§2.12); VectorE reduces only along the free dim.
+    float32 ``(≥P, 1)`` tile of ones, ``dst`` a float32 PSUM ``(1, F)`` tile (nki.isa.nc_matmul, NKI
+    0.3.0: contraction over partitions; stationary ``ones[K=P, M=1]``, moving ``acc[K=P, N=F]``).
+    Cross-partition reduction belongs to the Tensor Engine (AWS Trainium/Inferentia2 Architecture Guide
+    for NKI (NKI 0.3.0)); VectorE reduces only along the free dim.
     """
     p = acc.shape[0]
     nisa.nc_matmul(dst=dst, stationary=ones[0:p, 0:1], moving=acc, is_stationary_onezero=True,

@@ -36,11 +36,13 @@ def product_tile(
     blocks of K tiles that fit SBUF (:func:`trncore.kernels.k_tiles_per_block`) with
     :func:`trncore.kernels.load_block`, and each block is chained into the one PSUM accumulation
     group of ``acc`` by :func:`trncore.kernels.matmul_tile` (a fresh group for the first block).
-    ``ms ≤ 128``, ``ns ≤ 512`` and ``acc`` a float32 PSUM tile (§3.1).
+    ``ms ≤ 128``, ``ns ≤ 512`` and ``acc`` a float32 PSUM tile (AWS NKI docs, nki.isa.nc_matmul (NKI
+    0.3.0)).
     """
     kt = ceil_div(k_total, tile_k)
-    # float32 pairs only with float32 on the Tensor Engine (§3.1): operands of different dtypes
-    # are both loaded as float32 (the DMA casts, §3.3).
+    # float32 pairs only with float32 on the Tensor Engine (nki.isa.nc_matmul, NKI 0.3.0): operands of
+    # different dtypes are both loaded as float32 (the DMA casts, AWS NKI docs, nki.isa.dma_copy (NKI
+    # 0.3.0)).
     lhs_dt = lhs.dtype if lhs.dtype == rhs.dtype else nl.float32
     rhs_dt = rhs.dtype if lhs.dtype == rhs.dtype else nl.float32
     per_block = k_tiles_per_block(k_total, (ms + ns) * 4, tile_k=tile_k)

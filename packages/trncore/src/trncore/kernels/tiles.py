@@ -40,7 +40,8 @@ def ceil_div(n: int, d: int) -> int:
 def spans(n: int, tile: int, start: int = 0) -> list[tuple[int, int]]:
     """``(offset, size)`` of the tiles covering ``[start, start + n)``; the last one is clipped.
 
-    Compile-time Python (the loops it feeds are unrolled, nki-0.3.md §1.1).
+    Compile-time Python (the loops it feeds are unrolled, AWS NKI Language Guide (NKI 0.3.0),
+    Compilation Model).
     """
     if tile <= 0:
         raise ValueError(f"tile must be positive, got {tile}")
@@ -64,13 +65,14 @@ def block_view(
     Contract:
 
     * ``x`` is a **whole** HBM kernel argument (not an indexed view: ``.ap()`` on an indexed tensor
-      is an error, nki-0.3.md §2.5/§8), of shape ``(R, C)`` or ``(B, R, C)``; ``M`` is ``x`` (or
-      ``x[batch]``), or its transpose when ``transposed`` — the transpose is the access pattern
-      (element strides), never a copy.
+      is an error, AWS NKI Access Patterns deep dive (NKI 0.3.0)), of shape ``(R, C)`` or ``(B, R, C)``;
+      ``M`` is ``x`` (or ``x[batch]``), or its transpose when ``transposed`` — the transpose is the
+      access pattern (element strides), never a copy.
     * The view has shape ``(rows, tiles, cols)``: ``rows`` (≤ 128 when the destination is on chip)
       becomes the partition dim of an SBUF destination, ``tiles`` blocks of rows ``row_step``
       apart (default ``rows``) follow, then ``cols`` contiguous (or, transposed, strided) columns.
-    * All indices must stay inside ``M``; the emulator checks it (§2.6 bounds).
+    * All indices must stay inside ``M``; the emulator checks it (AWS NKI Access Patterns deep dive (NKI
+      0.3.0)).
     """
     shape = tuple(x.shape)
     if len(shape) == 3:
@@ -111,16 +113,18 @@ def load_block(
 
     Contract:
 
-    * ``dst`` is an SBUF tensor of shape ``(tile, T, W)`` with ``tile ≤ 128`` partitions (§2.5),
-      ``T ≥ tile0 + ceil(nrows / tile)`` and ``W ≥ ncols``. Row ``row0 + t*tile + q`` of ``M`` lands
-      in ``dst[q, tile0 + t, 0:ncols]``: the contraction (or output-row) index sits on partitions,
-      as ``nc_matmul`` wants its operands (§3.1).
+    * ``dst`` is an SBUF tensor of shape ``(tile, T, W)`` with ``tile ≤ 128`` partitions (AWS
+      Trainium/Inferentia2 Architecture Guide for NKI (NKI 0.3.0)), ``T ≥ tile0 + ceil(nrows / tile)``
+      and ``W ≥ ncols``. Row ``row0 + t*tile + q`` of ``M`` lands in ``dst[q, tile0 + t, 0:ncols]``: the
+      contraction (or output-row) index sits on partitions, as ``nc_matmul`` wants its operands (AWS NKI
+      docs, nki.isa.nc_matmul (NKI 0.3.0)).
     * ``M`` is ``x`` / ``x[batch]`` or its transpose (see :func:`block_view`); a transposed load
       is an element-strided DMA pattern (on trn2 ``dma_transpose`` could replace it; it does not
-      exist on trn1, §3.4).
+      exist on trn1, AWS NKI docs, nki.isa.dma_transpose, NKI 0.3.0).
     * At most two DMAs: one for all whole tiles (few large DMAs amortise the fixed per-DMA cost,
-      §3.3) and one for the ragged tail; the unloaded part of ``dst`` is left as it was (the
-      caller only reads the loaded region). Dtypes may differ: the DMA casts (§3.3).
+      AWS NKI DGE reference, ~600 ns per DMA instruction (NKI 0.3.0)) and one for the ragged tail; the
+      unloaded part of ``dst`` is left as it was (the caller only reads the loaded region). Dtypes may
+      differ: the DMA casts (AWS NKI docs, nki.isa.dma_copy (NKI 0.3.0)).
     """
     full, rem = divmod(int(nrows), int(tile))
     if full:
@@ -150,7 +154,8 @@ def store_block(
 
     The mirror of :func:`load_block` (not transposed): ``src[q, tile0 + t, 0:ncols]`` goes to row
     ``row0 + t*tile + q`` of ``x`` (or ``x[batch]``), a whole HBM kernel argument (typically the
-    ``shared_hbm`` output, §1.2). At most two DMAs: the whole tiles, then the ragged tail.
+    ``shared_hbm`` output, AWS NKI docs, nki.language.shared_hbm, NKI 0.3.0). At most two DMAs: the
+    whole tiles, then the ragged tail.
     """
     full, rem = divmod(int(nrows), int(tile))
     if full:

@@ -55,8 +55,9 @@ __all__ = [
 
 _KERNEL_DTYPES = (torch.float32, torch.complex64)
 #: Half-precision inputs the transform drivers also take: their planes go to the kernel as they are
-#: and the DMA that loads them into SBUF casts to float32 (nki-0.3.md §3.3), so they cross HBM at
-#: half the bytes; the kernel computes in float32 and the result is complex64 / float32.
+#: and the DMA that loads them into SBUF casts to float32 (AWS NKI docs, nki.isa.dma_copy (NKI 0.3.0)),
+#: so they cross HBM at half the bytes; the kernel computes in float32 and the result is complex64 /
+#: float32.
 _HALF_DTYPES = (torch.float16, torch.bfloat16, torch.complex32)
 _DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
 _NORMS = (None, "backward", "forward", "ortho")

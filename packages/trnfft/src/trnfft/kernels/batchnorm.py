@@ -2,10 +2,11 @@
 
 Channels sit on the partitions (``(C, M)`` planes; C tiled by 128, M streamed in chunks of at most
 2048 elements), so every per-channel statistic is a free-dimension reduction (``tensor_reduce``,
-§3.8) and every per-channel coefficient a ``(P, 1)`` operand that ``tensor_scalar`` and
-``scalar_tensor_tensor`` broadcast along the free dimension (§3.6, §2.12). The per-channel 2x2
-algebra (inverse square root, Sylvester solve) runs on ``(P, 1)`` tiles. The formulas are those of
-:mod:`trnfft._pytorch` (the PyTorch references these kernels are tested against).
+AWS NKI docs, nki.isa.tensor_reduce, NKI 0.3.0) and every per-channel coefficient a ``(P, 1)`` operand
+that ``tensor_scalar`` and ``scalar_tensor_tensor`` broadcast along the free dimension (AWS NKI docs,
+nki.isa.tensor_scalar and nki.isa.scalar_tensor_tensor, NKI 0.3.0). The per-channel 2x2 algebra (inverse
+square root, Sylvester solve) runs on ``(P, 1)`` tiles. The formulas are those of :mod:`trnfft._pytorch`
+(the PyTorch references these kernels are tested against).
 
 ``params`` ``(C, 5)``: ``γ_rr, γ_ii, γ_ri, β_r, β_i``; ``stats`` ``(C, 5)``: ``μ_r, μ_i, V_rr, V_ii,
 V_ri``.

@@ -11,16 +11,16 @@ Per stage, per group of stationaries and per batch tile:
 1. one DMA per plane brings the stage's input into SBUF with ``(k, batch group, p)`` on the
    partitions and ``(chunk, batch, q)`` along the free dimension (a multi-dimensional access
    pattern on the HBM side; no per-row DMAs);
-2. for every chunk and every slice of at most 512 columns (§3.1: moving free size <= 512, one PSUM
-   bank of fp32), the complex product with the chunk's twiddled block-diagonal DFT on the Tensor
-   Engine: four real matmuls accumulating in PSUM (``Re = Wr x_r + (-Wi) x_i``,
+2. for every chunk and every slice of at most 512 columns (nki.isa.nc_matmul, NKI 0.3.0: moving free
+   size <= 512, one PSUM bank of fp32), the complex product with the chunk's twiddled block-diagonal
+   DFT on the Tensor Engine: four real matmuls accumulating in PSUM (``Re = Wr x_r + (-Wi) x_i``,
    ``Im = Wi x_r + Wr x_i``), or with ``gauss=True`` three (``t1 = Wr (x_r + x_i)``,
    ``t2 = (Wr + Wi) x_i``, ``t3 = (Wi - Wr) x_r``; ``Re = t1 - t2``, ``Im = t1 + t3``) at the price
    of one GpSimd add and two Vector Engine combines;
-3. PSUM is evicted to SBUF (§3.3: DMA cannot read PSUM) on the Scalar and Vector engines
-   (:func:`trncore.kernels.evict`), with
-   ``scale`` applied on the last stage, and one DMA per plane writes the stage output in autosorted
-   order to an HBM scratch (or to the result after the last stage).
+3. PSUM is evicted to SBUF (AWS NKI 0.3.0 Update Guide: DMA cannot read PSUM) on the Scalar and Vector
+   engines (:func:`trncore.kernels.evict`), with ``scale`` applied on the last stage, and one DMA per
+   plane writes the stage output in autosorted order to an HBM scratch (or to the result after the last
+   stage).
 
 Optional pointwise tables (used by Bluestein's algorithm): ``pre`` multiplies the input (index
 ``i < n``) before the first stage, ``post`` multiplies the output after the last stage.
@@ -38,7 +38,7 @@ __all__ = ["fft_onchip3_kernel", "fft_onchip_kernel", "fft_stages_kernel"]
 #: The oldest NKI release these kernels run on (checked by trncore.sim.versions).
 __nki_requires__ = "0.3.0"
 
-_MOVING_MAX = 512  # nc_matmul moving free size, v2/v3 (§3.1)
+_MOVING_MAX = 512  # nc_matmul moving free size, v2/v3 (AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0))
 
 
 def _pointwise_multiply(dr: Any, di: Any, tr: Any, ti: Any, shape: tuple[int, ...]) -> None:
@@ -145,7 +145,8 @@ def fft_stages_kernel(
     yi = nl.ndarray((batch, n), dtype=f32, buffer=nl.shared_hbm)
     last = len(stages) - 1
     # Stage outputs ping-pong between two HBM scratch pairs: a stage permutes across partitions
-    # (autosort), which on-chip engines cannot do in general (§2.5: partition access is contiguous).
+    # (autosort), which on-chip engines cannot do in general (AWS NKI Access Patterns deep dive (NKI
+    # 0.3.0): partition access is contiguous).
     scratch = [
         (nl.ndarray((batch, n), dtype=f32, buffer=nl.hbm), nl.ndarray((batch, n), dtype=f32, buffer=nl.hbm))
         for _ in range(min(2, last))
@@ -184,8 +185,9 @@ def fft_stages_kernel(
             for b0 in range(0, batch, batch_tile):
                 # partitions (kl, bh, p); free (chunk, batch row, q). [INF] The HBM side is a 6-D
                 # access pattern; the reference documents up to 4-D patterns per partition for
-                # SBUF/PSUM (§2.5) and no limit for DMA. Should the compiler cap DMA patterns, split
-                # this copy over the gk and cg dims (more DMAs, same bytes).
+                # SBUF/PSUM (AWS NKI Access Patterns deep dive (NKI 0.3.0)) and no limit for DMA. Should
+                # the compiler cap DMA patterns, split this copy over the gk and cg dims (more DMAs,
+                # same bytes).
                 in_pattern = [
                     [R * rest, gk],
                     [bc * n, gb],

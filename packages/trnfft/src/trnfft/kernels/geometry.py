@@ -11,10 +11,11 @@ interleaved subsequences; stage ``s`` with radix ``R`` and ``rest = n / (L R)`` 
 On the Tensor Engine a stage is a matmul that contracts over the partition dimension: ``p`` sits on
 the partitions, the columns are ``(batch, q)``, and the twiddles ``w^{k p}`` are multiplied into the
 stationary matrix (twiddles fused, no vector work). A matmul costs its moving columns whatever number
-of the 128 PE rows it uses (nki-0.3.md §4.1, matmul II ≈ max(N, 64)), so ``G = 128 // R`` independent
-groups share one pass through a block-diagonal stationary: ``Gk`` consecutive ``k`` (each with its
-own twiddled block) times ``Gb`` batch slices (identical blocks). Group over ``k`` first: blocks for
-``Gk`` values of ``k`` share one stationary, and the batch groups only multiply the columns' reach.
+of the 128 PE rows it uses (AWS Trainium/Inferentia2 Architecture Guide for NKI (NKI 0.3.0): matmul II ≈
+max(N, 64)), so ``G = 128 // R`` independent groups share one pass through a block-diagonal stationary:
+``Gk`` consecutive ``k`` (each with its own twiddled block) times ``Gb`` batch slices (identical
+blocks). Group over ``k`` first: blocks for ``Gk`` values of ``k`` share one stationary, and the batch
+groups only multiply the columns' reach.
 
 Stage radices come from the plan (radix 8 and 4 for powers of two, 2/3/5/7/11/13 for mixed radix);
 ``grouping="fused"`` (the default) multiplies consecutive plan radices while the product stays
@@ -47,13 +48,14 @@ __all__ = [
     "onchip_geometry",
 ]
 
-#: Partitions of SBUF/PSUM and rows of the PE array (nki-0.3.md §2.8 ``pmax``).
+#: Partitions of SBUF/PSUM and rows of the PE array (``nl.tile_size.pmax``, AWS NKI docs, NKI 0.3.0).
 PARTITIONS = 128
-#: Largest moving free size of one ``nc_matmul`` (one PSUM bank of fp32, §3.1).
+#: Largest moving free size of one ``nc_matmul`` (one PSUM bank of fp32, AWS NKI docs, nki.isa.nc_matmul
+#: (NKI 0.3.0)).
 MOVING_MAX = 512
 #: Elements of one plane a batch tile may hold (``batch_tile * n``): 8 KiB per partition per plane.
 _TILE_ELEMENTS = 1 << 18
-#: SBUF bytes per partition one chunk group's tiles may use (of 180224 on trn1, §2.8).
+#: SBUF bytes per partition one chunk group's tiles may use (of 180224 on trn1, docs/hardware.md).
 _GROUP_BYTES = 128 * 1024
 
 
@@ -228,8 +230,8 @@ def build_matrix_tables(
     return w.real.to(dtype).contiguous(), w.imag.to(dtype).contiguous()
 
 
-#: SBUF bytes per partition the on-chip kernel's data tiles may use (of 180224 on trn1, §2.8):
-#: the rest holds its constant tables and per-chunk stationaries.
+#: SBUF bytes per partition the on-chip kernel's data tiles may use (of 180224 on trn1,
+#: docs/hardware.md): the rest holds its constant tables and per-chunk stationaries.
 _ONCHIP_DATA_BYTES = 140 * 1024
 #: Batch tiles of fewer rows take the on-chip kernel's ``twiddle_data`` form (see ``params``).
 TWIDDLE_DATA_BELOW = 128

@@ -2,8 +2,9 @@
 
 Layout: channels on the partitions (``(C, M)`` planes, the driver moves the channel dimension
 first), so the per-channel bias is the ``(P, 1)`` per-partition operand that ``tensor_scalar``
-broadcasts along the free dimension (§3.6, §2.12). C is tiled by 128 partitions and M by chunks of
-at most 2048 elements; ragged edges are clipped tiles.
+broadcasts along the free dimension (AWS NKI docs, nki.isa.tensor_scalar and
+nki.isa.scalar_tensor_tensor, NKI 0.3.0). C is tiled by 128 partitions and M by chunks of at most 2048
+elements; ragged edges are clipped tiles.
 
 With ``r = |z|``, ``s = (r + b) / r`` on the active set (``r > 0`` and ``r + b > 0``, else 0) and
 ``d = Re(conj(g) z) = g_r x + g_i v``, the analytic backward is
@@ -11,7 +12,7 @@ With ``r = |z|``, ``s = (r + b) / r`` on the active set (``r > 0`` and ``r + b >
     grad_x = g_r s - (b / r³) x d,   grad_v = g_i s - (b / r³) v d,   grad_b = Σ_M d / r (active).
 
 ``|z|`` is ``sqrt(max(x² + v², 1e-30))``: the Scalar Engine's ``sqrt`` is only valid from 2^-116
-(§2.9), and the active mask zeroes the guarded points.
+(AWS NKI API Common Fields (NKI 0.3.0)), and the active mask zeroes the guarded points.
 """
 
 from __future__ import annotations

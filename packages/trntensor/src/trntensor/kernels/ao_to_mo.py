@@ -12,9 +12,9 @@ while pass 1 leaves ``i`` there, and only a trip through memory (or a Tensor Eng
 per tile) moves an index across partitions. Both passes use trncore's shared blocks
 (``load_block``, ``matmul_tile``, ``evict``): each loads its coefficients once, then streams the
 other operand and its results in wide blocks of many 512-column tiles, since every DMA carries a
-fixed cost (§3.3). For a contraction too long to keep in SBUF (n beyond ~6000) the kernel falls
-back to K-blocked tiles. Every tile is clipped at the edges, so any ``nbasis``, ``nocc``,
-``nvir`` and ``naux`` work.
+fixed cost (AWS NKI DGE reference, ~600 ns per DMA instruction (NKI 0.3.0)). For a contraction too long
+to keep in SBUF (n beyond ~6000) the kernel falls back to K-blocked tiles. Every tile is clipped at the
+edges, so any ``nbasis``, ``nocc``, ``nvir`` and ``naux`` work.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ __all__ = ["ao_to_mo_kernel"]
 __nki_requires__ = "0.3.0"
 
 #: SBUF bytes per partition for one wide moving block (all K tiles) and its wide result. A DMA
-#: has a fixed cost of about 0.6 µs however small (§3.3), so the kernel moves integrals and
-#: results in blocks of many PSUM-bank-wide column tiles instead of one tile at a time.
+#: has a fixed cost of about 0.6 µs however small (AWS NKI DGE reference, NKI 0.3.0), so the kernel
+#: moves integrals and results in blocks of many PSUM-bank-wide column tiles instead of one tile at a
+#: time.
 _WIDE_BYTES = 96 * 1024
 
 
@@ -54,7 +55,8 @@ def _wide_pass(
     ``stationary`` is an SBUF block holding every K tile of ``S``; ``moving`` an HBM argument
     (entry ``batch`` of a 3-D one) whose rows are the ``k_total`` contraction rows. Row ``r``,
     column ``c`` of the product goes to flat element ``dst_offset + r·dst_row + c`` of the whole
-    HBM tensor ``dst`` (an access pattern on the base tensor, never on a view, §2.6).
+    HBM tensor ``dst`` (an access pattern on the base tensor, never on a view, AWS NKI Access Patterns
+    deep dive (NKI 0.3.0)).
     """
     kt = ceil_div(k_total, tile_k)
     for w0, ws in spans(width, wide):
@@ -97,8 +99,9 @@ def ao_to_mo_kernel(
             load_block(occ, c_occ, 0, n, i0, isz, tile=tile_k)
             _wide_pass(half, i0 * width, width, occ, eri_rows, 0, n, isz, width, tile_k, tile_n, wide)
         for a0, asz in spans(nvir, tile_m):
-            # H is float32, and the Tensor Engine pairs float32 only with float32 (§3.1): the
-            # coefficients are cast to float32 by the DMA (§3.3) whatever their dtype.
+            # H is float32, and the Tensor Engine pairs float32 only with float32 (nki.isa.nc_matmul,
+            # NKI 0.3.0): the coefficients are cast to float32 by the DMA (nki.isa.dma_copy, NKI 0.3.0)
+            # whatever their dtype.
             vir = nl.ndarray((tile_k, kt, asz), nl.float32, buffer=nl.sbuf)
             load_block(vir, c_vir, 0, n, a0, asz, tile=tile_k)
             for i in range(nocc):

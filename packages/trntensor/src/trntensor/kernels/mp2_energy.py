@@ -8,9 +8,9 @@ For occupied blocks ``I``, ``J`` and virtual chunks ``A``, ``B`` the kernel form
 in PSUM with trncore's shared matmul block and reduces ``T (2T − Tt) / (d[i, a] + d[j, b])``
 with trncore's shared MP2 energy block (:func:`trncore.kernels.mp2_energy_tile`),
 ``d[i, a] = ε_i − ε_a``; T never leaves the chip. The factors arrive as ``bt[i, P, a]`` (the
-auxiliary index, the contraction, is what the Tensor Engine wants on the partitions, §3.1).
-The output is the block's energy, summed across partitions on the Tensor Engine
-(:func:`trncore.kernels.partition_sum`).
+auxiliary index, the contraction, is what the Tensor Engine wants on the partitions, AWS NKI docs,
+nki.isa.nc_matmul (NKI 0.3.0)). The output is the block's energy, summed across partitions on the Tensor
+Engine (:func:`trncore.kernels.partition_sum`).
 
 Which orbitals a block holds is data, not part of the kernel: every launch of a run has the same
 shapes, so one compiled kernel serves any number of occupied orbitals.
@@ -62,7 +62,8 @@ def mp2_energy_block_kernel(
 
     SBUF holds the J block's factors for the whole launch and one ``i``'s at a time,
     ``(2·|J| + 2) × naux × chunk`` float32 in all; the driver sizes the chunks to fit. Every DMA
-    is hoisted out of the pair loop: a DMA costs a fixed ~0.6 µs however small (§3.3).
+    is hoisted out of the pair loop: a DMA costs a fixed ~0.6 µs however small (AWS NKI DGE reference,
+    ~600 ns per DMA instruction (NKI 0.3.0)).
     """
     n_i, naux, n_a = bt_ia.shape
     n_j, _, n_b = bt_jb.shape
@@ -72,7 +73,8 @@ def mp2_energy_block_kernel(
     jb = [_factor_block(bt_jb, j, naux, n_b, tile_k) for j in range(n_j)]
     ja = [_factor_block(bt_ja, j, naux, n_a, tile_k) for j in range(n_j)]
     # ε_j − ε_b along the free dim, the same rows on every partition: one DMA whose source
-    # repeats with partition step 0 (§2.6 allows a step of 0).
+    # repeats with partition step 0 (the AWS NKI Access Patterns deep dive, NKI 0.3.0, reads element
+    # flat[offset + Σ index·step], so a step of 0 repeats a row).
     vir_rows = nl.ndarray((tile_m, n_j, n_b), nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=vir_rows, src=d_jb.ap([[0, tile_m], [n_b, n_j], [1, n_b]], offset=0))
     # ε_i − ε_a with a on the partitions and i along the free dim: a transposed DMA pattern.
@@ -83,7 +85,8 @@ def mp2_energy_block_kernel(
         shifts.append(col)
     # Several j side by side along the free dim when a virtual chunk is narrower than one PSUM
     # bank: each energy-block instruction then covers up to 512 elements per partition, which
-    # amortises the fixed cost of every VectorE/ScalarE instruction (§4.1).
+    # amortises the fixed cost of every VectorE/ScalarE instruction (AWS Trainium/Inferentia2
+    # Architecture Guide for NKI (NKI 0.3.0)).
     group = max(1, min(n_j, tile_n // n_b)) if n_b <= tile_n else 1
     for i in range(n_i):
         ia = _factor_block(bt_ia, i, naux, n_a, tile_k)
@@ -93,7 +96,8 @@ def mp2_energy_block_kernel(
                 for b0, bsz in spans(n_b, tile_n):
                     # One PSUM bank each (gs·bsz ≤ 512 float32); every j fills its own slice as a
                     # separate accumulation group. Slicing a slice follows the 0.3.0 language
-                    # guide's example (§2.5); no access pattern is applied to a view.
+                    # guide's example (AWS NKI Language Guide (NKI 0.3.0), Tensor Indexing); no access
+                    # pattern is applied to a view.
                     t = nl.ndarray((asz, gs, bsz), nl.float32, buffer=nl.psum)
                     t_psum = nl.ndarray((asz, gs, bsz), nl.float32, buffer=nl.psum)
                     for q in range(gs):
@@ -102,7 +106,8 @@ def mp2_energy_block_kernel(
                         matmul_tile(
                             t_psum[:, q, :], ja[j], ib, naux, m0=a0, m=asz, n0=b0, n=bsz, tile_k=tile_k
                         )
-                    # The block reads T from PSUM but the exchange partner from SBUF (§3.6).
+                    # The block reads T from PSUM but the exchange partner from SBUF (AWS NKI docs,
+                    # nki.isa.tensor_tensor, NKI 0.3.0).
                     t_swap = nl.ndarray((asz, gs, bsz), nl.float32, buffer=nl.sbuf)
                     evict(t_swap, t_psum, on_scalar=True)
                     scratch = nl.ndarray((asz, 2, gs * bsz), nl.float32, buffer=nl.sbuf)
