@@ -282,36 +282,41 @@ def no_reorder() -> Iterator[None]:
 class NKIObject:
     """Base class for user classes passed into kernels as compile-time configuration.
 
-    As NKI 0.3.0 does for such classes, a subclass that writes no ``__init__`` of its own gets one
-    taking every annotated field as an argument, ``None`` when not given
-    (``Config(tile=128)``); a ``@dataclass`` subclass keeps the dataclass's ``__init__``. The
-    instance's fields are its identity for kernel cache keys (:mod:`trncore.keys`).
+    As NKI does for such classes (AWS NKI language guide, "Class Support", Neuron SDK 2.29 /
+    NKI 0.3.0), a subclass that writes no ``__init__`` of its own gets the generated one: it takes
+    every annotated field, in declaration order, with the class's default where the class gives
+    one and ``None`` where it does not (``def __init__(self, x=None, y=False)``), then calls
+    ``__post_init__``. A ``@dataclass`` subclass uses the dataclass's ``__init__`` (frozen ones
+    included). The instance's fields are its identity for kernel cache keys (:mod:`trncore.keys`).
     """
 
     #: Marks instances whose fields (``vars(obj)``) are compile-time values (read by trncore.keys).
     __nki_object__ = True
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "__init__" in cls.__dict__:
-            return
+    def __init__(self, *args: Any, **values: Any) -> None:
+        cls = type(self)
         fields: list[str] = []
         for klass in reversed(cls.__mro__):
             for name in getattr(klass, "__annotations__", {}):
                 if name not in fields and not name.startswith("__"):
                     fields.append(name)
-
-        def __init__(self: Any, *args: Any, **values: Any) -> None:
-            if len(args) > len(fields):
-                raise TypeError(f"{cls.__name__}() takes at most {len(fields)} positional arguments")
-            unknown = set(values) - set(fields)
-            if unknown:
-                raise TypeError(f"{cls.__name__}() got unexpected fields {sorted(unknown)}; fields: {fields}")
-            given = dict(zip(fields, args))
-            for name in fields:
-                setattr(self, name, given.get(name, values.get(name)))
-
-        setattr(cls, "__init__", __init__)  # noqa: B010 (a generated method, as NKI does)
+        if len(args) > len(fields):
+            raise TypeError(f"{cls.__name__}() takes at most {len(fields)} positional arguments")
+        unknown = set(values) - set(fields)
+        if unknown:
+            raise TypeError(f"{cls.__name__}() got unexpected fields {sorted(unknown)}; fields: {fields}")
+        given = dict(zip(fields, args))
+        for name in fields:
+            if name in given:
+                value = given[name]
+            elif name in values:
+                value = values[name]
+            else:
+                value = getattr(cls, name, None)
+            object.__setattr__(self, name, value)
+        post_init = getattr(self, "__post_init__", None)
+        if post_init is not None:
+            post_init()
 
 
 def device_print(print_prefix: str, tensor: NkiTensor) -> None:
