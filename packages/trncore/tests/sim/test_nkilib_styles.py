@@ -7,7 +7,8 @@ from dataclasses import FrozenInstanceError, dataclass
 import numpy as np
 import pytest
 
-from trncore.sim import nl, simulate
+from trncore.sim import nisa, nl, simulate
+from trncore.sim.errors import DtypeError, TargetError
 
 
 def test_nkiobject_generated_init_uses_class_defaults_and_post_init() -> None:
@@ -51,3 +52,81 @@ def test_frozen_dataclass_nkiobject_constructs_and_stays_frozen() -> None:
 
     a = np.ones((4, 4), np.float32)
     np.testing.assert_array_equal(simulate(kernel)(a, lim), 32 * a)
+
+
+def test_packed_x4_dtypes_are_storage_on_trn1_and_trn2(target: str) -> None:
+    # nki.language dtypes (NKI 0.3.0): float8_e4m3fn_x4 / float8_e5m2_x4 / float4_e2m1fn_x4 are
+    # "4x packed ... custom data type for nki.isa.nc_matmul_mx on NeuronCore-v4". On trn1/trn2 a
+    # kernel may hold them (memset 0, dma_copy); the 0.3.0 update guide's memset rule: value=0.
+    from trncore.sim import dtypes
+
+    words = np.array([[0x3C3A3836, 0x01020304], [0, 0xFFFFFFFF]], np.uint32)
+    packed = words.view(dtypes.storage_dtype("float8_e4m3fn_x4")).reshape(2, 2)
+
+    def copy_and_clear(x):
+        t = nl.ndarray(x.shape, dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        z = nl.ndarray(x.shape, dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        nisa.memset(dst=z, value=0)
+        zeros = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=zeros, src=z)
+        return out, zeros
+
+    out, zeros = simulate(copy_and_clear)(packed)
+    assert out.dtype == packed.dtype
+    np.testing.assert_array_equal(out.view(np.uint32), words)  # bit-exact
+    np.testing.assert_array_equal(zeros.view(np.uint32), np.zeros_like(words))
+
+    def memset_one(x):
+        z = nl.ndarray((2, 2), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+        nisa.memset(dst=z, value=1)  # the invalid neighbour: x4 takes only value=0
+        return x
+
+    with pytest.raises(DtypeError, match=r"memset-x4-value.*test_nkilib_styles.py:\d+"):
+        simulate(memset_one)(np.zeros((2, 2), np.float32))
+
+    def add_packed(x):
+        t = nl.ndarray(x.shape, dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        u = nl.ndarray(x.shape, dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=u, data=t, op0=nl.add, operand0=1.0)  # compute on x4: trn3 only
+        return x
+
+    with pytest.raises(TargetError, match="packed-x4-compute"):
+        simulate(add_packed)(packed)
+
+    def convert(x):
+        t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)  # a DMA cast from x4 to float32: no such conversion
+        return x
+
+    with pytest.raises(DtypeError, match="packed-x4-convert"):
+        simulate(convert)(packed)
+
+
+def test_nki_dtype_and_collectives_import_as_nkilib_does() -> None:
+    import importlib
+
+    import trncore.sim as sim
+
+    sim.install()
+    try:
+        nki = importlib.import_module("nki")
+        ncc = importlib.import_module("nki.collectives")
+
+        def kernel(x, dtype: nki.dtype = nl.bfloat16):  # nkilib's annotation of dtype params
+            out = nl.ndarray(x.shape, dtype=dtype, buffer=nl.shared_hbm)
+            nl.store(out, nl.load(x))
+            return out
+
+        assert nki.dtype.bfloat16 == nl.bfloat16 == "bfloat16"
+        x = np.arange(6, dtype=np.float32).reshape(2, 3)
+        np.testing.assert_array_equal(simulate(kernel)(x).astype(np.float32), x)
+        group = ncc.ReplicaGroup([[0, 1]])
+        assert group.groups == [[0, 1]]
+        with pytest.raises(NotImplementedError, match=r"nki\.collectives\.all_reduce"):
+            ncc.all_reduce([x], [x], group, nl.add)
+    finally:
+        sim.uninstall()

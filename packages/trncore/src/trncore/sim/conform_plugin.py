@@ -33,9 +33,6 @@ from trncore.sim.modules import install
 
 __all__ = ["CaseMemoryExceeded", "CaseTimeout", "classify"]
 
-install_finder()
-# the harness imports nki.isa in its conftest before its simulation setup aliases nki
-install()
 
 RESULTS_ENV = "TRNCORE_CONFORM_RESULTS"
 TIMEOUT_ENV = "TRNCORE_CONFORM_TIMEOUT"
@@ -161,6 +158,14 @@ class _Guard:
 
 def _limits() -> tuple[float, int]:
     return float(os.environ.get(TIMEOUT_ENV, "0") or 0), int(os.environ.get(MEMORY_ENV, "0") or 0)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: Any, args: Any) -> None:
+    # before the checkout's conftest is imported: stand-ins for absent modules, and the
+    # emulator as ``nki`` (the harness imports nki.isa before its simulation setup aliases nki)
+    install_finder()
+    install()
 
 
 class _XdistHookspecs:

@@ -77,10 +77,6 @@ class _InertModule(types.ModuleType):
 def _resolve_dtype(dtype: Any) -> np.dtype[Any]:
     from trncore.sim import dtypes
 
-    name = getattr(dtype, "name", None) if not isinstance(dtype, str) else dtype
-    if isinstance(name, str) and name.endswith("_x4"):
-        # packed x4 storage: four narrow values in one 32-bit word
-        return np.dtype(np.uint32)
     try:
         return np.dtype(dtypes.storage_dtype(dtype))
     except (TypeError, ValueError, KeyError):
@@ -106,7 +102,7 @@ def _is_float_type(dtype: Any) -> bool:
 def _neuron_dtypes() -> types.ModuleType:
     import ml_dtypes
 
-    from trncore.sim import language as nl
+    from trncore.sim import dtypes
 
     mod = types.ModuleType("neuron_dtypes", "trncore.sim stand-in for AWS's neuron_dtypes")
     mod.static_cast = _static_cast  # type: ignore[attr-defined]
@@ -116,9 +112,8 @@ def _neuron_dtypes() -> types.ModuleType:
     mod.sizeinbytes = lambda dtype: _resolve_dtype(dtype).itemsize  # type: ignore[attr-defined]
     for name in ("bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2"):
         setattr(mod, name, getattr(ml_dtypes, name))
-    for name in ("float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"):
-        if hasattr(nl, name):
-            setattr(mod, name, getattr(nl, name))
+    for name in dtypes.PACKED_NAMES:  # the emulator's storage of the packed MX words
+        setattr(mod, name, dtypes.storage_dtype(name))
     return mod
 
 

@@ -17,10 +17,12 @@ __all__ = [
     "FLOAT_NAMES",
     "INT_NAMES",
     "NKI_DTYPES",
+    "PACKED_NAMES",
     "cast",
     "dtype_name",
     "is_float",
     "is_int",
+    "is_packed",
     "itemsize",
     "storage_dtype",
 ]
@@ -41,12 +43,22 @@ NKI_DTYPES: dict[str, np.dtype] = {
     "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    # Packed MX types (nki.language dtype list, NKI 0.3.0): "4x packed float8/float4 elements,
+    # custom data type for nki.isa.nc_matmul_mx on NeuronCore-v4". fp8 x4 is a 32-bit word
+    # (nki.isa.quantize_mx), fp4 x4 16 bits (the 0.3.0 update guide views a uint16 tensor as
+    # float4_e2m1fn_x4). Stored as one-field structured words so that they stay distinct from
+    # uint32/uint16 and no NumPy arithmetic applies to them: on trn1/trn2 they are storage only.
+    "float8_e5m2_x4": np.dtype([("float8_e5m2_x4", "<u4")]),
+    "float8_e4m3fn_x4": np.dtype([("float8_e4m3fn_x4", "<u4")]),
+    "float4_e2m1fn_x4": np.dtype([("float4_e2m1fn_x4", "<u2")]),
 }
 FLOAT_NAMES = frozenset(
     {"float16", "bfloat16", "tfloat32", "float32", "float8_e4m3", "float8_e5m2", "float8_e4m3fn"}
 )
 INT_NAMES = frozenset({"bool_", "int8", "int16", "int32", "uint8", "uint16", "uint32"})
-_PACKED = ("float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4")
+PACKED_NAMES = frozenset({"float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4"})
+
+_PACKED_STORAGE = frozenset(NKI_DTYPES[n] for n in PACKED_NAMES)
 
 _BY_NUMPY = {
     np.dtype(np.bool_): "bool_",
@@ -62,6 +74,7 @@ _BY_NUMPY = {
     np.dtype(ml_dtypes.float8_e4m3): "float8_e4m3",
     np.dtype(ml_dtypes.float8_e5m2): "float8_e5m2",
     np.dtype(ml_dtypes.float8_e4m3fn): "float8_e4m3fn",
+    **{NKI_DTYPES[n]: n for n in PACKED_NAMES},
 }
 
 
@@ -73,10 +86,6 @@ def dtype_name(dtype: Any) -> str:
             name = "bool_"
         if name in NKI_DTYPES:
             return name
-        if name in _PACKED:
-            raise NotImplementedError(
-                f"dtype {name} (packed x4, NeuronCore-v4 nc_matmul_mx only) is not emulated"
-            )
         raise TypeError(f"{dtype!r} is not an NKI dtype; NKI has {', '.join(sorted(NKI_DTYPES))}")
     try:
         np_dtype = np.dtype(dtype)
@@ -105,6 +114,11 @@ def is_float(name: str) -> bool:
     return name in FLOAT_NAMES
 
 
+def is_packed(name: str) -> bool:
+    """Whether NKI dtype ``name`` is a 4-packed MX type (``float8_e4m3fn_x4`` and kin)."""
+    return name in PACKED_NAMES
+
+
 def is_int(name: str) -> bool:
     """Whether NKI dtype ``name`` is an integer type (``bool_`` counts as one: stored as uint8)."""
     return name in INT_NAMES
@@ -130,6 +144,12 @@ def cast(values: Any, name: str) -> np.ndarray:
     """
     target = NKI_DTYPES[name]
     arr = np.asarray(values)
+    if name in PACKED_NAMES or arr.dtype in _PACKED_STORAGE:
+        if arr.dtype == target:
+            return arr
+        if name in PACKED_NAMES and arr.dtype.kind in "fiu" and not np.any(arr):
+            return np.zeros(arr.shape, dtype=target)  # zero is zero in every packing
+        raise TypeError(f"a packed x4 value converts to nothing but itself; got {arr.dtype} -> {name}")
     if name == "tfloat32":
         return _round_tf32(arr.astype(np.float32))
     if name in FLOAT_NAMES:

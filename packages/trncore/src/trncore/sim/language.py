@@ -62,6 +62,9 @@ int8, int16, int32 = "int8", "int16", "int32"
 uint8, uint16, uint32 = "uint8", "uint16", "uint32"
 float16, bfloat16, tfloat32, float32 = "float16", "bfloat16", "tfloat32", "float32"
 float8_e4m3, float8_e5m2, float8_e4m3fn = "float8_e4m3", "float8_e5m2", "float8_e4m3fn"
+# 4-packed MX types (storage only on trn1/trn2; see trncore.sim.dtypes)
+float8_e4m3fn_x4, float8_e5m2_x4 = "float8_e4m3fn_x4", "float8_e5m2_x4"
+float4_e2m1fn_x4 = "float4_e2m1fn_x4"
 
 
 # ---------------------------------------------------------------- tile sizes (§2.8)
@@ -385,6 +388,9 @@ __all__ = sorted(
         "float8_e4m3",
         "float8_e5m2",
         "float8_e4m3fn",
+        "float8_e4m3fn_x4",
+        "float8_e5m2_x4",
+        "float4_e2m1fn_x4",
         *_BIN,
         *_ACT,
         *_UBV,
