@@ -141,3 +141,6 @@ _NOT_EMULATED = (
 )
 for _api in _NOT_EMULATED:
     globals()[_api] = _unsupported(_api)
+
+# Instructions emulated in their own modules (they replace the NotImplementedError stand-ins).
+from trncore.sim.isa_select import nc_find_index8, nc_match_replace8, nc_stream_shuffle  # noqa: E402, F401
