@@ -130,3 +130,49 @@ def test_nki_dtype_and_collectives_import_as_nkilib_does() -> None:
             ncc.all_reduce([x], [x], group, nl.add)
     finally:
         sim.uninstall()
+
+
+def test_nkiobject_plain_class_attributes_are_fields() -> None:
+    # nkilib's attention kernel declares `section_idx = None` without an annotation and builds
+    # SectionParams(section_idx=..., ...): every class attribute is a field of an NKI class.
+    class SectionParams(nl.NKIObject):
+        section_idx = None
+        section_offset = 0
+        limit: int = 8
+
+        def span(self) -> int:
+            return self.section_offset + self.limit
+
+    sp = SectionParams(section_idx=2, section_offset=256)
+    assert (sp.section_idx, sp.section_offset, sp.limit, sp.span()) == (2, 256, 8, 264)
+    assert SectionParams().section_offset == 0
+    with pytest.raises(TypeError, match="unexpected fields"):
+        SectionParams(span=1)  # a method is not a field
+
+
+def test_if_tensor_tests_the_handle_and_data_reads_stay_refused(target: str) -> None:
+    # NKI language guide, "NKI Values" (SDK 2.29, NKI 0.3.0): values behave as in Python and a
+    # tensor is a value naming device memory, so `if bias:` on an optional argument means
+    # "given" (nkilib's mlp_tkg writes `if params.expert_params.expert_index:`).
+    from trncore.sim.errors import HostReadError
+
+    def kernel(x, bias=None):
+        t = nl.load(x)
+        if bias:
+            t = nl.add(t, nl.load(bias))
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, t)
+        return out
+
+    x = np.ones((4, 4), np.float32)
+    np.testing.assert_array_equal(simulate(kernel)(x), x)
+    np.testing.assert_array_equal(simulate(kernel)(x, 2 * x), 3 * x)
+
+    def reads_data(x):
+        t = nl.load(x)
+        if float(t[0:1, 0:1]) > 0:  # the invalid neighbour: the data is on the device
+            pass
+        return x
+
+    with pytest.raises(HostReadError, match=r"no-host-read.*test_nkilib_styles.py:\d+"):
+        simulate(reads_data)(x)

@@ -282,6 +282,29 @@ def no_reorder() -> Iterator[None]:
     yield
 
 
+def _nki_fields(cls: type) -> list[str]:
+    """The fields of an NKIObject class: annotated names, then plain class attributes.
+
+    NKI treats every class as a data class (language guide, "Class Support"); AWS's own library
+    declares fields both as ``x: int = 0`` and as bare ``x = None`` class attributes, and
+    constructs such classes with keyword arguments for both.
+    """
+    fields: list[str] = []
+    for klass in reversed(cls.__mro__):
+        if klass is object or klass.__name__ == "NKIObject":
+            continue
+        for name in getattr(klass, "__annotations__", {}):
+            if name not in fields and not name.startswith("__"):
+                fields.append(name)
+        for name, value in vars(klass).items():
+            if name.startswith("__") or name in fields or callable(value):
+                continue
+            if isinstance(value, (classmethod, staticmethod, property)):
+                continue
+            fields.append(name)
+    return fields
+
+
 class NKIObject:
     """Base class for user classes passed into kernels as compile-time configuration.
 
@@ -298,11 +321,7 @@ class NKIObject:
 
     def __init__(self, *args: Any, **values: Any) -> None:
         cls = type(self)
-        fields: list[str] = []
-        for klass in reversed(cls.__mro__):
-            for name in getattr(klass, "__annotations__", {}):
-                if name not in fields and not name.startswith("__"):
-                    fields.append(name)
+        fields = _nki_fields(cls)
         if len(args) > len(fields):
             raise TypeError(f"{cls.__name__}() takes at most {len(fields)} positional arguments")
         unknown = set(values) - set(fields)

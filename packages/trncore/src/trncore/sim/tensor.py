@@ -541,7 +541,11 @@ class NkiTensor:
         )
 
     def __bool__(self) -> bool:
-        return self._host_read("bool(tensor) / 'if tensor'")
+        # ``if t:`` tests the handle, never the data: NKI values behave as their Python
+        # equivalents and a tensor is a value naming device memory (NKI language guide, "NKI
+        # Values", SDK 2.29 / NKI 0.3.0), so a tensor argument is true and ``if bias:`` means
+        # "bias was given" (AWS's NKI library writes it so). Reading data stays refused.
+        return True
 
     def __float__(self) -> float:
         return self._host_read("float(tensor)")
