@@ -176,3 +176,26 @@ def test_if_tensor_tests_the_handle_and_data_reads_stay_refused(target: str) -> 
 
     with pytest.raises(HostReadError, match=r"no-host-read.*test_nkilib_styles.py:\d+"):
         simulate(reads_data)(x)
+
+
+def test_sbuf_capacity_is_counted_per_partition(target: str) -> None:
+    # nl.tile_size.total_available_sbuf_size is a per-partition budget; nl.ndarray's address=
+    # (partition_offset, free_offset) places a tile on partitions [offset, offset + P).
+    from trncore.sim.errors import CapacityError
+
+    cols = 30000  # 120 000 bytes per partition of float32: two of them exceed trn1 and trn2
+
+    def halves(x, upper_start):
+        a = nl.ndarray((64, cols), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+        b = nl.ndarray((64, cols), dtype=nl.float32, buffer=nl.sbuf, address=(upper_start, 0))
+        nisa.memset(dst=a, value=1.0)
+        nisa.memset(dst=b, value=2.0)
+        nisa.tensor_tensor(dst=a, data1=a, data2=b, op=nl.add)
+        out = nl.ndarray((64, cols), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+
+    x = np.zeros((1, 1), np.float32)
+    np.testing.assert_array_equal(simulate(halves)(x, 64), np.full((64, cols), 3.0, np.float32))
+    with pytest.raises(CapacityError, match=r"sbuf-capacity.*test_nkilib_styles.py:\d+"):
+        simulate(halves)(x, 32)  # partitions 32..63 hold both tiles: the invalid neighbour

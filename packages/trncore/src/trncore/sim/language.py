@@ -143,6 +143,18 @@ def _allocate(
                 site,
             )
     tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site)
+    if address is not None and buffer.on_chip:
+        # nl.ndarray address=(partition_offset, free_offset) (NKI 0.3.0): the tile occupies
+        # partitions [offset, offset + shape[0]); SBUF capacity is counted per partition.
+        start = int(address[0])
+        if start < 0 or start + shape[0] > ctx.rules.pmax:
+            raise PartitionError(
+                "address-partition",
+                f"address {tuple(address)} puts {shape[0]} partitions at {start}, past partition "
+                f"{ctx.rules.pmax - 1}",
+                site,
+            )
+        tensor.alloc.partition_start = start
     return tensor
 
 

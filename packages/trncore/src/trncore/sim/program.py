@@ -316,9 +316,15 @@ class TraceContext:
                 events.append((max(a.last_use, a.position) + 1, 0, amount, a))
             events.sort(key=lambda e: (e[0], e[1]))
             live, peak, live_set = 0, 0, {}
+            # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
+            # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
+            per_partition = np.zeros(rules.pmax, dtype=np.int64)
             for _, is_start, amount, a in events:
+                rows = slice(a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1))
+                if unit == "bytes":
+                    per_partition[rows] += amount if is_start else -amount
                 if is_start:
-                    live += amount
+                    live = int(per_partition.max()) if unit == "bytes" else live + amount
                     live_set[a.id] = a
                     if live > limit:
                         biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
@@ -332,7 +338,7 @@ class TraceContext:
                         )
                     peak = max(peak, live)
                 else:
-                    live -= amount
+                    live = int(per_partition.max()) if unit == "bytes" else live - amount
                     live_set.pop(a.id, None)
             peaks.append(peak)
         psum_bytes = self._psum_bytes_peak()

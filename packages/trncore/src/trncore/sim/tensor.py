@@ -79,6 +79,7 @@ class Allocation:
         self.site = site
         self.init = init  # "sentinel", "input" or the fill value of nl.zeros/ones/full
         self.position = position  # index of the next instruction when allocated
+        self.partition_start = 0  # first partition on chip (nl.ndarray address=(partition, byte))
         self.last_use = position
         self.size = math.prod(shape)
         np_dtype = dtypes.storage_dtype(dtype)
