@@ -168,6 +168,71 @@ def _run_child(cmd: list[str], env: dict[str, str], cwd: Path, log: Path, limit:
     return proc.returncode
 
 
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class _Watch:
+    """Runs one child over ``todo`` cases, streams its results, kills it past the hard limits.
+
+    The child stops a case itself (SIGALRM, memory watchdog) between Python bytecodes; a case
+    stuck inside one long NumPy/torch call is killed from here after twice its time limit plus
+    ``--grace`` seconds, or when the child's resident memory passes 1.25 times the limit, and recorded as
+    TIMEOUT / MEMORY; a new child then carries on with the remaining cases.
+    """
+
+    def __init__(self, args: argparse.Namespace, run: ConformRun, echo: bool) -> None:
+        self.args, self.run, self.echo = args, run, echo
+        self.done: set[str] = set()
+
+    def _record(self, case: CaseResult) -> None:
+        self.done.add(case.nodeid)
+        self.run.cases.append(case)
+        if self.echo:
+            print(case.line(), flush=True)
+
+    def child(self, cmd: list[str], env: dict[str, str], cwd: Path, log: Path, results: Path) -> None:
+        hard_time = 2 * self.args.timeout + self.args.grace if self.args.timeout > 0 else None
+        hard_mem = int(1.25 * self.args.memory * 2**30) if self.args.memory > 0 else None
+        started: tuple[str, float] | None = None
+        seen = 0
+        killed: str | None = None
+        with open(log, "ab") as fh:
+            proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=fh, stderr=fh)
+            while True:
+                finished = proc.poll() is not None
+                records = _read(results)
+                for r in records[seen:]:
+                    if r["event"] == "start":
+                        started = (str(r["nodeid"]), time.monotonic())
+                    elif r["event"] == "result" and r["nodeid"] not in self.done:
+                        self._record(CaseResult(str(r["nodeid"]), str(r["outcome"]),
+                                                str(r["reason"]), float(str(r["seconds"]))))  # fmt: skip
+                        started = None
+                seen = len(records)
+                if finished:
+                    break
+                if started is not None:
+                    elapsed = time.monotonic() - started[1]
+                    if hard_time is not None and elapsed > hard_time:
+                        killed = f"TIMEOUT:killed after {elapsed:.0f} s (stuck in one call)"
+                    elif hard_mem is not None and _rss(proc.pid) > hard_mem:
+                        killed = f"MEMORY:killed at {_rss(proc.pid) / 2**30:.1f} GiB resident"
+                    if killed is not None:
+                        proc.kill()
+                        proc.wait()
+                        break
+                time.sleep(0.2)
+        if started is not None and started[0] not in self.done:
+            outcome, _, reason = (killed or "CRASH:the test process died (see pytest.log)").partition(":")
+            elapsed = time.monotonic() - started[1]
+            self._record(CaseResult(started[0], outcome, reason, elapsed))
+
+
 def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
     """Collect, select and run the checkout's cases; returns every result (prints lines if echo)."""
     checkout: Path = args.path.resolve()
@@ -179,7 +244,8 @@ def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
     log = args.workdir / "pytest.log"
     env = _child_env(checkout, results, args)
     collect_extra = ["--collect-only", str(tests)] + (["-k", args.k] if args.k else [])
-    _run_child(_pytest_cmd(args, collect_extra), env, checkout, log, limit=600)
+    results.unlink(missing_ok=True)
+    _run_child(_pytest_cmd(args, collect_extra), env, checkout, log, limit=900)
     records = _read(results)
     collected = [(str(r["nodeid"]), bool(r["skip"])) for r in records if r["event"] == "collected"]
     for r in records:
@@ -191,35 +257,16 @@ def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
     run.collected = len(collected)
     todo = select(collected, args.per_test)
     run.selected = len(todo)
-    done: set[str] = set()
+    watch = _Watch(args, run, echo)
     while todo:
         results.unlink(missing_ok=True)
-        # a case may take its time limit, plus the child's start (imports) and the reference
-        limit = len(todo) * (args.timeout + 30) + 120
-        _run_child(_pytest_cmd(args, ["-p", "no:randomly", *todo]), env, checkout, log, limit)
-        started: str | None = None
-        for r in _read(results):
-            if r["event"] == "start":
-                started = str(r["nodeid"])
-            elif r["event"] == "result" and r["nodeid"] not in done:
-                case = CaseResult(
-                    str(r["nodeid"]), str(r["outcome"]), str(r["reason"]), float(str(r["seconds"]))
-                )
-                done.add(case.nodeid)
-                run.cases.append(case)
-                started = None
-                if echo:
-                    print(case.line(), flush=True)
-        remaining = [n for n in todo if n not in done]
-        if not remaining:
-            break
-        crashed = started if started in remaining else remaining[0]
-        case = CaseResult(crashed, "CRASH", "the test process died (see pytest.log)")
-        done.add(crashed)
-        run.cases.append(case)
-        if echo:
-            print(case.line(), flush=True)
-        todo = [n for n in remaining if n != crashed]
+        watch.child(_pytest_cmd(args, ["-p", "no:randomly", *todo]), env, checkout, log, results)
+        remaining = [n for n in todo if n not in watch.done]
+        if len(remaining) == len(todo):
+            # the child died before it started a case (nothing to blame): record the first
+            watch._record(CaseResult(remaining[0], "CRASH", "the test process died (see pytest.log)"))
+            remaining = remaining[1:]
+        todo = remaining
     if echo:
         print(run.summary(), flush=True)
     return run
@@ -233,6 +280,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-test", type=int, default=2, metavar="N",
                    help="cases kept per test function (0: all); default 2")  # fmt: skip
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per case (default 30)")
+    p.add_argument("--grace", type=float, default=30.0,
+                   help="kill a case stuck in one call after 2 x timeout + this (default 30)")  # fmt: skip
     p.add_argument("--memory", type=float, default=8.0, help="GiB resident per case (default 8)")
     p.add_argument("--seed", type=int, default=0, help="seed of the harness's case sampling")
     p.add_argument("-k", default=None, help="pytest -k expression to narrow the cases")

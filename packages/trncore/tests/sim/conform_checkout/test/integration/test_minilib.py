@@ -49,6 +49,14 @@ def test_never_ends(test_manager):
     test_manager.execute(never_ends, {"x": X}, lambda x: x)
 
 
+def test_stuck_in_one_call(test_manager):
+    import signal
+    import time
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # the per-case alarm cannot fire
+    time.sleep(120)
+
+
 def test_process_dies(test_manager):
     os._exit(3)
 
