@@ -23,6 +23,7 @@ from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
 from trncore.sim.context import user_site
 from trncore.sim.errors import LanguageError, TargetError
+from trncore.sim.lnc import run_instances
 from trncore.sim.program import Program, TraceContext
 from trncore.sim.rules import rules_for
 from trncore.sim.tensor import PRIVATE_HBM, SHARED_HBM, NkiTensor
@@ -201,13 +202,14 @@ def _trace(
     context.push(ctx)
     try:
         with blas_threads():
-            results = []
-            for pid in range(lnc):
-                ctx.program_id = pid
-                ctx.shared_counter = 0
+
+            def instance(pid: int) -> Any:
                 call = dict(params)
                 call.update(zip(names, tensors))
-                results.append(body(**call))
+                return body(**call)
+
+            # LNC=2 instances, with their sendrecv / core_barrier meetings (trncore.sim.lnc)
+            results = run_instances(ctx, lnc, instance)
     finally:
         context.pop()
     outputs = _outputs(results[0], fn, ctx.inputs)
