@@ -199,3 +199,33 @@ def test_sbuf_capacity_is_counted_per_partition(target: str) -> None:
     np.testing.assert_array_equal(simulate(halves)(x, 64), np.full((64, cols), 3.0, np.float32))
     with pytest.raises(CapacityError, match=r"sbuf-capacity.*test_nkilib_styles.py:\d+"):
         simulate(halves)(x, 32)  # partitions 32..63 hold both tiles: the invalid neighbour
+
+
+def test_dataclass_nkiobjects_are_built_as_nki_builds_them() -> None:
+    # "classes with and without the @dataclass decorator will be compiled in the same way"
+    # (NKI language guide, Class Support): nkilib's @dataclass classes declare fields without
+    # defaults (MLPTKGConstantsDimensionSizes) or without annotations (SectionParams) and are
+    # constructed by keyword with some fields left out.
+    from dataclasses import field
+
+    @dataclass
+    class Sizes(nl.NKIObject):
+        pmax: int
+        remainder: int
+        tags: list = field(default_factory=list)
+        section_idx = None
+
+    s = Sizes(pmax=128, section_idx=3)
+    assert (s.pmax, s.remainder, s.tags, s.section_idx) == (128, None, [], 3)
+    assert Sizes(128, 5).remainder == 5
+    with pytest.raises(TypeError, match="unexpected fields"):
+        Sizes(pmin=1)  # the invalid neighbour: a field the class does not have
+
+    @dataclass
+    class Explicit(nl.NKIObject):
+        n: int
+
+        def __init__(self, n: int) -> None:  # a user-written initializer is used as written
+            self.n = 2 * n
+
+    assert Explicit(4).n == 8

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trncore.sim.language import NKIObject
+from trncore.sim.nki_object import NKIObject
 
 __all__ = [
     "ReplicaGroup",

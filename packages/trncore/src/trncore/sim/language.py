@@ -22,6 +22,7 @@ from trncore.sim.context import current as _current
 from trncore.sim.context import maybe_current as _maybe_current
 from trncore.sim.context import user_site as _site
 from trncore.sim.errors import CapacityError, LanguageError, PartitionError
+from trncore.sim.nki_object import NKIObject  # noqa: F401  (nl.NKIObject)
 from trncore.sim.tensor import PRIVATE_HBM, PSUM, SBUF, SHARED_HBM, Buffer, NkiTensor
 from trncore.sim.wrappers import *  # noqa: F403 - the experimental nl.* wrappers
 from trncore.sim.wrappers import __all__ as _wrapper_names
@@ -292,65 +293,6 @@ def program_ndim() -> int:
 def no_reorder() -> Iterator[None]:
     """Program order is the emulator's only order; nothing to pin."""
     yield
-
-
-def _nki_fields(cls: type) -> list[str]:
-    """The fields of an NKIObject class: annotated names, then plain class attributes.
-
-    NKI treats every class as a data class (language guide, "Class Support"); AWS's own library
-    declares fields both as ``x: int = 0`` and as bare ``x = None`` class attributes, and
-    constructs such classes with keyword arguments for both.
-    """
-    fields: list[str] = []
-    for klass in reversed(cls.__mro__):
-        if klass is object or klass.__name__ == "NKIObject":
-            continue
-        for name in getattr(klass, "__annotations__", {}):
-            if name not in fields and not name.startswith("__"):
-                fields.append(name)
-        for name, value in vars(klass).items():
-            if name.startswith("__") or name in fields or callable(value):
-                continue
-            if isinstance(value, (classmethod, staticmethod, property)):
-                continue
-            fields.append(name)
-    return fields
-
-
-class NKIObject:
-    """Base class for user classes passed into kernels as compile-time configuration.
-
-    As NKI does for such classes (AWS NKI language guide, "Class Support", Neuron SDK 2.29 /
-    NKI 0.3.0), a subclass that writes no ``__init__`` of its own gets the generated one: it takes
-    every annotated field, in declaration order, with the class's default where the class gives
-    one and ``None`` where it does not (``def __init__(self, x=None, y=False)``), then calls
-    ``__post_init__``. A ``@dataclass`` subclass uses the dataclass's ``__init__`` (frozen ones
-    included). The instance's fields are its identity for kernel cache keys (:mod:`trncore.keys`).
-    """
-
-    #: Marks instances whose fields (``vars(obj)``) are compile-time values (read by trncore.keys).
-    __nki_object__ = True
-
-    def __init__(self, *args: Any, **values: Any) -> None:
-        cls = type(self)
-        fields = _nki_fields(cls)
-        if len(args) > len(fields):
-            raise TypeError(f"{cls.__name__}() takes at most {len(fields)} positional arguments")
-        unknown = set(values) - set(fields)
-        if unknown:
-            raise TypeError(f"{cls.__name__}() got unexpected fields {sorted(unknown)}; fields: {fields}")
-        given = dict(zip(fields, args))
-        for name in fields:
-            if name in given:
-                value = given[name]
-            elif name in values:
-                value = values[name]
-            else:
-                value = getattr(cls, name, None)
-            object.__setattr__(self, name, value)
-        post_init = getattr(self, "__post_init__", None)
-        if post_init is not None:
-            post_init()
 
 
 def device_print(print_prefix: str, tensor: NkiTensor) -> None:
