@@ -229,3 +229,25 @@ def test_dataclass_nkiobjects_are_built_as_nki_builds_them() -> None:
             self.n = 2 * n
 
     assert Explicit(4).n == 8
+
+
+def test_scalar_engine_tensor_copy_stays_a_trn1_target_error() -> None:
+    # nki.isa.tensor_copy (NKI 0.3.0): "On NeuronCore v2, tensor_copy is not supported on the
+    # Scalar Engine. Instead, use nisa.activation with op=nl.copy" (nkilib's conv1d does this
+    # copy; under trn1 it must keep failing at its line). trn2 accepts it.
+    from trncore.sim.errors import TargetError
+    from trncore.sim.runner import run_kernel
+
+    def copy_on_scalar(x):
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        u = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=u, src=t, engine=nisa.engine.scalar)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=u)
+        return out
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_array_equal(run_kernel(copy_on_scalar, [x], target="trn2"), x)
+    with pytest.raises(TargetError, match=r"tensor-copy-scalar.*test_nkilib_styles.py:\d+"):
+        run_kernel(copy_on_scalar, [x], target="trn1")
