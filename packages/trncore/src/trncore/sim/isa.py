@@ -145,3 +145,10 @@ for _api in _NOT_EMULATED:
 # Instructions emulated in their own modules (they replace the NotImplementedError stand-ins).
 from trncore.sim.isa_select import nc_find_index8, nc_match_replace8, nc_stream_shuffle  # noqa: E402, F401
 from trncore.sim.lnc import core_barrier, sendrecv  # noqa: E402, F401
+from trncore.sim.registers import (  # noqa: E402, F401
+    VirtualRegister,
+    register_alloc,
+    register_load,
+    register_move,
+    register_store,
+)

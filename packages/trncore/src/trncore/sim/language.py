@@ -242,8 +242,10 @@ range = static_range
 
 
 def dynamic_range(*args: Any, **kwargs: Any) -> Any:
-    """``nl.dynamic_range``: a hardware (register-driven, not unrolled) loop in NKI; not emulated, raises."""
-    raise NotImplementedError("nl.dynamic_range (hardware loops with registers) is not emulated")
+    """``nl.dynamic_range``: a register-driven device loop, run eagerly (trncore.sim.registers)."""
+    from trncore.sim.registers import dynamic_range as _dynamic_range
+
+    return _dynamic_range(*args, **kwargs)
 
 
 # ---------------------------------------------------------------- indexing helpers (§2.5)

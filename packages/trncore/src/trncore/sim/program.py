@@ -72,6 +72,8 @@ class Program:
     psum_banks_peak: int = 0
     #: per-engine accumulator registers (§7.6), zeroed at the start of every run
     registers: list[np.ndarray] = field(default_factory=list)
+    #: control flow read device data (register_load): valid only for the traced data, not cached
+    data_dependent: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self, arrays: Sequence[np.ndarray]) -> Any:

@@ -231,6 +231,7 @@ def _trace(
     )
     if regs is not None:
         prog.registers.append(regs)
+    prog.data_dependent = bool(ctx.engine_state.get("data_dependent"))
     return prog
 
 
@@ -328,6 +329,8 @@ def get_program(
         # collect the traced run's results before other threads can replay the program
         result = prog.collect(arrays) if execute else NOT_RUN
         _stats["traces"] += 1
+        if prog.data_dependent:  # register loops over device data: trace again next call
+            return prog, arrays, result
         _cache[digest] = prog
         while len(_cache) > _capacity():
             _cache.popitem(last=False)
