@@ -221,8 +221,11 @@ def random_seed(*args: Any, **kwargs: Any) -> None:
     raise NotImplementedError("nl.random_seed is not emulated")
 
 
-def shared_constant(*args: Any, **kwargs: Any) -> NkiTensor:
-    raise NotImplementedError("nl.shared_constant is not emulated")
+def shared_constant(constant: Any) -> NkiTensor:
+    """``nl.shared_constant``: constant data in shared HBM (trncore.sim.hbm_constants)."""
+    from trncore.sim.hbm_constants import shared_constant as _shared_constant
+
+    return _shared_constant(constant)
 
 
 def par_dim(*args: Any, **kwargs: Any) -> Any:
