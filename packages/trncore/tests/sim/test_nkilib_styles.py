@@ -251,3 +251,28 @@ def test_scalar_engine_tensor_copy_stays_a_trn1_target_error() -> None:
     np.testing.assert_array_equal(run_kernel(copy_on_scalar, [x], target="trn2"), x)
     with pytest.raises(TargetError, match=r"tensor-copy-scalar.*test_nkilib_styles.py:\d+"):
         run_kernel(copy_on_scalar, [x], target="trn1")
+
+
+def test_chained_ap_addresses_the_storage(target: str) -> None:
+    # SDK 2.31 access-pattern page ("Composition and .ap on a view"): inner =
+    # t.ap([[256, 128], [2, 128]]); outer = inner.ap([[256, 128], [1, 64]]) is equivalent to
+    # t.ap([[256, 128], [1, 64]]) — the inner pattern has no effect. (SDK 2.29 forbade it.)
+    def chained(x):
+        t = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        inner = t.ap(pattern=[[256, 128], [2, 128]])
+        outer = inner.ap(pattern=[[256, 128], [1, 64]])
+        sliced = t[64:128, 0:128].ap(pattern=[[256, 128], [1, 64]], offset=64)  # offset from storage
+        a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        b = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=a, src=outer)
+        nisa.tensor_copy(dst=b, src=sliced)
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[:, 0:64], src=a)
+        nisa.dma_copy(dst=out[:, 64:128], src=b)
+        return out
+
+    x = np.arange(128 * 256, dtype=np.float32).reshape(128, 256)
+    got = simulate(chained)(x)
+    np.testing.assert_array_equal(got[:, :64], x[:, :64])
+    np.testing.assert_array_equal(got[:, 64:], x[:, 64:128])

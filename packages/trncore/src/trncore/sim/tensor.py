@@ -481,22 +481,23 @@ class NkiTensor:
         from trncore.sim.dynamic import ScalarOffset, VectorOffset
 
         site = user_site()
-        if self.indexed:
-            # §2.5/§8 conflict (nested .ap after indexing): the stricter AP-doc reading is enforced.
-            raise LanguageError(
-                "ap-on-indexed",
-                f"cannot specify an access pattern on an already indexed tensor {self.describe()}",
-                site,
-            )
         name = self.dtype if dtype is None else dtypes.dtype_name(dtype)
         dims = [(int(s), int(n)) for s, n in pattern]
         scale = dtypes.itemsize(self.dtype) / dtypes.itemsize(name)
         base_offset = int((self.offset) * scale) + int(offset)
+        if self.indexed:
+            # .ap() on a view (an .ap() view or a slice). The SDK 2.29 access-pattern page forbade
+            # it ("cannot specify an access pattern on an already indexed tensor"); the SDK 2.31
+            # page of the same 0.3-line API defines it: ".ap addresses the tensor's underlying
+            # storage directly ... ignoring any shape, strides, or offset carried by the view",
+            # so a chained .ap is the outer pattern over the storage. AWS's own library chains
+            # .ap() calls, so the defined (2.31) reading is emulated (docs/emulator.md).
+            base_offset = int(offset)
         if scalar_offset is not None and vector_offset is not None:
             raise LanguageError(
                 "ap-dynamic", "scalar_offset and vector_offset are mutually exclusive", site
             )
-        view_shape = self.shape
+        view_shape = self.alloc.shape if self.indexed else self.shape
         dynamic: ScalarOffset | VectorOffset | None = None
         if scalar_offset is not None:
             row = int(math.prod(view_shape[indirect_dim + 1 :]) * scale)
