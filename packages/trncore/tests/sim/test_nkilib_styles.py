@@ -186,7 +186,7 @@ def test_sbuf_capacity_is_counted_per_partition(target: str) -> None:
     cols = 30000  # 120 000 bytes per partition of float32: two of them exceed trn1 and trn2
 
     def halves(x, upper_start):
-        a = nl.ndarray((64, cols), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+        a = nl.ndarray((64, cols), dtype=nl.float32, buffer=nl.sbuf)  # partitions 0..63
         b = nl.ndarray((64, cols), dtype=nl.float32, buffer=nl.sbuf, address=(upper_start, 0))
         nisa.memset(dst=a, value=1.0)
         nisa.memset(dst=b, value=2.0)
@@ -199,6 +199,31 @@ def test_sbuf_capacity_is_counted_per_partition(target: str) -> None:
     np.testing.assert_array_equal(simulate(halves)(x, 64), np.full((64, cols), 3.0, np.float32))
     with pytest.raises(CapacityError, match=r"sbuf-capacity.*test_nkilib_styles.py:\d+"):
         simulate(halves)(x, 32)  # partitions 32..63 hold both tiles: the invalid neighbour
+
+
+def test_tiles_at_one_explicit_address_share_it(target: str) -> None:
+    # nkilib's modular allocator places several tiles at one address on purpose (rotating
+    # buffers): they occupy that byte range once. An address past the end of SBUF is refused.
+    from trncore.sim.errors import CapacityError
+
+    cols = 30000
+
+    def rotating(x, start):
+        tiles = [
+            nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.sbuf, address=(0, start))
+            for _ in range(3)
+        ]
+        for i, t in enumerate(tiles):
+            nisa.memset(dst=t, value=float(i))
+        out = nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=tiles[0])
+        nisa.dma_copy(dst=out, src=tiles[2])
+        return out
+
+    x = np.zeros((1, 1), np.float32)
+    simulate(rotating)(x, 0)  # three 120 000-byte tiles at byte 0: fits
+    with pytest.raises(CapacityError, match=r"address-range.*test_nkilib_styles.py:\d+"):
+        simulate(rotating)(x, 100000)  # [100000, 220000) runs past the end of SBUF
 
 
 def test_dataclass_nkiobjects_are_built_as_nki_builds_them() -> None:

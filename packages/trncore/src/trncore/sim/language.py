@@ -156,6 +156,18 @@ def _allocate(
                 site,
             )
         tensor.alloc.partition_start = start
+        if buffer is SBUF:
+            byte = int(address[1])
+            end = byte + math.prod(shape[1:]) * _dt.itemsize(name_dt)
+            if byte < 0 or end > ctx.rules.sbuf_bytes:
+                raise CapacityError(
+                    "address-range",
+                    f"address {tuple(address)} places {list(shape)} {name_dt} at bytes "
+                    f"[{byte}, {end}) of each partition; SBUF has {ctx.rules.sbuf_bytes} on "
+                    f"{ctx.target}",
+                    site,
+                )
+            tensor.alloc.address_bytes = byte
     return tensor
 
 

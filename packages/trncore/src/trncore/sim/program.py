@@ -322,12 +322,23 @@ class TraceContext:
             # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
             # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
             per_partition = np.zeros(rules.pmax, dtype=np.int64)
+            # Tiles placed at explicit addresses (nl.ndarray address=) occupy their byte range;
+            # AWS's allocators deliberately place several tiles at one address, so those count
+            # by the highest end address live on each partition, not by their sum.
+            placed: dict[int, Any] = {}
+
             for _, is_start, amount, a in events:
                 rows = slice(a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1))
                 if unit == "bytes":
-                    per_partition[rows] += amount if is_start else -amount
+                    if a.address_bytes is not None:
+                        if is_start:
+                            placed[a.id] = a
+                        else:
+                            placed.pop(a.id, None)
+                    else:
+                        per_partition[rows] += amount if is_start else -amount
                 if is_start:
-                    live = int(per_partition.max()) if unit == "bytes" else live + amount
+                    live = _sbuf_usage(per_partition, placed) if unit == "bytes" else live + amount
                     live_set[a.id] = a
                     if live > limit:
                         biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
@@ -341,7 +352,7 @@ class TraceContext:
                         )
                     peak = max(peak, live)
                 else:
-                    live = int(per_partition.max()) if unit == "bytes" else live - amount
+                    live = _sbuf_usage(per_partition, placed) if unit == "bytes" else live - amount
                     live_set.pop(a.id, None)
             peaks.append(peak)
         psum_bytes = self._psum_bytes_peak()
@@ -359,6 +370,16 @@ class TraceContext:
             live += amount if start else -amount
             peak = max(peak, live)
         return peak
+
+
+def _sbuf_usage(auto: np.ndarray, placed: dict[int, Any]) -> int:
+    """Bytes used on the fullest partition: auto-placed tiles summed, plus the highest end
+    address of the tiles placed at explicit addresses on that partition."""
+    ends = np.zeros_like(auto)
+    for b in placed.values():
+        rows = slice(b.partition_start, b.partition_start + (b.shape[0] if b.shape else 1))
+        ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
+    return int((auto + ends).max())
 
 
 def warn_accumulate_uninitialized(site: Any, label: str) -> None:

@@ -80,6 +80,7 @@ class Allocation:
         self.init = init  # "sentinel", "input" or the fill value of nl.zeros/ones/full
         self.position = position  # index of the next instruction when allocated
         self.partition_start = 0  # first partition on chip (nl.ndarray address=(partition, byte))
+        self.address_bytes: int | None = None  # explicit byte offset in each partition, if given
         self.last_use = position
         self.size = math.prod(shape)
         np_dtype = dtypes.storage_dtype(dtype)
@@ -352,6 +353,7 @@ class NkiTensor:
         full.extend([slice(None)] * (self.ndim - len(full)))
         offset = self.offset
         dims: list[tuple[int, int]] = []
+        last_dropped: tuple[int, int] | None = None
         for axis, (k, (step, num)) in enumerate(zip(full, self.dims)):
             if isinstance(k, slice):
                 start, stop, st = k.start, k.stop, k.step
@@ -391,6 +393,13 @@ class NkiTensor:
                 if axis == 0 and self.on_chip:
                     # §2.5: an integer on the partition dim of an on-chip tensor keeps a size-1 dim.
                     dims.append((step, 1))
+                elif self.on_chip:
+                    last_dropped = (step, 1)
+        if self.on_chip and len(dims) < 2 and self.ndim >= 2 and last_dropped is not None:
+            # On-chip views stay at least 2-D: a free-dim integer index that would leave fewer
+            # keeps the last free dim at size 1 (t[:, 0, 10] is (P, 1)). NKI language guide,
+            # "Tensor Indexing", SDK 2.31; AWS's 2.29-era library relies on it (t[:p, k][:p, :1]).
+            dims.append(last_dropped)
         return NkiTensor(self.alloc, self.dtype, offset, dims, indexed=True)
 
     def __setitem__(self, key: Any, value: Any) -> None:
