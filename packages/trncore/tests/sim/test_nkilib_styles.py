@@ -210,8 +210,7 @@ def test_tiles_at_one_explicit_address_share_it(target: str) -> None:
 
     def rotating(x, start):
         tiles = [
-            nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.sbuf, address=(0, start))
-            for _ in range(3)
+            nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.sbuf, address=(0, start)) for _ in range(3)
         ]
         for i, t in enumerate(tiles):
             nisa.memset(dst=t, value=float(i))
@@ -301,3 +300,42 @@ def test_chained_ap_addresses_the_storage(target: str) -> None:
     got = simulate(chained)(x)
     np.testing.assert_array_equal(got[:, :64], x[:, :64])
     np.testing.assert_array_equal(got[:, 64:], x[:, 64:128])
+
+
+def test_psum_tiles_at_one_bank_address_share_the_bank(target: str) -> None:
+    # nkilib's attention kernel allocates a PSUM tile per (group, tile) at address
+    # (0, (k % 4) * 2048): tiles at one bank address occupy that bank once.
+    from trncore.sim.errors import CapacityError
+
+    def banks(x, distinct):
+        tiles = [
+            nl.ndarray(
+                (128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, (k % distinct) * 2048)
+            )  # fmt: skip
+            for k in range(12)
+        ]
+        for t in tiles:
+            nisa.memset(dst=t, value=0.0)
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        for t in tiles:
+            s = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=s, src=t)
+            nisa.dma_copy(dst=out, src=s)
+        return out
+
+    x = np.zeros((1, 1), np.float32)
+    simulate(banks)(x, 4)  # 12 live tiles in 4 banks
+    with pytest.raises(CapacityError, match="psum-banks"):
+
+        def twelve_banks(x):
+            tiles = [nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(12)]
+            for t in tiles:
+                nisa.memset(dst=t, value=0.0)
+            out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+            for t in tiles:
+                s = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+                nisa.tensor_copy(dst=s, src=t)
+                nisa.dma_copy(dst=out, src=s)
+            return out
+
+        simulate(twelve_banks)(x)  # the invalid neighbour: 12 live tiles, 12 banks > 8

@@ -168,6 +168,9 @@ def _allocate(
                     site,
                 )
             tensor.alloc.address_bytes = byte
+        elif buffer is PSUM:
+            # explicit PSUM addresses name banks (2 KiB each); tiles sharing one share the bank
+            tensor.alloc.address_bytes = int(address[1])
     return tensor
 
 

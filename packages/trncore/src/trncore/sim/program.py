@@ -327,18 +327,24 @@ class TraceContext:
             # by the highest end address live on each partition, not by their sum.
             placed: dict[int, Any] = {}
 
+            auto_banks = 0
             for _, is_start, amount, a in events:
                 rows = slice(a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1))
-                if unit == "bytes":
-                    if a.address_bytes is not None:
-                        if is_start:
-                            placed[a.id] = a
-                        else:
-                            placed.pop(a.id, None)
+                if a.address_bytes is not None:
+                    if is_start:
+                        placed[a.id] = a
                     else:
-                        per_partition[rows] += amount if is_start else -amount
+                        placed.pop(a.id, None)
+                elif unit == "bytes":
+                    per_partition[rows] += amount if is_start else -amount
+                else:
+                    auto_banks += amount if is_start else -amount
                 if is_start:
-                    live = _sbuf_usage(per_partition, placed) if unit == "bytes" else live + amount
+                    live = (
+                        _sbuf_usage(per_partition, placed)
+                        if unit == "bytes"
+                        else auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
+                    )
                     live_set[a.id] = a
                     if live > limit:
                         biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
@@ -352,7 +358,11 @@ class TraceContext:
                         )
                     peak = max(peak, live)
                 else:
-                    live = _sbuf_usage(per_partition, placed) if unit == "bytes" else live - amount
+                    live = (
+                        _sbuf_usage(per_partition, placed)
+                        if unit == "bytes"
+                        else auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
+                    )
                     live_set.pop(a.id, None)
             peaks.append(peak)
         psum_bytes = self._psum_bytes_peak()
@@ -380,6 +390,16 @@ def _sbuf_usage(auto: np.ndarray, placed: dict[int, Any]) -> int:
         rows = slice(b.partition_start, b.partition_start + (b.shape[0] if b.shape else 1))
         ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
     return int((auto + ends).max())
+
+
+def _placed_banks(placed: dict[int, Any], bank_bytes: int) -> int:
+    """Distinct PSUM banks used by the live tiles placed at explicit addresses."""
+    banks: set[int] = set()
+    for b in placed.values():
+        first = b.address_bytes // bank_bytes
+        last = (b.address_bytes + max(b.partition_bytes, 1) - 1) // bank_bytes
+        banks.update(range(first, last + 1))
+    return len(banks)
 
 
 def warn_accumulate_uninitialized(site: Any, label: str) -> None:
