@@ -309,9 +309,7 @@ def test_psum_tiles_at_one_bank_address_share_the_bank(target: str) -> None:
 
     def banks(x, distinct):
         tiles = [
-            nl.ndarray(
-                (128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, (k % distinct) * 2048)
-            )  # fmt: skip
+            nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum, address=(0, (k % distinct) * 2048))
             for k in range(12)
         ]
         for t in tiles:
