@@ -147,3 +147,50 @@ def test_stream_shuffle_invalid_neighbours(target: str) -> None:
         simulate(_shuffle_kernel)(x[:1], (0,) * 32, 1, 16)  # 32 active partitions start at 16
     with pytest.raises(ShapeError, match="stream-shuffle-mask"):
         simulate(_shuffle_kernel)(x[:1], (0,) * 16, 1, 0)
+
+
+def _range_kernel(x, lo, hi, start, false_value):
+    p, f = x.shape
+    t = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    b0 = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b0, src=lo)
+    b1 = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b1, src=hi)
+    d = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    m = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.range_select(dst=d, on_true_tile=t, comp_op0=nl.greater_equal, comp_op1=nl.less,
+                      bound0=b0, bound1=b1, reduce_res=m, reduce_op=nl.maximum,
+                      range_start=start, on_false_value=false_value)  # fmt: skip
+    out = nl.ndarray((p, f + 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[:, 0:f], src=d)
+    nisa.dma_copy(dst=out[:, f : f + 1], src=m)
+    return out
+
+
+def test_range_select_matches_the_pages_numpy_equivalent() -> None:
+    from trncore.sim.runner import run_kernel
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((8, 32)).astype(np.float32)
+    lo = rng.integers(100, 116, (8, 1)).astype(np.float32)
+    hi = lo + rng.integers(1, 12, (8, 1)).astype(np.float32)
+    fmin = float(np.finfo(np.float32).min)
+    got = run_kernel(_range_kernel, [x, lo, hi, 100, fmin], target="trn2")
+    idx = (100 + np.arange(32, dtype=np.float32))[None, :]
+    sel = np.where((idx >= lo) & (idx < hi), x, np.float32(fmin))
+    np.testing.assert_array_equal(got[:, :32], sel)
+    np.testing.assert_array_equal(got[:, 32:], sel.max(axis=1, keepdims=True))
+
+
+def test_range_select_invalid_neighbours() -> None:
+    from trncore.sim.errors import TargetError
+    from trncore.sim.runner import run_kernel
+
+    x = np.zeros((8, 32), np.float32)
+    b = np.zeros((8, 1), np.float32)
+    fmin = float(np.finfo(np.float32).min)
+    with pytest.raises(TargetError, match=r"range-select-target.*test_isa_select"):
+        run_kernel(_range_kernel, [x, b, b, 0, fmin], target="trn1")
+    with pytest.raises(DtypeError, match="range-select-false-value"):
+        run_kernel(_range_kernel, [x, b, b, 0, 0.0], target="trn2")  # hardware needs FP32_MIN
