@@ -194,3 +194,32 @@ def test_range_select_invalid_neighbours() -> None:
         run_kernel(_range_kernel, [x, b, b, 0, fmin], target="trn1")
     with pytest.raises(DtypeError, match="range-select-false-value"):
         run_kernel(_range_kernel, [x, b, b, 0, 0.0], target="trn2")  # hardware needs FP32_MIN
+
+
+def _gather_kernel(x, idx, idx_dtype=nl.uint32):
+    p, f = x.shape
+    n = idx.shape[1]
+    d = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=d, src=x)
+    i = nl.ndarray((p, n), dtype=idx_dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i, src=idx)
+    g = nl.ndarray((p, n), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.nc_n_gather(dst=g, data=d, indices=i)
+    out = nl.ndarray((p, n), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=g)
+    return out
+
+
+def test_n_gather_within_partitions_and_its_index_range(target: str) -> None:
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((16, 40)).astype(np.float32)
+    idx = rng.integers(0, 40, (16, 7)).astype(np.uint32)
+    np.testing.assert_array_equal(
+        simulate(_gather_kernel)(x, idx), np.take_along_axis(x, idx.astype(np.int64), 1)
+    )
+    bad = idx.copy()
+    bad[3, 2] = 40  # the invalid neighbour: an index past the partition's 40 elements
+    with pytest.raises(BoundsError, match=r"n-gather-index-range.*test_isa_select"):
+        simulate(_gather_kernel)(x, bad)
+    with pytest.raises(DtypeError, match="n-gather-index-dtype"):
+        simulate(_gather_kernel)(x, idx, nl.int32)
