@@ -223,3 +223,20 @@ def test_n_gather_within_partitions_and_its_index_range(target: str) -> None:
         simulate(_gather_kernel)(x, bad)
     with pytest.raises(DtypeError, match="n-gather-index-dtype"):
         simulate(_gather_kernel)(x, idx, nl.int32)
+
+
+def test_dma_compute_adds_sources_in_fp32_and_its_rules(target: str) -> None:
+    # nkilib's fused residual add: dma_compute(dst, (hidden, attn, mlp), scales=(1.0,)*3, nl.add)
+    def residual(h, a, m, scale):
+        out = nl.ndarray(h.shape, dtype=h.dtype, buffer=nl.shared_hbm)
+        nisa.dma_compute(out, (h, a, m), scales=(1.0, 1.0, scale), reduce_op=nl.add)
+        return out
+
+    import ml_dtypes
+
+    rng = np.random.default_rng(13)
+    h, a, m = (rng.standard_normal((4, 64)).astype(ml_dtypes.bfloat16) for _ in range(3))
+    expected = (h.astype(np.float32) + a.astype(np.float32) + m.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(simulate(residual)(h, a, m, 1.0), expected)
+    with pytest.raises(ShapeError, match=r"dma-compute-scales.*test_isa_select"):
+        simulate(residual)(h, a, m, 0.5)  # the invalid neighbour: scales other than 1.0
