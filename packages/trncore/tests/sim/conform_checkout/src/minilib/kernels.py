@@ -62,3 +62,27 @@ def never_ends(x):
     while n >= 0:
         n += 1
     return x
+
+
+@nki.jit
+def swap_and_count(x, count):
+    """Each core of an LNC=2 launch swaps its half of x with the other core (sendrecv), then adds
+    1 as many times as `count` says (a register loop), and stores x4-packed scratch untouched."""
+    rows, cols = x.shape
+    half = rows // 2
+    me = nl.program_id(axis=0)
+    mine = nl.ndarray((half, cols), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=x[me * half : (me + 1) * half, :])
+    got = nl.ndarray((half, cols), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.sendrecv(src=mine, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+    c = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=c, src=count)
+    reg = nisa.register_alloc()
+    nisa.register_load(reg, c)
+    for _ in nl.dynamic_range(reg):
+        nisa.tensor_scalar(dst=got, data=got, op0=nl.add, operand0=1.0)
+    scratch = nl.ndarray((half, 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    nisa.memset(dst=scratch, value=0)
+    out = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[me * half : (me + 1) * half, :], src=got)
+    return out

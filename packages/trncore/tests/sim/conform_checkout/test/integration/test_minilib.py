@@ -4,7 +4,15 @@ import os
 
 import numpy as np
 import pytest
-from minilib.kernels import DEFAULT, ScaleConfig, never_ends, off_by_one, scale_add, too_many_partitions
+from minilib.kernels import (
+    DEFAULT,
+    ScaleConfig,
+    never_ends,
+    off_by_one,
+    scale_add,
+    swap_and_count,
+    too_many_partitions,
+)
 
 RNG = np.random.default_rng(5)
 X = RNG.standard_normal((128, 64)).astype(np.float32)
@@ -23,6 +31,15 @@ def test_scale_add(test_manager, lnc, with_bias):
     if with_bias:
         inputs["bias"] = B
     test_manager.execute(scale_add, inputs, _ref, lnc=lnc)
+
+
+def test_swap_and_count(test_manager):
+    def ref(x, count):
+        half = x.shape[0] // 2
+        return np.concatenate([x[half:], x[:half]]) + count[0, 0]
+
+    inputs = {"x": X, "count": np.array([[3]], np.int32)}
+    test_manager.execute(swap_and_count, inputs, ref, lnc=2)
 
 
 @pytest.mark.slow_simulation
