@@ -82,6 +82,9 @@ def too_many_psum_banks(a):
     tiles.append(nl.ndarray((128, 512), nl.float32, buffer=nl.psum))  # BROKEN
     for t in tiles:
         nisa.memset(dst=t, value=0.0)
+    s = nl.ndarray((128, 512), nl.float32, buffer=nl.sbuf)
+    for t in tiles:  # all nine are live until here
+        nisa.tensor_copy(dst=s, src=t)
 
 
 def sbuf_overflow(a):
@@ -89,6 +92,7 @@ def sbuf_overflow(a):
     more = nl.ndarray((128, 16000), nl.float32, buffer=nl.sbuf)  # BROKEN (+64000 B)
     nisa.memset(dst=big, value=0.0)
     nisa.memset(dst=more, value=0.0)
+    nisa.tensor_tensor(dst=more, data1=more, data2=big[:, 0:16000], op=nl.add)  # both live
 
 
 def compute_reads_hbm(a):

@@ -337,3 +337,22 @@ def test_psum_tiles_at_one_bank_address_share_the_bank(target: str) -> None:
             return out
 
         simulate(twelve_banks)(x)  # the invalid neighbour: 12 live tiles, 12 banks > 8
+
+
+def test_tiles_hold_sbuf_from_their_first_use(target: str) -> None:
+    # nkilib's rope allocates its intermediate tiles up front and fills them one after another;
+    # a tile holds memory over its live range (first use to last use), not from its allocation.
+    cols = 30000  # 120 000 bytes per partition: two live at once exceed trn1 and trn2
+
+    def sequential(x):
+        a = nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.sbuf)
+        b = nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.sbuf)  # allocated, not yet used
+        out = nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.memset(dst=a, value=1.0)
+        nisa.dma_copy(dst=out, src=a)  # last use of a
+        nisa.memset(dst=b, value=2.0)  # first use of b
+        nisa.dma_copy(dst=out, src=b)
+        return out
+
+    got = simulate(sequential)(np.zeros((1, 1), np.float32))
+    np.testing.assert_array_equal(got, np.full((128, cols), 2.0, np.float32))

@@ -297,6 +297,8 @@ class TraceContext:
             run()
 
     def _touch(self, t: NkiTensor, position: int) -> None:
+        if t.alloc.first_use is None:
+            t.alloc.first_use = position
         t.alloc.last_use = position
         if t.dynamic is not None:
             t.dynamic.tensor.alloc.last_use = position
@@ -315,8 +317,12 @@ class TraceContext:
                 if a.buffer is not buffer:
                     continue
                 amount = a.partition_bytes if unit == "bytes" else 1
-                events.append((a.position, 1, amount, a))
-                events.append((max(a.last_use, a.position) + 1, 0, amount, a))
+                # live from the first instruction that touches the tile (a tile allocated early
+                # but first written later holds no memory before: the compiler allocates live
+                # ranges) to its last use
+                start = a.first_use if a.first_use is not None else a.position
+                events.append((start, 1, amount, a))
+                events.append((max(a.last_use, start) + 1, 0, amount, a))
             events.sort(key=lambda e: (e[0], e[1]))
             live, peak, live_set = 0, 0, {}
             # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to

@@ -82,6 +82,7 @@ class Allocation:
         self.partition_start = 0  # first partition on chip (nl.ndarray address=(partition, byte))
         self.address_bytes: int | None = None  # explicit byte offset in each partition, if given
         self.last_use = position
+        self.first_use: int | None = None  # first instruction touching it (live range start)
         self.size = math.prod(shape)
         np_dtype = dtypes.storage_dtype(dtype)
         if storage is None:
