@@ -356,3 +356,26 @@ def test_tiles_hold_sbuf_from_their_first_use(target: str) -> None:
 
     got = simulate(sequential)(np.zeros((1, 1), np.float32))
     np.testing.assert_array_equal(got, np.full((128, cols), 2.0, np.float32))
+
+
+def test_small_auto_tiles_may_sit_on_other_quadrants(target: str) -> None:
+    # The compiler places tiles; one of at most 32 partitions may start at 0/32/64/96 (the
+    # start-partition rule), so four such tiles of 120 000 bytes each fit side by side; a fifth
+    # live at the same time cannot fit anywhere (the invalid neighbour).
+    from trncore.sim.errors import CapacityError
+
+    cols = 30000
+
+    def quadrants(x, n):
+        tiles = [nl.ndarray((32, cols), dtype=nl.float32, buffer=nl.sbuf) for _ in range(n)]
+        for i, t in enumerate(tiles):
+            nisa.memset(dst=t, value=float(i))
+        out = nl.ndarray((32, cols), dtype=nl.float32, buffer=nl.shared_hbm)
+        for t in tiles:  # all live until here
+            nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = np.zeros((1, 1), np.float32)
+    np.testing.assert_array_equal(simulate(quadrants)(x, 4), np.full((32, cols), 3.0, np.float32))
+    with pytest.raises(CapacityError, match="sbuf-capacity"):
+        simulate(quadrants)(x, 5)

@@ -334,6 +334,7 @@ class TraceContext:
             placed: dict[int, Any] = {}
 
             auto_banks = 0
+            auto_rows: dict[int, slice] = {}
             for _, is_start, amount, a in events:
                 rows = slice(a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1))
                 if a.address_bytes is not None:
@@ -342,6 +343,11 @@ class TraceContext:
                     else:
                         placed.pop(a.id, None)
                 elif unit == "bytes":
+                    if is_start:
+                        rows = _auto_rows(per_partition, a)
+                        auto_rows[a.id] = rows
+                    else:
+                        rows = auto_rows.pop(a.id, rows)
                     per_partition[rows] += amount if is_start else -amount
                 else:
                     auto_banks += amount if is_start else -amount
@@ -396,6 +402,21 @@ def _sbuf_usage(auto: np.ndarray, placed: dict[int, Any]) -> int:
         rows = slice(b.partition_start, b.partition_start + (b.shape[0] if b.shape else 1))
         ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
     return int((auto + ends).max())
+
+
+def _auto_rows(per_partition: np.ndarray, a: Any) -> slice:
+    """The partitions an auto-placed tile of P partitions occupies in the capacity model.
+
+    The compiler places on-chip tiles itself; a tile of at most 64 (32) partitions may sit at
+    any start a compute engine accepts for it (0/64; 0/32/64/96, the start-partition rule), so the
+    model puts it where the fullest partition it would occupy is emptiest (first such start).
+    """
+    p = a.shape[0] if a.shape else 1
+    if a.partition_start or p > 64:
+        return slice(a.partition_start, a.partition_start + p)
+    starts = (0, 64) if p > 32 else (0, 32, 64, 96)
+    best = min(starts, key=lambda s: int(per_partition[s : s + p].max()))
+    return slice(best, best + p)
 
 
 def _placed_banks(placed: dict[int, Any], bank_bytes: int) -> int:
