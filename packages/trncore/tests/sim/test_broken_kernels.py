@@ -83,6 +83,9 @@ def too_many_psum_banks(a):
     tiles.append(nl.ndarray((128, 512), nl.float32, buffer=nl.psum))  # BROKEN
     for t in tiles:
         nisa.memset(dst=t, value=0.0)
+    s = nl.ndarray((128, 512), nl.float32, buffer=nl.sbuf)
+    for t in tiles:  # all nine are live until here
+        nisa.tensor_copy(dst=s, src=t)
 
 
 def sbuf_overflow(a):
@@ -90,6 +93,7 @@ def sbuf_overflow(a):
     more = nl.ndarray((128, 16000), nl.float32, buffer=nl.sbuf)  # BROKEN (+64000 B)
     nisa.memset(dst=big, value=0.0)
     nisa.memset(dst=more, value=0.0)
+    nisa.tensor_tensor(dst=more, data1=more, data2=big[:, 0:16000], op=nl.add)  # both live
 
 
 def compute_reads_hbm(a):
@@ -141,7 +145,7 @@ def dynamic_offset_out_of_bounds(a):
 def host_reads_tensor(a):
     t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=a)
-    if t:  # BROKEN
+    if int(t[0:1, 0:1]) > 0:  # BROKEN: a value on the device used as a host number
         pass
 
 
@@ -191,8 +195,11 @@ def gpsimd_reads_psum(a):
 
 
 def ap_on_indexed_view(a):
+    # A chained .ap() addresses the storage (SDK 2.31 access-pattern page): offset 64*64 on the
+    # 128x64 storage plus 128 rows runs past its end, whatever the slice it was called on.
     t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t[0:64, :].ap([[64, 64], [1, 64]]), src=a[0:64, :])  # BROKEN
+    view = t[64:128, :].ap([[64, 128], [1, 64]], offset=64 * 64)
+    nisa.dma_copy(dst=view, src=a)  # BROKEN
 
 
 def strided_partition(a):
@@ -259,7 +266,7 @@ CATALOG = [
     (bias_not_a_column, E.ShapeError, "activation-bias-shape"),
     (reduce_non_trailing_axis, E.ShapeError, "reduce-axes"),
     (gpsimd_reads_psum, E.BufferError, "gpsimd-no-psum"),
-    (ap_on_indexed_view, E.LanguageError, "ap-on-indexed"),
+    (ap_on_indexed_view, E.BoundsError, "access-in-bounds"),
     (strided_partition, E.PartitionError, "partition-contiguous"),
     (dma_into_psum, E.BufferError, "dma-no-psum"),
     (string_buffer_name, E.LanguageError, "buffer-string"),

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.errors import BufferError, DtypeError, PartitionError, ShapeError
+from trncore.sim.errors import BufferError, DtypeError, PartitionError, ShapeError, TargetError
 from trncore.sim.tensor import NkiTensor
 
 __all__ = [
@@ -57,10 +57,28 @@ def check_partitions(t: NkiTensor, op: str, what: str, site: Any, start_rules: b
 
 
 def check_compute_operand(
-    t: Any, op: str, what: str, site: Any, buffers: tuple[str, ...] = ("sbuf", "psum")
+    t: Any,
+    op: str,
+    what: str,
+    site: Any,
+    buffers: tuple[str, ...] = ("sbuf", "psum"),
+    packed_ok: bool = False,
 ) -> NkiTensor:
-    """A compute-engine operand: on chip (never HBM), in an allowed buffer, legal partitions."""
+    """A compute-engine operand: on chip (never HBM), in an allowed buffer, legal partitions.
+
+    4-packed MX types (``float8_e4m3fn_x4``, ...) are refused unless ``packed_ok``: NKI 0.3.0
+    defines them for nc_matmul_mx / quantize_mx on NeuronCore-v4 only, so on trn1 and trn2 they
+    are storage (dma_copy, memset with value 0).
+    """
     t = as_tensor(t, op, what, site)
+    if dtypes.is_packed(t.dtype) and not packed_ok:
+        raise TargetError(
+            "packed-x4-compute",
+            f"{op} cannot read or write {t.describe()}: packed x4 types are consumed only by "
+            "nc_matmul_mx / quantize_mx on NeuronCore-v4 (trn3); on trn1/trn2 they are storage "
+            "(dma_copy, memset value=0)",
+            site,
+        )
     if t.buffer.name not in buffers:
         rule = "compute-no-hbm" if t.buffer.is_hbm else f"{op}-buffer"
         raise BufferError(

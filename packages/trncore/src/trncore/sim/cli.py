@@ -3,6 +3,7 @@
     python -m trncore.sim run FILE::KERNEL --shapes 128x512:float32,128x512:float32
     python -m trncore.sim report FILE::KERNEL --shapes 1024x1024:bfloat16,... --target trn1
     python -m trncore.sim report FILE::KERNEL --shapes ... --timeline gemm.png   # or .svg
+    python -m trncore.sim conform PATH      # an nki-library checkout's tests (trncore.sim.conform)
 
 ``FILE`` may ``import nki`` (the emulator is installed first when the real package is absent).
 Compile-time parameters: ``--param name=value`` (value parsed as a Python literal).
@@ -127,7 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "--timeline", type=Path, default=None, metavar="FILE",
                 help="draw the modelled schedule, one lane per engine / DMA engine (.png or .svg)",
             )  # fmt: skip
+    from trncore.sim import conform
+
+    conform.add_arguments(sub.add_parser("conform", help="run an nki-library checkout's tests"))
     args = parser.parse_args(argv)
+    if args.command == "conform":
+        return conform.main(args)
     timeline_file = getattr(args, "timeline", None)
     if timeline_file is not None and timeline_file.suffix.lower() not in (".png", ".svg"):
         parser.error(f"--timeline FILE must end in .png or .svg, got {str(timeline_file)!r}")

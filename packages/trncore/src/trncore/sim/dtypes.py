@@ -9,22 +9,25 @@ whose mantissa is rounded to 10 bits (nearest even) on every write.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
+from trncore.sim import context
+
 __all__ = [
     "FLOAT_NAMES",
     "INT_NAMES",
     "NKI_DTYPES",
+    "PACKED_NAMES",
     "cast",
     "dtype_name",
     "float_to_int_truncation",
     "is_float",
     "is_int",
+    "is_packed",
     "itemsize",
     "storage_dtype",
 ]
@@ -48,13 +51,23 @@ NKI_DTYPES: dict[str, np.dtype] = {
     # NKI 0.5.0: the OCP MX scale type (8 exponent bits, no sign or mantissa; page
     # nki.language.float8_e8m0fnu); trncore.sim.versions gates nl.float8_e8m0fnu to 0.5.0+.
     "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
+    # Packed MX types (nki.language dtype list, NKI 0.3.0): "4x packed float8/float4 elements,
+    # custom data type for nki.isa.nc_matmul_mx on NeuronCore-v4". fp8 x4 is a 32-bit word
+    # (nki.isa.quantize_mx), fp4 x4 16 bits (the 0.3.0 update guide views a uint16 tensor as
+    # float4_e2m1fn_x4). Stored as one-field structured words so that they stay distinct from
+    # uint32/uint16 and no NumPy arithmetic applies to them: on trn1/trn2 they are storage only.
+    "float8_e5m2_x4": np.dtype([("float8_e5m2_x4", "<u4")]),
+    "float8_e4m3fn_x4": np.dtype([("float8_e4m3fn_x4", "<u4")]),
+    "float4_e2m1fn_x4": np.dtype([("float4_e2m1fn_x4", "<u2")]),
 }
 FLOAT_NAMES = frozenset(
     {"float16", "bfloat16", "tfloat32", "float32", "float8_e4m3", "float8_e5m2", "float8_e4m3fn",
      "float8_e8m0fnu"}
 )
 INT_NAMES = frozenset({"bool_", "int8", "int16", "int32", "uint8", "uint16", "uint32"})
-_PACKED = ("float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4")
+PACKED_NAMES = frozenset({"float8_e5m2_x4", "float8_e4m3fn_x4", "float4_e2m1fn_x4"})
+
+_PACKED_STORAGE = frozenset(NKI_DTYPES[n] for n in PACKED_NAMES)
 
 _BY_NUMPY = {
     np.dtype(np.bool_): "bool_",
@@ -71,6 +84,7 @@ _BY_NUMPY = {
     np.dtype(ml_dtypes.float8_e5m2): "float8_e5m2",
     np.dtype(ml_dtypes.float8_e4m3fn): "float8_e4m3fn",
     np.dtype(ml_dtypes.float8_e8m0fnu): "float8_e8m0fnu",
+    **{NKI_DTYPES[n]: n for n in PACKED_NAMES},
 }
 
 
@@ -82,10 +96,6 @@ def dtype_name(dtype: Any) -> str:
             name = "bool_"
         if name in NKI_DTYPES:
             return name
-        if name in _PACKED:
-            raise NotImplementedError(
-                f"dtype {name} (packed x4, NeuronCore-v4 nc_matmul_mx only) is not emulated"
-            )
         raise TypeError(f"{dtype!r} is not an NKI dtype; NKI has {', '.join(sorted(NKI_DTYPES))}")
     try:
         np_dtype = np.dtype(dtype)
@@ -112,6 +122,11 @@ def itemsize(name: str) -> int:
 def is_float(name: str) -> bool:
     """Whether NKI dtype ``name`` is a floating-point type (fp8 through float32, tfloat32 included)."""
     return name in FLOAT_NAMES
+
+
+def is_packed(name: str) -> bool:
+    """Whether NKI dtype ``name`` is a 4-packed MX type (``float8_e4m3fn_x4`` and kin)."""
+    return name in PACKED_NAMES
 
 
 def is_int(name: str) -> bool:
@@ -141,6 +156,12 @@ def cast(values: Any, name: str) -> np.ndarray:
     """
     target = NKI_DTYPES[name]
     arr = np.asarray(values)
+    if name in PACKED_NAMES or arr.dtype in _PACKED_STORAGE:
+        if arr.dtype == target:
+            return arr
+        if name in PACKED_NAMES and arr.dtype.kind in "fiu" and not np.any(arr):
+            return np.zeros(arr.shape, dtype=target)  # zero is zero in every packing
+        raise TypeError(f"a packed x4 value converts to nothing but itself; got {arr.dtype} -> {name}")
     if name == "tfloat32":
         return _round_tf32(arr.astype(np.float32))
     if name in FLOAT_NAMES:
@@ -158,7 +179,7 @@ def cast(values: Any, name: str) -> np.ndarray:
 
 #: Per thread: whether float->int casts truncate toward zero (NKI < 0.6.0's simulator, see
 #: trncore.sim.versions, row "float to int casts") instead of rounding to nearest even.
-_CAST_MODE = threading.local()
+_CAST_MODE = context.inherited_local()
 
 
 @contextlib.contextmanager

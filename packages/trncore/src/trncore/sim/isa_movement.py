@@ -84,6 +84,15 @@ def dma_copy(
                 f"dma_copy with hwdge needs equal dtypes: {src.dtype} vs {dst.dtype}",
                 site,
             )
+    if src.dtype != dst.dtype and (dtypes.is_packed(src.dtype) or dtypes.is_packed(dst.dtype)):
+        # A DMA converts between element types; a 4-packed MX word has no conversion to or from
+        # anything but itself (nki.language dtypes, NKI 0.3.0). Reinterpret with .view() instead.
+        raise DtypeError(
+            "packed-x4-convert",
+            f"dma_copy cannot convert {src.dtype} to {dst.dtype}: packed x4 types copy only "
+            "to their own type (reinterpret bits with tensor.view(dtype))",
+            site,
+        )
     skip = int(oob_mode) == 1
     s_op = src.operand(site, skip)
     d_op = dst.operand(site, skip)
@@ -198,7 +207,7 @@ def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None 
     """Fill ``dst`` with a compile-time constant: an int for integer tiles, an int or float for
     float tiles (nki.isa.memset, NKI 0.3.0 API reference)."""
     ctx, site = _begin()
-    dst = check_compute_operand(dst, "memset", "dst", site)
+    dst = check_compute_operand(dst, "memset", "dst", site, packed_ok=True)
     if isinstance(value, NkiTensor):
         raise TypeError(f"memset value must be a compile-time constant (at {site})")
     is_int_value = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
@@ -215,6 +224,13 @@ def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None 
     # A float tile takes an int literal: AWS's nki.isa.memset reference (NKI 0.3.0) fills float
     # tiles with value=0 in its own examples, and its production kernels do the same. The type
     # rule of the 0.3.0 release notes is enforced where it bites: an integer tile needs an int.
+    if dtypes.is_packed(dst.dtype) and value != 0:
+        # NKI 0.3.0 update guide ("memset"): x4 packed types enforce value=0.
+        raise DtypeError(
+            "memset-x4-value",
+            f"memset of packed {dst.describe()} takes only value=0, got {value!r}",
+            site,
+        )
     eng = _pick_engine(engine, globals()["engine"].vector)
     _check_gpsimd_psum(eng, "memset", site, dst)
     filled = dtypes.cast(np.full(dst.shape, value, dtype=np.float64), dst.dtype)

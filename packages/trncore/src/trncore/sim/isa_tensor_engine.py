@@ -22,6 +22,7 @@ from trncore.sim.isa_common import (
     engine,
     matmul_perf_mode,
 )
+from trncore.sim.matmul_modes import check_pe_tiling, double_row_dims, is_double_row
 
 _MM_DTYPES = {
     "float8_e4m3",
@@ -54,16 +55,16 @@ def nc_matmul(
     """
     ctx, site = _begin()
     rules = ctx.rules
-    if tile_position or tile_size:
-        raise NotImplementedError("nisa.nc_matmul tile_position/tile_size (PE tiling mode)")
-    if int(perf_mode) != 0:
-        raise NotImplementedError("nisa.nc_matmul perf_mode=double_row")
+    double = is_double_row(rules, perf_mode, site)  # trncore.sim.matmul_modes
     stat = check_compute_operand(stationary, "nc_matmul", "stationary", site, buffers=("sbuf",))
     mov = check_compute_operand(moving, "nc_matmul", "moving", site, buffers=("sbuf",))
     dst = check_compute_operand(dst, "nc_matmul", "dst", site, buffers=("psum",))
     if dst.dynamic is not None:
         raise NotImplementedError("nisa.nc_matmul with a dynamic-offset dst")
     k, m, n = stat.partitions, stat.free_size, mov.free_size
+    if double:
+        m, n = double_row_dims(stat, mov, site)[1:]
+    check_pe_tiling(rules, tile_position, tile_size, k, m, double, site)
     if mov.partitions != k:
         raise ShapeError(
             "matmul-contraction",
@@ -145,6 +146,8 @@ def nc_matmul(
 
     s_arr, m_arr, d_arr = stat.array(), mov.array(), dst.array()
     dshape = dst.shape
+    if double:
+        k = 2 * k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows
 
     def run() -> None:
         s = np.asarray(s_arr, dtype=F32).reshape(k, m)

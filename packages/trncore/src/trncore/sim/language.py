@@ -22,6 +22,7 @@ from trncore.sim.context import current as _current
 from trncore.sim.context import maybe_current as _maybe_current
 from trncore.sim.context import user_site as _site
 from trncore.sim.errors import CapacityError, LanguageError, PartitionError
+from trncore.sim.nki_object import NKIObject  # noqa: F401  (nl.NKIObject)
 from trncore.sim.tensor import PRIVATE_HBM, PSUM, SBUF, SHARED_HBM, Buffer, NkiTensor
 from trncore.sim.wrappers import *  # noqa: F403 - the experimental nl.* wrappers
 from trncore.sim.wrappers import __all__ as _wrapper_names
@@ -62,6 +63,9 @@ int8, int16, int32 = "int8", "int16", "int32"
 uint8, uint16, uint32 = "uint8", "uint16", "uint32"
 float16, bfloat16, tfloat32, float32 = "float16", "bfloat16", "tfloat32", "float32"
 float8_e4m3, float8_e5m2, float8_e4m3fn = "float8_e4m3", "float8_e5m2", "float8_e4m3fn"
+# 4-packed MX types (storage only on trn1/trn2; see trncore.sim.dtypes)
+float8_e4m3fn_x4, float8_e5m2_x4 = "float8_e4m3fn_x4", "float8_e5m2_x4"
+float4_e2m1fn_x4 = "float4_e2m1fn_x4"
 
 
 # ---------------------------------------------------------------- tile sizes (§2.8)
@@ -179,6 +183,33 @@ def _allocate(
                 site,
             )
     tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site)
+    if address is not None and buffer.on_chip:
+        # nl.ndarray address=(partition_offset, free_offset) (NKI 0.3.0): the tile occupies
+        # partitions [offset, offset + shape[0]); SBUF capacity is counted per partition.
+        start = int(address[0])
+        if start < 0 or start + shape[0] > ctx.rules.pmax:
+            raise PartitionError(
+                "address-partition",
+                f"address {tuple(address)} puts {shape[0]} partitions at {start}, past partition "
+                f"{ctx.rules.pmax - 1}",
+                site,
+            )
+        tensor.alloc.partition_start = start
+        if buffer is SBUF:
+            byte = int(address[1])
+            end = byte + math.prod(shape[1:]) * _dt.itemsize(name_dt)
+            if byte < 0 or end > ctx.rules.sbuf_bytes:
+                raise CapacityError(
+                    "address-range",
+                    f"address {tuple(address)} places {list(shape)} {name_dt} at bytes "
+                    f"[{byte}, {end}) of each partition; SBUF has {ctx.rules.sbuf_bytes} on "
+                    f"{ctx.target}",
+                    site,
+                )
+            tensor.alloc.address_bytes = byte
+        elif buffer is PSUM:
+            # explicit PSUM addresses name banks (2 KiB each); tiles sharing one share the bank
+            tensor.alloc.address_bytes = int(address[1])
     return tensor
 
 
@@ -261,8 +292,11 @@ def random_seed(seed: Any) -> None:
     ctx.emit("random_seed", "debug", site, inputs, [], lambda: None, {})
 
 
-def shared_constant(*args: Any, **kwargs: Any) -> NkiTensor:
-    raise NotImplementedError("nl.shared_constant is not emulated")
+def shared_constant(constant: Any) -> NkiTensor:
+    """``nl.shared_constant``: constant data in shared HBM (trncore.sim.hbm_constants)."""
+    from trncore.sim.hbm_constants import shared_constant as _shared_constant
+
+    return _shared_constant(constant)
 
 
 def par_dim(*args: Any, **kwargs: Any) -> Any:
@@ -282,8 +316,10 @@ range = static_range
 
 
 def dynamic_range(*args: Any, **kwargs: Any) -> Any:
-    """``nl.dynamic_range``: a hardware (register-driven, not unrolled) loop in NKI; not emulated, raises."""
-    raise NotImplementedError("nl.dynamic_range (hardware loops with registers) is not emulated")
+    """``nl.dynamic_range``: a register-driven device loop, run eagerly (trncore.sim.registers)."""
+    from trncore.sim.registers import dynamic_range as _dynamic_range
+
+    return _dynamic_range(*args, **kwargs)
 
 
 # ---------------------------------------------------------------- indexing helpers (§2.5)
@@ -333,41 +369,6 @@ def program_ndim() -> int:
 def no_reorder() -> Iterator[None]:
     """Program order is the emulator's only order; nothing to pin."""
     yield
-
-
-class NKIObject:
-    """Base class for user classes passed into kernels as compile-time configuration.
-
-    As NKI 0.3.0 does for such classes, a subclass that writes no ``__init__`` of its own gets one
-    taking every annotated field as an argument, ``None`` when not given
-    (``Config(tile=128)``); a ``@dataclass`` subclass keeps the dataclass's ``__init__``. The
-    instance's fields are its identity for kernel cache keys (:mod:`trncore.keys`).
-    """
-
-    #: Marks instances whose fields (``vars(obj)``) are compile-time values (read by trncore.keys).
-    __nki_object__ = True
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "__init__" in cls.__dict__:
-            return
-        fields: list[str] = []
-        for klass in reversed(cls.__mro__):
-            for name in getattr(klass, "__annotations__", {}):
-                if name not in fields and not name.startswith("__"):
-                    fields.append(name)
-
-        def __init__(self: Any, *args: Any, **values: Any) -> None:
-            if len(args) > len(fields):
-                raise TypeError(f"{cls.__name__}() takes at most {len(fields)} positional arguments")
-            unknown = set(values) - set(fields)
-            if unknown:
-                raise TypeError(f"{cls.__name__}() got unexpected fields {sorted(unknown)}; fields: {fields}")
-            given = dict(zip(fields, args))
-            for name in fields:
-                setattr(self, name, given.get(name, values.get(name)))
-
-        setattr(cls, "__init__", __init__)  # noqa: B010 (a generated method, as NKI does)
 
 
 def device_print(print_prefix: str, tensor: NkiTensor) -> None:
@@ -436,6 +437,9 @@ __all__ = sorted(
         "float8_e4m3",
         "float8_e5m2",
         "float8_e4m3fn",
+        "float8_e4m3fn_x4",
+        "float8_e5m2_x4",
+        "float4_e2m1fn_x4",
         *_BIN,
         *_ACT,
         *_UBV,

@@ -12,8 +12,8 @@ import importlib.machinery
 import sys
 import types
 
+from trncore.sim import collectives, dtypes, isa_constants, nki_typing
 from trncore.sim import isa as nisa
-from trncore.sim import isa_constants, nki_typing
 from trncore.sim import language as nl
 from trncore.sim.runner import jit, simulate
 
@@ -33,7 +33,7 @@ nki.__path__ = []
 # a spec, so importlib.util.find_spec("nki...") works while the emulator is registered
 nki.__spec__ = importlib.machinery.ModuleSpec("nki", None, is_package=True)
 
-for _name in ("baremetal", "benchmark", "profile", "simulate_kernel", "collectives"):
+for _name in ("baremetal", "benchmark", "profile", "simulate_kernel"):
 
     def _removed(*args: object, _api: str = _name, **kwargs: object) -> None:
         raise NotImplementedError(f"nki.{_api} is not available in NKI 0.3.0 / trncore.sim")
@@ -54,9 +54,19 @@ nisa.tensor_scalar_reduce = tensor_scalar_reduce  # type: ignore[assignment]
 views.attach(NkiTensor)
 versions.install({"nl": nl, "nisa": nisa}, NkiTensor, {"nl.float8_e8m0fnu": "float8_e8m0fnu"})
 
+# nki.dtype: the dtype names (nl.float32 is the string "float32"); nkilib annotates dtype
+# parameters with it (``dtype: nki.dtype = nl.bfloat16``).
+nki_dtype = types.ModuleType("nki.dtype", "NKI dtype names, as in nki.language (NKI 0.3.0).")
+for _dtype in dtypes.NKI_DTYPES:
+    setattr(nki_dtype, _dtype, getattr(nl, _dtype))
+nki.dtype = nki_dtype  # type: ignore[attr-defined]
+nki.collectives = collectives  # type: ignore[attr-defined]
+
 #: Real module name -> emulator module, used by install() and by kernel rebinding.
 EMULATED: dict[str, types.ModuleType] = {
     "nki": nki,
+    "nki.dtype": nki_dtype,
+    "nki.collectives": collectives,
     "nki.language": nl,
     "nki.isa": nisa,
     "nki.isa.constants": isa_constants,

@@ -72,6 +72,8 @@ class Program:
     psum_banks_peak: int = 0
     #: per-engine accumulator registers (§7.6), zeroed at the start of every run
     registers: list[np.ndarray] = field(default_factory=list)
+    #: control flow read device data (register_load): valid only for the traced data, not cached
+    data_dependent: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: the NKI release the program was traced for (trncore.sim.versions)
     nki_version: str | None = None
@@ -176,7 +178,8 @@ class TraceContext:
             # allocation of instance 1 is the same tensor as instance 0's k-th.
             k = self.shared_counter
             self.shared_counter += 1
-            if self.program_id > 0 and k < len(self.shared_allocs):
+            # (whichever instance gets there first allocates: instances interleave at exchanges)
+            if k < len(self.shared_allocs):
                 alloc = self.shared_allocs[k]
                 if alloc.shape != shape or alloc.dtype != dtype:
                     raise LanguageError(
@@ -300,6 +303,8 @@ class TraceContext:
             run()
 
     def _touch(self, t: NkiTensor, position: int) -> None:
+        if t.alloc.first_use is None:
+            t.alloc.first_use = position
         t.alloc.last_use = position
         if t.dynamic is not None:
             t.dynamic.tensor.alloc.last_use = position
@@ -318,13 +323,46 @@ class TraceContext:
                 if a.buffer is not buffer:
                     continue
                 amount = a.partition_bytes if unit == "bytes" else 1
-                events.append((a.position, 1, amount, a))
-                events.append((max(a.last_use, a.position) + 1, 0, amount, a))
+                # live from the first instruction that touches the tile (a tile allocated early
+                # but first written later holds no memory before: the compiler allocates live
+                # ranges) to its last use
+                start = a.first_use if a.first_use is not None else a.position
+                events.append((start, 1, amount, a))
+                events.append((max(a.last_use, start) + 1, 0, amount, a))
             events.sort(key=lambda e: (e[0], e[1]))
             live, peak, live_set = 0, 0, {}
+            # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
+            # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
+            per_partition = np.zeros(rules.pmax, dtype=np.int64)
+            # Tiles placed at explicit addresses (nl.ndarray address=) occupy their byte range;
+            # AWS's allocators deliberately place several tiles at one address, so those count
+            # by the highest end address live on each partition, not by their sum.
+            placed: dict[int, Any] = {}
+
+            auto_banks = 0
+            auto_rows: dict[int, slice] = {}
             for _, is_start, amount, a in events:
+                rows = slice(a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1))
+                if a.address_bytes is not None:
+                    if is_start:
+                        placed[a.id] = a
+                    else:
+                        placed.pop(a.id, None)
+                elif unit == "bytes":
+                    if is_start:
+                        rows = _auto_rows(per_partition, a)
+                        auto_rows[a.id] = rows
+                    else:
+                        rows = auto_rows.pop(a.id, rows)
+                    per_partition[rows] += amount if is_start else -amount
+                else:
+                    auto_banks += amount if is_start else -amount
                 if is_start:
-                    live += amount
+                    live = (
+                        _sbuf_usage(per_partition, placed)
+                        if unit == "bytes"
+                        else auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
+                    )
                     live_set[a.id] = a
                     if live > limit:
                         biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
@@ -338,7 +376,11 @@ class TraceContext:
                         )
                     peak = max(peak, live)
                 else:
-                    live -= amount
+                    live = (
+                        _sbuf_usage(per_partition, placed)
+                        if unit == "bytes"
+                        else auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
+                    )
                     live_set.pop(a.id, None)
             peaks.append(peak)
         psum_bytes = self._psum_bytes_peak()
@@ -356,6 +398,41 @@ class TraceContext:
             live += amount if start else -amount
             peak = max(peak, live)
         return peak
+
+
+def _sbuf_usage(auto: np.ndarray, placed: dict[int, Any]) -> int:
+    """Bytes used on the fullest partition: auto-placed tiles summed, plus the highest end
+    address of the tiles placed at explicit addresses on that partition."""
+    ends = np.zeros_like(auto)
+    for b in placed.values():
+        rows = slice(b.partition_start, b.partition_start + (b.shape[0] if b.shape else 1))
+        ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
+    return int((auto + ends).max())
+
+
+def _auto_rows(per_partition: np.ndarray, a: Any) -> slice:
+    """The partitions an auto-placed tile of P partitions occupies in the capacity model.
+
+    The compiler places on-chip tiles itself; a tile of at most 64 (32) partitions may sit at
+    any start a compute engine accepts for it (0/64; 0/32/64/96, the start-partition rule), so the
+    model puts it where the fullest partition it would occupy is emptiest (first such start).
+    """
+    p = a.shape[0] if a.shape else 1
+    if a.partition_start or p > 64:
+        return slice(a.partition_start, a.partition_start + p)
+    starts = (0, 64) if p > 32 else (0, 32, 64, 96)
+    best = min(starts, key=lambda s: int(per_partition[s : s + p].max()))
+    return slice(best, best + p)
+
+
+def _placed_banks(placed: dict[int, Any], bank_bytes: int) -> int:
+    """Distinct PSUM banks used by the live tiles placed at explicit addresses."""
+    banks: set[int] = set()
+    for b in placed.values():
+        first = b.address_bytes // bank_bytes
+        last = (b.address_bytes + max(b.partition_bytes, 1) - 1) // bank_bytes
+        banks.update(range(first, last + 1))
+    return len(banks)
 
 
 def warn_accumulate_uninitialized(site: Any, label: str) -> None:

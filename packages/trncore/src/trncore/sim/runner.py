@@ -24,6 +24,7 @@ from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
 from trncore.sim.context import user_site
 from trncore.sim.errors import LanguageError, TargetError
+from trncore.sim.lnc import run_instances
 from trncore.sim.program import Program, TraceContext
 from trncore.sim.rules import rules_for
 from trncore.sim.tensor import PRIVATE_HBM, SHARED_HBM, NkiTensor
@@ -205,13 +206,14 @@ def _trace(
     context.push(ctx)
     try:
         with blas_threads(), dtypes.float_to_int_truncation(truncate):
-            results = []
-            for pid in range(lnc):
-                ctx.program_id = pid
-                ctx.shared_counter = 0
+
+            def instance(pid: int) -> Any:
                 call = dict(params)
                 call.update(zip(names, tensors))
-                results.append(body(**call))
+                return body(**call)
+
+            # LNC=2 instances, with their sendrecv / core_barrier meetings (trncore.sim.lnc)
+            results = run_instances(ctx, lnc, instance)
     finally:
         context.pop()
     outputs = _outputs(results[0], fn, ctx.inputs)
@@ -238,6 +240,7 @@ def _trace(
     acc = ctx.engine_state.get("vector_acc")
     if acc is not None:
         prog.registers.append(acc)
+    prog.data_dependent = bool(ctx.engine_state.get("data_dependent"))
     return prog
 
 
@@ -342,6 +345,8 @@ def get_program(
         # collect the traced run's results before other threads can replay the program
         result = prog.collect(arrays) if execute else NOT_RUN
         _stats["traces"] += 1
+        if prog.data_dependent:  # register loops over device data: trace again next call
+            return prog, arrays, result
         _cache[digest] = prog
         while len(_cache) > _capacity():
             _cache.popitem(last=False)

@@ -79,7 +79,10 @@ class Allocation:
         self.site = site
         self.init = init  # "sentinel", "input" or the fill value of nl.zeros/ones/full
         self.position = position  # index of the next instruction when allocated
+        self.partition_start = 0  # first partition on chip (nl.ndarray address=(partition, byte))
+        self.address_bytes: int | None = None  # explicit byte offset in each partition, if given
         self.last_use = position
+        self.first_use: int | None = None  # first instruction touching it (live range start)
         self.size = math.prod(shape)
         np_dtype = dtypes.storage_dtype(dtype)
         if storage is None:
@@ -351,6 +354,7 @@ class NkiTensor:
         full.extend([slice(None)] * (self.ndim - len(full)))
         offset = self.offset
         dims: list[tuple[int, int]] = []
+        last_dropped: tuple[int, int] | None = None
         for axis, (k, (step, num)) in enumerate(zip(full, self.dims)):
             if isinstance(k, slice):
                 start, stop, st = k.start, k.stop, k.step
@@ -390,6 +394,13 @@ class NkiTensor:
                 if axis == 0 and self.on_chip:
                     # §2.5: an integer on the partition dim of an on-chip tensor keeps a size-1 dim.
                     dims.append((step, 1))
+                elif self.on_chip:
+                    last_dropped = (step, 1)
+        if self.on_chip and len(dims) < 2 and self.ndim >= 2 and last_dropped is not None:
+            # On-chip views stay at least 2-D: a free-dim integer index that would leave fewer
+            # keeps the last free dim at size 1 (t[:, 0, 10] is (P, 1)). NKI language guide,
+            # "Tensor Indexing", SDK 2.31; AWS's 2.29-era library relies on it (t[:p, k][:p, :1]).
+            dims.append(last_dropped)
         return NkiTensor(self.alloc, self.dtype, offset, dims, indexed=True)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -480,22 +491,23 @@ class NkiTensor:
         from trncore.sim.dynamic import ScalarOffset, VectorOffset
 
         site = user_site()
-        if self.indexed:
-            # §2.5/§8 conflict (nested .ap after indexing): the stricter AP-doc reading is enforced.
-            raise LanguageError(
-                "ap-on-indexed",
-                f"cannot specify an access pattern on an already indexed tensor {self.describe()}",
-                site,
-            )
         name = self.dtype if dtype is None else dtypes.dtype_name(dtype)
         dims = [(int(s), int(n)) for s, n in pattern]
         scale = dtypes.itemsize(self.dtype) / dtypes.itemsize(name)
         base_offset = int((self.offset) * scale) + int(offset)
+        if self.indexed:
+            # .ap() on a view (an .ap() view or a slice). The SDK 2.29 access-pattern page forbade
+            # it ("cannot specify an access pattern on an already indexed tensor"); the SDK 2.31
+            # page of the same 0.3-line API defines it: ".ap addresses the tensor's underlying
+            # storage directly ... ignoring any shape, strides, or offset carried by the view",
+            # so a chained .ap is the outer pattern over the storage. AWS's own library chains
+            # .ap() calls, so the defined (2.31) reading is emulated (docs/emulator.md).
+            base_offset = int(offset)
         if scalar_offset is not None and vector_offset is not None:
             raise LanguageError(
                 "ap-dynamic", "scalar_offset and vector_offset are mutually exclusive", site
             )
-        view_shape = self.shape
+        view_shape = self.alloc.shape if self.indexed else self.shape
         dynamic: ScalarOffset | VectorOffset | None = None
         if scalar_offset is not None:
             row = int(math.prod(view_shape[indirect_dim + 1 :]) * scale)
@@ -541,7 +553,11 @@ class NkiTensor:
         )
 
     def __bool__(self) -> bool:
-        return self._host_read("bool(tensor) / 'if tensor'")
+        # ``if t:`` tests the handle, never the data: NKI values behave as their Python
+        # equivalents and a tensor is a value naming device memory (NKI language guide, "NKI
+        # Values", SDK 2.29 / NKI 0.3.0), so a tensor argument is true and ``if bias:`` means
+        # "bias was given" (AWS's NKI library writes it so). Reading data stays refused.
+        return True
 
     def __float__(self) -> float:
         return self._host_read("float(tensor)")

@@ -1,0 +1,308 @@
+"""``python -m trncore.sim conform PATH``: run an nki-library checkout's own tests on trncore.sim.
+
+AWS's NKI Library (github aws-neuron/nki-library) is not on PyPI and its code does not belong in
+this repository, so conformance is measured against a checkout the user points at. The runner
+drives the checkout's own pytest harness in its CPU-simulation mode (``--test-mode simulation``:
+the harness aliases ``nki`` to a simulator package and calls ``nki.cpu_simulate(kernel)[lnc]``;
+here that package is trncore.sim), on the harness's own shapes, launch grids, torch references
+and tolerances. It prints one line per case and a pass count.
+
+Steps: collect in a child process (the checkout's conftest decides platform marks and skips its
+slow simulation cases), keep at most ``--per-test`` cases of each test function, run them in a
+child process with a per-case time limit and memory guard (:mod:`trncore.sim.conform_plugin`);
+if the child dies (a crash or the kernel's out-of-memory killer), the interrupted case is
+recorded as CRASH and a new child continues with the rest.
+
+Counted cases are those that ran (not SKIP); the pass count is PASS over counted.
+This runner is for users and for us, by hand: it is never part of CI (the checkout is not here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["CaseResult", "ConformRun", "add_arguments", "main", "run_conformance", "select"]
+
+OUTCOMES = ("PASS", "FAIL", "RULE", "NOTIMPL", "TIMEOUT", "MEMORY", "CRASH", "ERROR", "SKIP")
+
+
+@dataclass
+class CaseResult:
+    """One case: pytest node id, outcome (see :data:`OUTCOMES`), reason, seconds."""
+
+    nodeid: str
+    outcome: str
+    reason: str = ""
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        reason = f"  {self.reason}" if self.reason and self.outcome != "PASS" else ""
+        return f"{self.outcome:<8}{self.seconds:7.2f}s  {self.nodeid}{reason}"
+
+
+@dataclass
+class ConformRun:
+    """All results of one run and the collection errors (files the harness could not import)."""
+
+    cases: list[CaseResult] = field(default_factory=list)
+    collect_errors: list[CaseResult] = field(default_factory=list)
+    selected: int = 0
+    collected: int = 0
+
+    @property
+    def counted(self) -> list[CaseResult]:
+        return [c for c in self.cases if c.outcome != "SKIP"] + self.collect_errors
+
+    @property
+    def passed(self) -> int:
+        return sum(c.outcome == "PASS" for c in self.cases)
+
+    def summary(self) -> str:
+        by: dict[str, int] = {}
+        for c in self.counted:
+            by[c.outcome] = by.get(c.outcome, 0) + 1
+        parts = ", ".join(f"{k} {by[k]}" for k in OUTCOMES if k in by)
+        skipped = sum(c.outcome == "SKIP" for c in self.cases)
+        return (
+            f"conformance: {self.passed} of {len(self.counted)} counted cases pass ({parts}); "
+            f"{skipped} skipped by the harness; {self.selected} selected of {self.collected} collected"
+        )
+
+
+def _function_of(nodeid: str) -> str:
+    return nodeid.split("[", 1)[0]
+
+
+def select(nodeids: Sequence[tuple[str, bool]], per_test: int) -> list[str]:
+    """The first ``per_test`` not-skipped cases of each test function, in collection order.
+
+    ``nodeids`` are ``(nodeid, skipped)`` pairs; ``per_test <= 0`` keeps every case. Skipped cases
+    (the harness's own slow-simulation skips) are kept only when a function has no other case,
+    so that the function shows up as skipped in the listing.
+    """
+    if per_test <= 0:
+        return [n for n, _ in nodeids]
+    chosen: dict[str, list[str]] = {}
+    skipped_first: dict[str, str] = {}
+    for nodeid, skipped in nodeids:
+        fn = _function_of(nodeid)
+        if skipped:
+            skipped_first.setdefault(fn, nodeid)
+            continue
+        bucket = chosen.setdefault(fn, [])
+        if len(bucket) < per_test:
+            bucket.append(nodeid)
+    order = {n: i for i, (n, _) in enumerate(nodeids)}
+    out = [n for bucket in chosen.values() for n in bucket]
+    out += [n for fn, n in skipped_first.items() if fn not in chosen]
+    return sorted(out, key=order.__getitem__)
+
+
+def _child_env(checkout: Path, results: Path, args: argparse.Namespace) -> dict[str, str]:
+    from trncore.config import TARGET_ENV
+
+    env = dict(os.environ)
+    paths = [str(checkout / "src"), str(checkout)]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["TRNCORE_CONFORM_RESULTS"] = str(results)
+    env["TRNCORE_CONFORM_TIMEOUT"] = str(args.timeout)
+    env["TRNCORE_CONFORM_MEMORY"] = str(int(args.memory * 2**30))
+    env[TARGET_ENV] = args.target
+    # the harness seeds its random case sampling from this variable: same cases every run
+    env.setdefault("NEURON_PYTHONHASHSEED", str(args.seed))
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return env
+
+
+def _inifile(checkout: Path) -> list[str]:
+    """``-c FILE`` for the checkout's pytest.ini (nki-library keeps it in test/)."""
+    for candidate in (checkout / "test" / "pytest.ini", checkout / "pytest.ini"):
+        if candidate.is_file():
+            return ["-c", str(candidate)]
+    return []
+
+
+def _pytest_cmd(args: argparse.Namespace, extra: Sequence[str]) -> list[str]:
+    return [
+        sys.executable, "-m", "pytest", "-p", "trncore.sim.conform_plugin",
+        "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--tb=no",
+        "--test-mode", "simulation", "--platform-target", args.target,
+        "--rootdir", str(args.path.resolve()), "--continue-on-collection-errors",
+        *_inifile(args.path.resolve()),
+        "--output-directory", str(args.workdir / "output"),
+        "-o", f"artifacts_dir={args.workdir / 'artifacts'}",
+        *extra,
+    ]  # fmt: skip
+
+
+def _read(results: Path) -> list[dict[str, object]]:
+    if not results.exists():
+        return []
+    out = []
+    for line in results.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def _run_child(cmd: list[str], env: dict[str, str], cwd: Path, log: Path, limit: float) -> int:
+    with open(log, "ab") as fh:
+        try:
+            proc = subprocess.run(cmd, env=env, cwd=cwd, stdout=fh, stderr=fh, timeout=limit)
+        except subprocess.TimeoutExpired:
+            return -9
+    return proc.returncode
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class _Watch:
+    """Runs one child over ``todo`` cases, streams its results, kills it past the hard limits.
+
+    The child stops a case itself (SIGALRM, memory watchdog) between Python bytecodes; a case
+    stuck inside one long NumPy/torch call is killed from here after twice its time limit plus
+    ``--grace`` seconds, or when the child's resident memory passes 1.25 times the limit, and recorded as
+    TIMEOUT / MEMORY; a new child then carries on with the remaining cases.
+    """
+
+    def __init__(self, args: argparse.Namespace, run: ConformRun, echo: bool) -> None:
+        self.args, self.run, self.echo = args, run, echo
+        self.done: set[str] = set()
+
+    def _record(self, case: CaseResult) -> None:
+        self.done.add(case.nodeid)
+        self.run.cases.append(case)
+        if self.echo:
+            print(case.line(), flush=True)
+
+    def child(self, cmd: list[str], env: dict[str, str], cwd: Path, log: Path, results: Path) -> None:
+        hard_time = 2 * self.args.timeout + self.args.grace if self.args.timeout > 0 else None
+        hard_mem = int(1.25 * self.args.memory * 2**30) if self.args.memory > 0 else None
+        started: tuple[str, float] | None = None
+        seen = 0
+        killed: str | None = None
+        with open(log, "ab") as fh:
+            proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=fh, stderr=fh)
+            while True:
+                finished = proc.poll() is not None
+                records = _read(results)
+                for r in records[seen:]:
+                    if r["event"] == "start":
+                        started = (str(r["nodeid"]), time.monotonic())
+                    elif r["event"] == "result" and r["nodeid"] not in self.done:
+                        self._record(CaseResult(str(r["nodeid"]), str(r["outcome"]),
+                                                str(r["reason"]), float(str(r["seconds"]))))  # fmt: skip
+                        started = None
+                seen = len(records)
+                if finished:
+                    break
+                if started is not None:
+                    elapsed = time.monotonic() - started[1]
+                    if hard_time is not None and elapsed > hard_time:
+                        killed = f"TIMEOUT:killed after {elapsed:.0f} s (stuck in one call)"
+                    elif hard_mem is not None and _rss(proc.pid) > hard_mem:
+                        killed = f"MEMORY:killed at {_rss(proc.pid) / 2**30:.1f} GiB resident"
+                    if killed is not None:
+                        proc.kill()
+                        proc.wait()
+                        break
+                time.sleep(0.2)
+        if started is not None and started[0] not in self.done:
+            outcome, _, reason = (killed or "CRASH:the test process died (see pytest.log)").partition(":")
+            elapsed = time.monotonic() - started[1]
+            self._record(CaseResult(started[0], outcome, reason, elapsed))
+
+
+def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
+    """Collect, select and run the checkout's cases; returns every result (prints lines if echo)."""
+    checkout: Path = args.path.resolve()
+    tests = checkout / args.tests
+    if not tests.is_dir():
+        raise SystemExit(f"{tests} is not a directory (expected an nki-library checkout)")
+    run = ConformRun()
+    results = args.workdir / "results.jsonl"
+    log = args.workdir / "pytest.log"
+    env = _child_env(checkout, results, args)
+    collect_extra = ["--collect-only", str(tests)] + (["-k", args.k] if args.k else [])
+    results.unlink(missing_ok=True)
+    _run_child(_pytest_cmd(args, collect_extra), env, checkout, log, limit=900)
+    records = _read(results)
+    collected = [(str(r["nodeid"]), bool(r["skip"])) for r in records if r["event"] == "collected"]
+    for r in records:
+        if r["event"] == "collect-error" and all(e.nodeid != r["nodeid"] for e in run.collect_errors):
+            err = CaseResult(str(r["nodeid"]), "ERROR", f"collection: {r['reason']}")
+            run.collect_errors.append(err)
+            if echo:
+                print(err.line(), flush=True)
+    run.collected = len(collected)
+    todo = select(collected, args.per_test)
+    run.selected = len(todo)
+    watch = _Watch(args, run, echo)
+    while todo:
+        results.unlink(missing_ok=True)
+        watch.child(_pytest_cmd(args, ["-p", "no:randomly", *todo]), env, checkout, log, results)
+        remaining = [n for n in todo if n not in watch.done]
+        if len(remaining) == len(todo):
+            # the child died before it started a case (nothing to blame): record the first
+            watch._record(CaseResult(remaining[0], "CRASH", "the test process died (see pytest.log)"))
+            remaining = remaining[1:]
+        todo = remaining
+    if echo:
+        print(run.summary(), flush=True)
+    return run
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``conform`` subcommand's options."""
+    p.add_argument("path", type=Path, help="an nki-library checkout (github aws-neuron/nki-library)")
+    p.add_argument("--tests", default="test/integration", help="test folder inside PATH")
+    p.add_argument("--target", default="trn2", choices=("trn1", "trn2"))
+    p.add_argument("--per-test", type=int, default=2, metavar="N",
+                   help="cases kept per test function (0: all); default 2")  # fmt: skip
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds per case (default 30)")
+    p.add_argument("--grace", type=float, default=30.0,
+                   help="kill a case stuck in one call after 2 x timeout + this (default 30)")  # fmt: skip
+    p.add_argument("--memory", type=float, default=8.0, help="GiB resident per case (default 8)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the harness's case sampling")
+    p.add_argument("-k", default=None, help="pytest -k expression to narrow the cases")
+    p.add_argument("--workdir", type=Path, default=None,
+                   help="where results.jsonl and pytest.log go (default: a new temporary dir)")  # fmt: skip
+    p.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the ``conform`` subcommand; exit code 0 when every counted case passes."""
+    if args.workdir is None:
+        args.workdir = Path(tempfile.mkdtemp(prefix="trncore-conform-"))
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    print(f"conformance run of {args.path} on trncore.sim ({args.target}); logs in {args.workdir}")
+    start = time.perf_counter()
+    run = run_conformance(args)
+    print(f"wall time {time.perf_counter() - start:.0f} s")
+    if args.json is not None:
+        payload = {
+            "summary": run.summary(),
+            "cases": [c.__dict__ for c in run.collect_errors + run.cases],
+        }
+        args.json.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    return 0 if run.passed == len(run.counted) else 1

@@ -1,0 +1,264 @@
+"""pytest plugin loaded into the child process of ``python -m trncore.sim conform``.
+
+It makes an nki-library checkout's own test harness run on trncore.sim and records one JSON line
+per case in the file named by ``TRNCORE_CONFORM_RESULTS``:
+
+- stand-ins for absent modules (:mod:`trncore.sim.conform_stubs`) are installed before the
+  checkout's ``conftest.py`` is imported;
+- each test call runs under a wall-clock limit (``TRNCORE_CONFORM_TIMEOUT`` seconds, SIGALRM)
+  and a resident-memory limit (``TRNCORE_CONFORM_MEMORY`` bytes, a watchdog thread reading
+  ``/proc/self/statm``): crossing one raises :class:`CaseTimeout` / :class:`CaseMemoryExceeded`
+  in the test, which records TIMEOUT / MEMORY;
+- a ``start`` record precedes each case, so the parent knows which case a crash interrupted.
+
+The outcome classes (:func:`classify`): PASS, FAIL (ran; the results differ from the reference),
+RULE (an emulator rule refused the kernel: ``NkiValidationError``), NOTIMPL (an API trncore.sim
+does not emulate), TIMEOUT, MEMORY, ERROR (anything else, e.g. a bug in the checkout), SKIP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Generator, Iterator
+from typing import Any
+
+import pytest
+
+from trncore.sim.conform_stubs import install_finder
+from trncore.sim.modules import install
+
+__all__ = ["CaseMemoryExceeded", "CaseTimeout", "classify"]
+
+
+RESULTS_ENV = "TRNCORE_CONFORM_RESULTS"
+TIMEOUT_ENV = "TRNCORE_CONFORM_TIMEOUT"
+MEMORY_ENV = "TRNCORE_CONFORM_MEMORY"
+
+
+class CaseTimeout(BaseException):
+    """The case ran past the runner's per-case wall-clock limit."""
+
+
+class CaseMemoryExceeded(BaseException):
+    """The process's resident memory passed the runner's per-case limit."""
+
+
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def classify(exc: BaseException | None) -> tuple[str, str]:
+    """``(outcome, reason)`` for a case that raised ``exc`` (None: passed)."""
+    from trncore.sim.errors import NkiValidationError
+
+    if exc is None:
+        return "PASS", ""
+    chain = list(_chain(exc))
+    for kind, label in (
+        (CaseTimeout, "TIMEOUT"),
+        (CaseMemoryExceeded, "MEMORY"),
+        (MemoryError, "MEMORY"),
+        (NkiValidationError, "RULE"),
+        (NotImplementedError, "NOTIMPL"),
+    ):
+        for e in chain:
+            if isinstance(e, kind):
+                return label, _first_line(e)
+    names = {type(e).__name__ for e in chain}
+    if "ValidationException" in names or isinstance(exc, AssertionError):
+        # the harness's comparison against its torch reference (or a test's own assert)
+        return "FAIL", _first_line(exc)
+    root = chain[-1]
+    return "ERROR", f"{type(root).__name__}: {_first_line(root)}{_where(root)}"
+
+
+def _where(exc: BaseException) -> str:
+    """`` (at file:line)`` of the innermost frame that raised ``exc``."""
+    tb = exc.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    return f" (at {os.path.basename(code.co_filename)}:{tb.tb_lineno})"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:300]
+    return type(exc).__name__
+
+
+def _write(record: dict[str, Any]) -> None:
+    path = os.environ.get(RESULTS_ENV)
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+        fh.flush()
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class _Guard:
+    """Per-case wall-clock and resident-memory limits, raised in the main thread."""
+
+    def __init__(self, timeout: float, memory: int) -> None:
+        self.timeout = timeout
+        self.memory = memory
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.hit_memory = False
+
+    def _on_alarm(self, signum: int, frame: Any) -> None:
+        raise CaseTimeout(f"case ran longer than {self.timeout:g} s")
+
+    def _on_memory(self, signum: int, frame: Any) -> None:
+        raise CaseMemoryExceeded(f"resident memory passed {self.memory / 2**30:.1f} GiB")
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.05):
+            if _rss_bytes() > self.memory:
+                self.hit_memory = True
+                os.kill(os.getpid(), signal.SIGUSR1)
+                return
+
+    def __enter__(self) -> _Guard:
+        if self.timeout > 0:
+            signal.signal(signal.SIGALRM, self._on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        if self.memory > 0:
+            signal.signal(signal.SIGUSR1, self._on_memory)
+            self._thread = threading.Thread(target=self._watch, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+
+def _limits() -> tuple[float, int]:
+    return float(os.environ.get(TIMEOUT_ENV, "0") or 0), int(os.environ.get(MEMORY_ENV, "0") or 0)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: Any, args: Any) -> None:
+    # before the checkout's conftest is imported: stand-ins for absent modules, and the
+    # emulator as ``nki`` (the harness imports nki.isa before its simulation setup aliases nki)
+    install_finder()
+    install()
+
+
+class _XdistHookspecs:
+    """pytest-xdist's hook the harness's conftest implements, declared when xdist is absent."""
+
+    @pytest.hookspec
+    def pytest_configure_node(self, node: Any) -> None:
+        """Configure a worker node (pytest-xdist)."""
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    if not pluginmanager.has_plugin("xdist"):
+        pluginmanager.add_hookspecs(_XdistHookspecs)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # The harness's simulation mode skips compilation, which is what sets
+    # Orchestrator._compiled_kernel, then reads it after inference (nki-library 2026-04-13):
+    # give the attribute its "nothing compiled" value so the harness goes on to validation.
+    import sys
+
+    orchestrator = getattr(sys.modules.get("test.utils.test_orchestrator"), "Orchestrator", None)
+    if orchestrator is not None and not hasattr(orchestrator, "_compiled_kernel"):
+        orchestrator._compiled_kernel = None
+
+
+#: Markers by which the harness runs a case through the Neuron compiler instead of the simulator.
+COMPILER_MARKERS = ("trace_only", "compile_only", "compile_and_infer")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        marker = next((m for m in COMPILER_MARKERS if item.get_closest_marker(m)), None)
+        if marker is not None:
+            reason = f"marked {marker}: the harness runs it through the Neuron compiler, not a simulator"
+            item.add_marker(pytest.mark.skip(reason=reason))
+    if not config.getoption("collectonly", False):
+        return
+    for item in items:
+        skip = item.get_closest_marker("skip")
+        _write({"event": "collected", "nodeid": item.nodeid, "skip": skip is not None})
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        text = str(report.longrepr).strip().splitlines()
+        reason = next((ln for ln in reversed(text) if ln.startswith("E ")), text[-1] if text else "")
+        _write({"event": "collect-error", "nodeid": report.nodeid, "reason": reason[:300]})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    _write({"event": "start", "nodeid": item.nodeid})
+    item.stash[_START] = time.perf_counter()
+    yield
+
+
+_START = pytest.StashKey[float]()
+_OUTCOME = pytest.StashKey[tuple[str, str]]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, None]:
+    timeout, memory = _limits()
+    with _Guard(timeout, memory):
+        outcome = yield
+    exc = outcome.excinfo[1] if outcome.excinfo else None
+    item.stash[_OUTCOME] = classify(exc)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    elapsed = time.perf_counter() - item.stash.get(_START, time.perf_counter())
+    if report.when == "setup" and (report.skipped or report.failed):
+        if report.skipped:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+            result = ("SKIP", str(reason)[:300])
+        else:
+            result = classify(call.excinfo.value if call.excinfo else None)
+            if result[0] == "PASS":
+                result = ("ERROR", "setup failed")
+        _write({"event": "result", "nodeid": item.nodeid, "outcome": result[0],
+                "reason": result[1], "seconds": elapsed})  # fmt: skip
+    elif report.when == "call":
+        if report.skipped:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+            result = ("SKIP", str(reason)[:300])
+        else:
+            result = item.stash.get(_OUTCOME, ("PASS", "") if report.passed else ("ERROR", ""))
+            if report.passed:
+                result = ("PASS", "")
+        _write({"event": "result", "nodeid": item.nodeid, "outcome": result[0],
+                "reason": result[1], "seconds": elapsed})  # fmt: skip

@@ -1,0 +1,101 @@
+"""``nisa.range_select`` on the Vector Engine (nki.isa API reference, NKI 0.3.0 / SDK 2.29).
+
+The page's NumPy equivalent is what runs: the free index plus ``range_start`` (in fp32) is
+compared with the per-partition ``bound0``/``bound1``; where both comparisons hold ``dst`` takes
+``on_true_tile``, elsewhere ``on_false_value``; ``reduce_res`` gets the row maximum. Checked at the
+kernel line: NeuronCore-v3 or newer; comparison operators among equal/less/less_equal/greater/
+greater_equal; fp ``on_true_tile``, fp32 bounds with one element per partition;
+``on_false_value`` FP32_MIN ("due to hardware constraints"); ``reduce_op`` maximum; a
+compile-time int ``range_start``. ``reduce_cmd`` values that keep accumulator state across
+instructions (reset, reduce, load_reduce) are not emulated (NotImplementedError).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import dtypes
+from trncore.sim.alu import BINARY
+from trncore.sim.checks import check_compute_operand, check_same_layout, read_f32
+from trncore.sim.errors import DtypeError, ShapeError, TargetError
+from trncore.sim.isa_common import _begin, _elementwise_meta, _op_token, _writer, reduce_cmd
+
+__all__ = ["range_select"]
+
+_FP32_MIN = float(np.finfo(np.float32).min)
+_COMPARE = {k: BINARY[k] for k in ("equal", "less", "less_equal", "greater", "greater_equal")}
+
+
+def range_select(
+    dst: Any,
+    on_true_tile: Any,
+    comp_op0: Any,
+    comp_op1: Any,
+    bound0: Any,
+    bound1: Any,
+    reduce_cmd: Any = reduce_cmd.reset_reduce,
+    reduce_res: Any = None,
+    reduce_op: Any = None,
+    range_start: Any = 0,
+    on_false_value: Any = _FP32_MIN,
+    name: str | None = None,
+) -> None:
+    """``dst = where(op0(idx, bound0) & op1(idx, bound1), on_true_tile, FP32_MIN)``, row max."""
+    ctx, site = _begin()
+    if ctx.rules.nc_version < 3:
+        raise TargetError("range-select-target", "nisa.range_select needs NeuronCore-v3 (trn2)", site)
+    dst = check_compute_operand(dst, "range_select", "dst", site)
+    src = check_compute_operand(on_true_tile, "range_select", "on_true_tile", site)
+    check_same_layout(src, dst, "range_select", "on_true_tile and dst", site)
+    if not dtypes.is_float(src.dtype):
+        raise DtypeError("range-select-dtype", f"range_select on_true_tile must be a float tile, "
+                         f"got {src.describe()}", site)  # fmt: skip
+    bounds = []
+    for b, what in ((bound0, "bound0"), (bound1, "bound1")):
+        b = check_compute_operand(b, "range_select", what, site)
+        if b.partitions != src.partitions or b.free_size != 1 or b.dtype != "float32":
+            raise ShapeError("range-select-bound", f"range_select {what} must be a float32 tile "
+                             f"with one element on each of {src.partitions} partitions, got "
+                             f"{b.describe()}", site)  # fmt: skip
+        bounds.append(b)
+    op0 = _op_token(comp_op0, "comp_op0", site, _COMPARE)
+    op1 = _op_token(comp_op1, "comp_op1", site, _COMPARE)
+    if reduce_op is not None:
+        _op_token(reduce_op, "reduce_op", site, {"maximum": BINARY["maximum"]})
+    if np.float32(on_false_value) != np.float32(_FP32_MIN):
+        raise DtypeError("range-select-false-value", "range_select on_false_value must be FP32_MIN "
+                         f"(-3.4028235e+38) on the hardware, got {on_false_value!r}", site)  # fmt: skip
+    if isinstance(range_start, bool) or not isinstance(range_start, (int, np.integer)):
+        raise TypeError(f"range_select: range_start must be a compile-time int (at {site})")
+    cmd = int(reduce_cmd)
+    if cmd not in (0, 3):
+        raise NotImplementedError(f"nisa.range_select reduce_cmd={cmd} (accumulator registers)")
+    writes = [dst]
+    res_write = None
+    if reduce_res is not None:
+        reduce_res = check_compute_operand(reduce_res, "range_select", "reduce_res", site)
+        if reduce_res.partitions != src.partitions or reduce_res.free_size != 1:
+            raise ShapeError("range-select-reduce-res", "range_select reduce_res must hold one "
+                             f"element per partition, got {reduce_res.describe()}", site)  # fmt: skip
+        res_write = _writer(reduce_res, site)
+        writes.append(reduce_res)
+    p, f = src.partitions, src.free_size
+    s_op, b0_op, b1_op = src.operand(site), bounds[0].operand(site), bounds[1].operand(site)
+    write = _writer(dst, site)
+    index = (int(range_start) + np.arange(f)).astype(np.float32)[None, :]
+    fill = np.float32(_FP32_MIN)
+
+    def run() -> None:
+        x = read_f32(s_op.read(), p)
+        b0 = read_f32(b0_op.read(), p)
+        b1 = read_f32(b1_op.read(), p)
+        mask = op0.fn(index, b0).astype(bool) & op1.fn(index, b1).astype(bool)
+        out = np.where(mask, x, fill).astype(np.float32)
+        write(out)
+        if res_write is not None:
+            res_write(out.max(axis=1, keepdims=True))
+
+    reads = [src, *bounds]
+    ctx.emit("range_select", "vector", site, reads, writes, run, _elementwise_meta(dst))

@@ -1,0 +1,180 @@
+"""Vector Engine search and cross-partition shuffle: ``nc_find_index8``, ``nc_match_replace8``,
+``nc_stream_shuffle`` (nki.isa API reference, NKI 0.3.0 / Neuron SDK 2.29).
+
+Readings chosen where AWS's pages say more in later releases than in 2.29:
+
+- ``nc_find_index8``: SDK 2.29 says "the first occurrence of each value" and leaves a value that
+  is not present undefined. The SDK 2.32 page of the same 0.3-line API makes both precise, and
+  that is what is emulated: duplicate ``vals`` take successive occurrences in ascending order
+  (the first duplicate the first occurrence), and a missing value writes the all-ones sentinel
+  (``0xFFFFFFFF`` for uint32, ``0xFFFF`` for uint16).
+- ``nc_match_replace8``: duplicates of a value are processed in reverse order of ``vals``
+  (``i = 7 .. 0``), so the highest duplicate slot gets the first occurrence (SDK 2.32 page);
+  a value not present replaces nothing and leaves the sentinel in ``dst_idx``.
+
+Values are compared in fp32, as the engines read their inputs (§3.0).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import dtypes
+from trncore.sim.checks import check_compute_operand, read_f32
+from trncore.sim.errors import BoundsError, DtypeError, PartitionError, ShapeError
+from trncore.sim.isa_common import _begin, _elementwise_meta, _writer
+
+__all__ = ["nc_find_index8", "nc_match_replace8", "nc_stream_shuffle"]
+
+_INDEX_DTYPES = ("uint16", "uint32")
+
+
+def _check_search(op: str, dst: Any, data: Any, vals: Any, site: Any) -> tuple[Any, Any, Any]:
+    data = check_compute_operand(data, op, "data", site)
+    vals = check_compute_operand(vals, op, "vals", site)
+    dst = check_compute_operand(dst, op, "dst", site)
+    if not 8 <= data.free_size <= 16384:
+        raise ShapeError(f"{op}-data-size", f"{op} data needs 8..16384 elements per partition, "
+                         f"got {data.free_size}: {data.describe()}", site)  # fmt: skip
+    if vals.free_size != 8 or vals.partitions != data.partitions:
+        raise ShapeError(f"{op}-vals-shape", f"{op} vals needs exactly 8 elements on each of the "
+                         f"data's {data.partitions} partitions, got {vals.describe()}", site)  # fmt: skip
+    return dst, data, vals
+
+
+def _first_unused(row: np.ndarray, value: np.float32, used: set[int]) -> int | None:
+    for j in np.flatnonzero(row == value):
+        if int(j) not in used:
+            return int(j)
+    return None
+
+
+def nc_find_index8(dst: Any, data: Any, vals: Any, name: str | None = None) -> None:
+    """Indices of the first occurrences of 8 values in each partition (uint16/uint32 ``dst``)."""
+    ctx, site = _begin()
+    dst, data, vals = _check_search("nc_find_index8", dst, data, vals, site)
+    if dst.dtype not in _INDEX_DTYPES:
+        raise DtypeError("nc_find_index8-dst-dtype", f"nc_find_index8 dst must be uint16 or "
+                         f"uint32, got {dst.describe()}", site)  # fmt: skip
+    if dst.free_size != 8 or dst.partitions != data.partitions:
+        raise ShapeError("nc_find_index8-dst-shape", f"nc_find_index8 dst must be (P, 8) with "
+                         f"P = {data.partitions}, got {dst.describe()}", site)  # fmt: skip
+    d_op, v_op, p = data.operand(site), vals.operand(site), data.partitions
+    sentinel = np.iinfo(dtypes.storage_dtype(dst.dtype)).max
+    write = _writer(dst, site)
+
+    def run() -> None:
+        x, v = read_f32(d_op.read(), p), read_f32(v_op.read(), p)
+        out = np.full((p, 8), sentinel, dtype=np.int64)
+        for r in range(p):
+            used: set[int] = set()
+            for i in range(8):  # duplicates take successive occurrences, ascending
+                j = _first_unused(x[r], v[r, i], used)
+                if j is not None:
+                    used.add(j)
+                    out[r, i] = j
+        write(out)
+
+    ctx.emit("nc_find_index8", "vector", site, [data, vals], [dst], run, _elementwise_meta(data))
+
+
+def nc_match_replace8(
+    dst: Any, data: Any, vals: Any, imm: float, dst_idx: Any = None, name: str | None = None
+) -> None:
+    """Replace the first occurrence of each of 8 values by ``imm``; indices into ``dst_idx``."""
+    ctx, site = _begin()
+    dst, data, vals = _check_search("nc_match_replace8", dst, data, vals, site)
+    if dst.partitions != data.partitions or dst.free_size != data.free_size:
+        raise ShapeError("nc_match_replace8-dst-shape", f"nc_match_replace8 dst must have the "
+                         f"data's layout: {data.describe()} -> {dst.describe()}", site)  # fmt: skip
+    if isinstance(imm, bool) or not isinstance(imm, (int, float, np.number)):
+        raise TypeError(f"nc_match_replace8: imm must be a number, got {imm!r} (at {site})")
+    outs = [dst]
+    idx_write = None
+    sentinel = 0
+    if dst_idx is not None:
+        dst_idx = check_compute_operand(dst_idx, "nc_match_replace8", "dst_idx", site)
+        if dst_idx.dtype not in _INDEX_DTYPES:
+            raise DtypeError("nc_match_replace8-idx-dtype", "nc_match_replace8 dst_idx must be "
+                             f"uint16 or uint32, got {dst_idx.describe()}", site)  # fmt: skip
+        if dst_idx.free_size != 8 or dst_idx.partitions != data.partitions:
+            raise ShapeError("nc_match_replace8-idx-shape", "nc_match_replace8 dst_idx must be "
+                             f"(P, 8), got {dst_idx.describe()}", site)  # fmt: skip
+        sentinel = int(np.iinfo(dtypes.storage_dtype(dst_idx.dtype)).max)
+        idx_write = _writer(dst_idx, site)
+        outs.append(dst_idx)
+    d_op, v_op, p = data.operand(site), vals.operand(site), data.partitions
+    write = _writer(dst, site)
+    fill = np.float32(imm)
+
+    def run() -> None:
+        x = read_f32(d_op.read(), p).copy()
+        v = read_f32(v_op.read(), p)
+        idx = np.full((p, 8), sentinel, dtype=np.int64)
+        for r in range(p):
+            used: set[int] = set()
+            for i in range(7, -1, -1):  # reverse order: duplicates fill slots 7, 6, ... ascending
+                j = _first_unused(x[r], v[r, i], used)
+                if j is not None:
+                    used.add(j)
+                    idx[r, i] = j
+            for j in used:
+                x[r, j] = fill
+        write(x)
+        if idx_write is not None:
+            idx_write(idx)
+
+    ctx.emit("nc_match_replace8", "vector", site, [data, vals], outs, run, _elementwise_meta(data))
+
+
+def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: str | None = None) -> None:
+    """Copy partitions within each 32-partition quadrant: ``dst[q*32+i] = src[q*32+mask[i]]``.
+
+    ``mask[i] == 255`` leaves ``dst`` partition ``i`` of every quadrant unmodified. In place
+    (``dst`` is ``src``) is allowed: every source row is read before any is written.
+    """
+    ctx, site = _begin()
+    src = check_compute_operand(src, "nc_stream_shuffle", "src", site)
+    dst = check_compute_operand(dst, "nc_stream_shuffle", "dst", site)
+    mask = [int(m) for m in shuffle_mask]
+    if len(mask) != 32 or any(not (0 <= m < 32 or m == 255) for m in mask):
+        raise ShapeError("stream-shuffle-mask", "nc_stream_shuffle shuffle_mask must list 32 "
+                         f"partitions in 0..31 (or 255: unmodified), got {mask}", site)  # fmt: skip
+    if dst.dtype != src.dtype:
+        raise DtypeError("stream-shuffle-dtype", "nc_stream_shuffle dst and src need the same "
+                         f"dtype: {src.describe()} -> {dst.describe()}", site)  # fmt: skip
+    if dst.free_size != src.free_size:
+        raise ShapeError("element-count", "nc_stream_shuffle dst and src need the same elements "
+                         f"per partition: {src.describe()} -> {dst.describe()}", site)  # fmt: skip
+    active = math.ceil(max(src.partitions, dst.partitions) / 32) * 32
+    allowed = {128: (0,), 96: (0,), 64: (0, 64), 32: (0, 32, 64, 96)}[active]
+    for t, what in ((src, "src"), (dst, "dst")):
+        if t.dynamic is None and t.start_partition() not in allowed:
+            raise PartitionError("stream-shuffle-start", f"nc_stream_shuffle with {active} "
+                                 f"active partitions needs {what} to start at one of {allowed}: "
+                                 f"{t.describe()}", site)  # fmt: skip
+    rows: list[tuple[int, int]] = []
+    for d in range(dst.partitions):
+        q, i = divmod(d, 32)
+        if mask[i] == 255:
+            continue
+        s = q * 32 + mask[i]
+        if s >= src.partitions:
+            raise BoundsError("stream-shuffle-source", f"nc_stream_shuffle mask[{i}] = {mask[i]} "
+                              f"reads partition {s} of src, which has {src.partitions}: "
+                              f"{src.describe()}", site)  # fmt: skip
+        rows.append((d, s))
+    s_op, d_op = src.operand(site), dst.operand(site)
+    sp, dp = src.partitions, dst.partitions
+
+    def run() -> None:
+        x = np.array(s_op.read()).reshape(sp, -1)
+        out = np.array(d_op.read()).reshape(dp, -1)
+        for d, s in rows:
+            out[d] = x[s]
+        d_op.write(out)
+
+    ctx.emit("nc_stream_shuffle", "vector", site, [src], [dst], run, _elementwise_meta(dst))

@@ -1,0 +1,148 @@
+"""Virtual registers and register-driven loops: ``nisa.register_alloc/move/load/store``,
+``nl.dynamic_range`` and ``while reg:`` (NKI language guide, "Dynamic Control Flow", and the
+nki.isa register pages, NKI 0.3.0 / SDK 2.29).
+
+On hardware these loops run on the engine sequencers and are not unrolled. The emulator runs the
+kernel eagerly, so a register holds a concrete value when the trace reaches it: a
+``dynamic_range`` over registers runs its body once per iteration and ``while reg:`` tests the
+value. A register loaded from device data (``register_load``) makes the control flow depend on
+that data, so such a program is not replayed: the next call traces again (the recorded
+instruction list is only right for the data it was traced with). A trace without data (a cost
+report from shapes) cannot know those values and raises NotImplementedError.
+
+Rules checked at the kernel line: ``register_load``/``register_store`` move one 32-bit element
+(a tensor of exactly one element in SBUF or HBM, at most 4 bytes wide); ``register_move`` takes
+an int or a register; ``dynamic_range``'s step is a positive compile-time int; reading a
+register that was never written is an error.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import context, dtypes
+from trncore.sim.errors import LanguageError, ShapeError
+from trncore.sim.isa_common import _begin
+from trncore.sim.nki_object import NKIObject
+from trncore.sim.tensor import NkiTensor
+
+__all__ = [
+    "VirtualRegister",
+    "dynamic_range",
+    "register_alloc",
+    "register_load",
+    "register_move",
+    "register_store",
+]
+
+
+class VirtualRegister(NKIObject):
+    """A 32-bit engine-sequencer register (``nisa.register_alloc``)."""
+
+    def __init__(self, value: int | float | None = None, from_data: bool = False) -> None:
+        self.value = value
+        self.from_data = from_data  # holds (or was copied from) a value read from device data
+
+    def read(self, site: Any) -> int | float:
+        """The register's value at this point of the trace (marks data-dependent control flow)."""
+        if self.value is None:
+            raise LanguageError("register-uninitialized", "a register is read before any "
+                                "register_move/register_load wrote it", site)  # fmt: skip
+        if self.from_data:
+            ctx = context.current()
+            ctx.engine_state["data_dependent"] = True
+        return self.value
+
+    def __bool__(self) -> bool:
+        # `while reg:` — the guide's dynamic while loop: runs while the register is non-zero
+        return bool(self.read(context.user_site()))
+
+    def __repr__(self) -> str:
+        return f"VirtualRegister({self.value!r})"
+
+
+def _check_register(reg: Any, op: str, what: str) -> VirtualRegister:
+    if not isinstance(reg, VirtualRegister):
+        raise TypeError(f"nisa.{op}: {what} must be a register from nisa.register_alloc, got {reg!r}")
+    return reg
+
+
+def _check_scalar(t: Any, op: str, what: str, site: Any) -> NkiTensor:
+    if not isinstance(t, NkiTensor):
+        raise TypeError(f"nisa.{op}: {what} must be a tensor, got {t!r} (at {site})")
+    if t.size != 1:
+        raise ShapeError(f"{op}-one-element", f"nisa.{op} {what} must hold exactly one element "
+                         f"(shape [1] or [1, 1]), got {t.describe()}", site)  # fmt: skip
+    if t.buffer.name == "psum":
+        raise ShapeError(f"{op}-buffer", f"nisa.{op} {what} must be in SBUF or HBM, got "
+                         f"{t.describe()}", site)  # fmt: skip
+    if dtypes.itemsize(t.dtype) > 4 or dtypes.is_packed(t.dtype):
+        raise ShapeError(f"{op}-width", f"nisa.{op} moves one 32-bit value; {t.describe()} is "
+                         "wider", site)  # fmt: skip
+    return t
+
+
+def register_alloc(x: Any = None) -> VirtualRegister:
+    """A new register, uninitialized or holding the immediate int ``x``."""
+    if x is not None and (isinstance(x, bool) or not isinstance(x, (int, np.integer))):
+        raise TypeError(f"nisa.register_alloc: x must be an int or None, got {x!r}")
+    return VirtualRegister(None if x is None else int(x))
+
+
+def register_move(dst: Any, src: Any) -> None:
+    """``dst = src`` for an immediate int or another register."""
+    dst = _check_register(dst, "register_move", "dst")
+    if isinstance(src, VirtualRegister):
+        dst.value, dst.from_data = src.read(context.user_site()), src.from_data
+        return
+    if isinstance(src, bool) or not isinstance(src, (int, np.integer)):
+        raise TypeError(f"nisa.register_move: src must be an int or a register, got {src!r}")
+    dst.value, dst.from_data = int(src), False
+
+
+def register_load(dst: Any, src: Any) -> None:
+    """Load the one element of ``src`` (SBUF/HBM) into register ``dst``."""
+    ctx, site = _begin()
+    dst = _check_register(dst, "register_load", "dst")
+    src = _check_scalar(src, "register_load", "src", site)
+    if not ctx.execute:
+        raise NotImplementedError("nisa.register_load in a trace without data (a report from "
+                                  "shapes): the register's value is read from the device")  # fmt: skip
+    operand = src.operand(site)
+    ctx.emit("register_load", "sync", site, [src], [], lambda: None, {"bytes": 4})
+    value = np.asarray(operand.read()).reshape(-1)[0]
+    dst.value = int(value) if dtypes.is_int(src.dtype) else float(value)
+    dst.from_data = True
+
+
+def register_store(dst: Any, src: Any) -> None:
+    """Store register ``src`` into the one element of ``dst`` (SBUF/HBM)."""
+    ctx, site = _begin()
+    src = _check_register(src, "register_store", "src")
+    dst = _check_scalar(dst, "register_store", "dst", site)
+    value = src.read(site)
+    operand = dst.operand(site)
+    name = dst.dtype
+
+    def run() -> None:
+        operand.write(dtypes.cast(np.array([value]), name))
+
+    ctx.emit("register_store", "sync", site, [], [dst], run, {"bytes": 4})
+
+
+def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[int]:
+    """``nl.dynamic_range``: a device loop whose bounds may be registers; runs eagerly here."""
+    site = context.user_site()
+    if isinstance(step, VirtualRegister) or isinstance(step, bool) or int(step) <= 0:
+        raise LanguageError("dynamic-range-step", f"nl.dynamic_range step must be a positive "
+                            f"compile-time int, got {step!r}", site)  # fmt: skip
+
+    def bound(v: Any) -> int:
+        return int(v.read(site)) if isinstance(v, VirtualRegister) else int(v)
+
+    lo, hi = (0, bound(start)) if stop is None else (bound(start), bound(stop))
+    return iter(builtins.range(lo, hi, int(step)))

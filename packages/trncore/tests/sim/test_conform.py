@@ -1,0 +1,108 @@
+"""``python -m trncore.sim conform``: the runner on a miniature checkout written in nkilib's styles.
+
+The checkout (conform_checkout/, our own code) has one case per outcome: kernels that pass at
+LNC=1 and LNC=2 (an NKIObject configuration, an optional argument tested with ``!= None``, a
+memset with an int literal into a float tile, an assignment of ``nl.load`` into a tile), a
+kernel with a wrong result, one that breaks the 128-partition rule, an API the emulator does
+not emulate, a trace that never ends, a test process that dies, a skipped case and a test file
+that does not import.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from trncore.sim import conform
+from trncore.sim.conform_plugin import CaseTimeout, classify
+from trncore.sim.conform_stubs import pairwise
+from trncore.sim.errors import PartitionError
+
+CHECKOUT = Path(__file__).parent / "conform_checkout"
+
+
+def test_select_keeps_the_first_cases_of_each_function() -> None:
+    ids = [
+        ("t.py::a[1]", False), ("t.py::a[2]", True), ("t.py::a[3]", False), ("t.py::a[4]", False),
+        ("t.py::b[1]", True), ("t.py::c", False),
+    ]  # fmt: skip
+    assert conform.select(ids, 2) == ["t.py::a[1]", "t.py::a[3]", "t.py::b[1]", "t.py::c"]
+    assert conform.select(ids, 0) == [n for n, _ in ids]
+
+
+def test_pairwise_covers_every_allowed_pair() -> None:
+    params = [[1, 2, 3], ["a", "b"], [True, False], [0.5, 1.5]]
+
+    def allowed(row: list[object]) -> bool:
+        return not (len(row) >= 2 and row[0] == 3 and row[1] == "b")
+
+    rows = list(pairwise(params, allowed))
+    assert all(allowed(r) for r in rows)
+    for i in range(len(params)):
+        for j in range(i + 1, len(params)):
+            for a in params[i]:
+                for b in params[j]:
+                    if (i, j, a, b) == (0, 1, 3, "b"):
+                        assert not any(r[0] == 3 and r[1] == "b" for r in rows)
+                        continue
+                    assert any(r[i] == a and r[j] == b for r in rows), (i, j, a, b)
+    assert len(rows) < 3 * 2 * 2 * 2  # fewer than the full product
+
+
+def test_classify_follows_the_cause_chain() -> None:
+    class InferenceException(Exception):
+        pass
+
+    def wrapped(inner: BaseException) -> BaseException:
+        try:
+            try:
+                raise inner
+            except BaseException as e:
+                raise InferenceException(str(e)) from e
+        except InferenceException as outer:
+            return outer
+
+    rule = PartitionError("partition-dim-max", "129 > 128", ("k.py", 7))
+    assert classify(wrapped(rule)) == ("RULE", str(rule))
+    assert classify(wrapped(NotImplementedError("nisa.x is not emulated")))[0] == "NOTIMPL"
+    assert classify(wrapped(CaseTimeout("slow")))[0] == "TIMEOUT"
+    assert classify(wrapped(MemoryError()))[0] == "MEMORY"
+    assert classify(AssertionError("mismatch"))[0] == "FAIL"
+    outcome, reason = classify(wrapped(KeyError("k")))
+    assert outcome == "ERROR" and reason.startswith("KeyError") and "test_conform.py" in reason
+    assert classify(None) == ("PASS", "")
+
+
+@pytest.mark.simulator
+@pytest.mark.slow  # four child processes (collect, run, after the kill, after the crash): ~15 s
+def test_runner_on_a_miniature_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    conform.add_arguments(parser)
+    args = parser.parse_args([str(CHECKOUT), "--per-test", "0", "--timeout", "1", "--grace", "1"])
+    args.workdir = tmp_path
+    run = conform.run_conformance(args, echo=True)
+    got = {c.nodeid.rsplit("::", 1)[-1]: c for c in run.cases}
+    lines = capsys.readouterr().out.splitlines()
+    for lnc in (1, 2):
+        for bias in ("False", "True"):
+            assert got[f"test_scale_add[{bias}-{lnc}]"].outcome == "PASS"
+    assert got["test_after_crash"].outcome == "PASS"  # a new child carried on after the crash
+    assert got["test_swap_and_count"].outcome == "PASS"  # sendrecv, register loop, x4 storage
+    assert got["test_scale_add_large"].outcome == "SKIP"
+    assert got["test_off_by_one"].outcome == "FAIL"
+    rule = got["test_too_many_partitions"]
+    kernels = (CHECKOUT / "src" / "minilib" / "kernels.py").read_text().splitlines()
+    line = next(i for i, t in enumerate(kernels, 1) if "(129, 4)" in t)
+    assert rule.outcome == "RULE" and rule.reason.endswith(f"kernels.py:{line})")
+    assert got["test_not_emulated"].outcome == "NOTIMPL"
+    assert got["test_never_ends"].outcome == "TIMEOUT" and got["test_never_ends"].seconds < 5
+    assert got["test_process_dies"].outcome == "CRASH"
+    stuck = got["test_stuck_in_one_call"]  # killed by the runner, the next child carried on
+    assert stuck.outcome == "TIMEOUT" and stuck.reason.startswith("killed after")
+    assert [e.nodeid for e in run.collect_errors] == ["test/integration/test_broken_import.py"]
+    assert run.passed == 6 and len(run.counted) == 13
+    assert lines[-1] == run.summary() and lines[-1].startswith("conformance: 6 of 13 counted")
+    assert sum(line.startswith(("PASS", "FAIL", "RULE", "NOTIMPL", "TIMEOUT", "CRASH", "SKIP",
+                                "ERROR")) for line in lines) == 14  # fmt: skip
