@@ -45,6 +45,7 @@ class CaseResult:
     seconds: float = 0.0
 
     def line(self) -> str:
+        """The case as the runner prints it: outcome, seconds, node id and (unless it passed) why."""
         reason = f"  {self.reason}" if self.reason and self.outcome != "PASS" else ""
         return f"{self.outcome:<8}{self.seconds:7.2f}s  {self.nodeid}{reason}"
 
@@ -60,13 +61,16 @@ class ConformRun:
 
     @property
     def counted(self) -> list[CaseResult]:
+        """Cases that count towards the pass rate: all but the harness's own skips, plus collection errors."""
         return [c for c in self.cases if c.outcome != "SKIP"] + self.collect_errors
 
     @property
     def passed(self) -> int:
+        """How many cases matched their reference."""
         return sum(c.outcome == "PASS" for c in self.cases)
 
     def summary(self) -> str:
+        """The closing line: passes of counted cases, the count per outcome, skips and selection."""
         by: dict[str, int] = {}
         for c in self.counted:
             by[c.outcome] = by.get(c.outcome, 0) + 1

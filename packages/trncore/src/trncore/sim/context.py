@@ -11,10 +11,48 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["current", "maybe_current", "pop", "push", "user_site"]
+__all__ = [
+    "adopt_thread_state",
+    "current",
+    "inherited_local",
+    "maybe_current",
+    "pop",
+    "push",
+    "thread_state",
+    "user_site",
+]
 
 _SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _state = threading.local()
+_INHERITED: list[threading.local] = []
+
+
+def inherited_local() -> threading.local:
+    """A per-thread settings object that a launch's helper threads inherit from the launching thread.
+
+    The target NKI release, the known-issues mode and the float-to-int cast mode are per thread (a
+    scoped block in one thread must not change another's kernels), but the second logical core of
+    an LNC=2 launch is traced in a thread of its own (trncore.sim.lnc) and must see the settings of
+    the thread that launched the kernel: :func:`thread_state` / :func:`adopt_thread_state` carry
+    them across.
+    """
+    local = threading.local()
+    _INHERITED.append(local)
+    return local
+
+
+def thread_state() -> list[dict[str, Any]]:
+    """A copy of this thread's inherited settings (lists, the scoped-block stacks, copied too)."""
+    return [
+        {k: list(v) if isinstance(v, list) else v for k, v in vars(local).items()}
+        for local in _INHERITED
+    ]
+
+
+def adopt_thread_state(state: list[dict[str, Any]]) -> None:
+    """Install settings taken by :func:`thread_state` in another thread into this one."""
+    for local, values in zip(_INHERITED, state):
+        vars(local).update(values)
 
 
 def user_site() -> tuple[str, int] | None:

@@ -24,12 +24,11 @@ authors who want AWS's simulator's leniency. The mode is part of the kernel cach
 from __future__ import annotations
 
 import contextlib
-import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trncore.sim import versions
+from trncore.sim import context, versions
 from trncore.sim.context import user_site
 from trncore.sim.errors import NkiValidationError
 
@@ -245,7 +244,7 @@ def listed(rule: str, release: str | None = None) -> bool:
     return (release or target_release()) in issue(rule).releases
 
 
-_state = threading.local()
+_state = context.inherited_local()
 
 
 @contextlib.contextmanager

@@ -135,7 +135,10 @@ def run_instances(ctx: Any, lnc: int, body: Callable[[int], Any]) -> list[Any]:
     ctx.engine_state["lnc"] = sched
     results: list[Any] = [None] * lnc
 
+    inherited = context.thread_state()  # target release, known-issues and cast modes
+
     def worker(pid: int) -> None:
+        context.adopt_thread_state(inherited)
         context.push(ctx)
         try:
             sched.instance(pid, body, results)

@@ -24,13 +24,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import threading
 import types
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from trncore.sim import context
 from trncore.sim.context import maybe_current, user_site
 from trncore.sim.errors import NkiValidationError, TargetError
 
@@ -269,7 +269,7 @@ def change(api: str) -> ApiChange:
 
 
 # ------------------------------------------------------------------------------ the target release
-_state = threading.local()
+_state = context.inherited_local()
 
 
 def resolve(version: str | None) -> str:
