@@ -79,7 +79,7 @@ def test_fori_loop_bad_step_and_register_bounds() -> None:
         nl.fori_loop(0, t, lambda i: None)  # a tensor (register) as the bound
         return None
 
-    with pytest.raises(NotImplementedError, match="nl.fori_loop"):
+    with pytest.raises(TypeError, match="nl.fori_loop: the upper bound must be"):
         sim.simulate(register_bound)(a)
 
 

@@ -1,11 +1,19 @@
-"""``nl.fori_loop`` and ``nl.while_loop`` (NKI 0.6.0): structured loops, emulated for constant bounds.
+"""``nl.fori_loop`` and ``nl.while_loop`` (NKI 0.6.0): structured loops, run eagerly.
 
-On hardware both run at run time, driven by registers. With compile-time (Python int) bounds the
-emulator runs the body once per iteration at trace time, so the recorded program is the unrolled
-loop and replays bit-identically; the body's ``i`` is then a plain int, usable wherever NKI
-accepts the induction register (``.ap(scalar_offset=i)``, slices). Bounds held in registers are
-not emulated here and raise ``NotImplementedError`` naming the API. AWS pages:
-``nki.language.fori_loop`` and ``nki.language.while_loop`` (NKI 0.6.0).
+On hardware both run at run time, driven by registers. The emulator runs the body once per
+iteration while tracing, the way :mod:`trncore.sim.registers` runs a register ``dynamic_range``:
+
+- with compile-time (Python int) bounds or condition the recorded program is the unrolled loop
+  and replays bit-identically;
+- a bound or condition held in a register (``nisa.register_alloc``) is read when the trace reaches
+  the loop; a register loaded from device data (``nisa.register_load``) makes the program
+  data-dependent, so the next call traces again (see :mod:`trncore.sim.registers`).
+
+The body's ``i`` is a plain int, usable wherever NKI accepts the induction register
+(``.ap(scalar_offset=i)``, slices). Anything else as a bound (a tensor, a float) is a TypeError
+naming the argument. AWS pages: ``nki.language.fori_loop`` and ``nki.language.while_loop``
+(NKI 0.6.0); the 0.6.0 release notes introduce them as the replacement of
+``for i in nl.dynamic_range(...)`` and ``while reg:``.
 """
 
 from __future__ import annotations
@@ -13,46 +21,61 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from trncore.sim import context
+from trncore.sim.registers import VirtualRegister
+
 __all__ = ["MAX_WHILE_ITERATIONS", "fori_loop", "while_loop"]
 
-#: A constant-condition while_loop whose body never returns 0 stops here with an error.
+#: A while_loop whose body never returns 0 stops here with an error.
 MAX_WHILE_ITERATIONS = 1 << 20
 
 
-def _static(value: Any, api: str, what: str) -> int:
+def _value(value: Any, api: str, what: str) -> int:
+    """A bound or condition as an int: a Python int, or a register's value at this point."""
+    if isinstance(value, VirtualRegister):
+        v = value.read(context.user_site())
+        if isinstance(v, float) and not v.is_integer():
+            raise TypeError(f"{api}: the {what} register holds {v!r}, not an integer")
+        return int(v)
     if isinstance(value, bool) or not isinstance(value, int):
         if hasattr(value, "__index__") and not hasattr(value, "alloc"):
             return int(value)
-        raise NotImplementedError(
-            f"{api} with a {what} of type {type(value).__name__} (a register or tensor) is not "
-            "emulated by trncore.sim; pass a Python int"
+        raise TypeError(
+            f"{api}: the {what} must be a Python int or a register (nisa.register_alloc), got "
+            f"{type(value).__name__}"
         )
     return value
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[int], Any], step: int = 1) -> None:
-    """``for i in range(lower, upper, step): body_fun(i)`` (``step`` a positive constant)."""
+    """``for i in range(lower, upper, step): body_fun(i)`` (``step`` a positive constant;
+    ``lower``/``upper`` ints or registers)."""
     if not callable(body_fun):
         raise TypeError(f"nl.fori_loop: body_fun must be callable, got {body_fun!r}")
     if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
         raise ValueError(f"nl.fori_loop: step must be a positive compile-time int, got {step!r}")
-    lo = _static(lower, "nl.fori_loop", "lower bound")
-    hi = _static(upper, "nl.fori_loop", "upper bound")
+    lo = _value(lower, "nl.fori_loop", "lower bound")
+    hi = _value(upper, "nl.fori_loop", "upper bound")
     for i in range(lo, hi, step):
         body_fun(i)
 
 
 def while_loop(init: Any, body_fun: Callable[[Any], Any]) -> None:
-    """``r = init; while r != 0: r = body_fun(r)`` for a constant (int) condition."""
+    """``r = init; while r != 0: r = body_fun(r)``; the condition an int or a register.
+
+    ``body_fun`` receives the condition as given (a register stays a register, so the body can
+    ``register_load`` into it) and returns the next one.
+    """
     if not callable(body_fun):
         raise TypeError(f"nl.while_loop: body_fun must be callable, got {body_fun!r}")
-    r = _static(init, "nl.while_loop", "condition")
+    r = init
     count = 0
-    while r != 0:
+    while _value(r, "nl.while_loop", "condition" if count == 0 else
+                 "condition returned by body_fun") != 0:  # fmt: skip
         if count >= MAX_WHILE_ITERATIONS:
             raise RuntimeError(
                 f"nl.while_loop: the condition was still nonzero after {MAX_WHILE_ITERATIONS} "
                 "iterations (body_fun must return the next condition)"
             )
-        r = _static(body_fun(r), "nl.while_loop", "condition returned by body_fun")
+        r = body_fun(r)
         count += 1

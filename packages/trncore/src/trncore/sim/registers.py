@@ -58,8 +58,13 @@ class VirtualRegister(NKIObject):
         return self.value
 
     def __bool__(self) -> bool:
-        # `while reg:` — the guide's dynamic while loop: runs while the register is non-zero
-        return bool(self.read(context.user_site()))
+        # `while reg:` — the guide's dynamic while loop: runs while the register is non-zero;
+        # deprecated in NKI 0.6.0 (release notes: NKI warns, use nl.while_loop)
+        from trncore.sim import versions
+
+        site = context.user_site()
+        versions.require("while reg:", site)
+        return bool(self.read(site))
 
     def __repr__(self) -> str:
         return f"VirtualRegister({self.value!r})"
