@@ -173,6 +173,44 @@ def store_psum_workaround(a, b):
     return _out(sb)
 
 
+def dynamic_index_arithmetic(a, b):
+    # 0.3.0: the dynamic_range induction variable is a scalar, unusable in offset arithmetic
+    x = nl.load(a)
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    for i in nl.dynamic_range(2):
+        off = i * 12  # ISSUE
+        nl.store(out[:, off : off + 12], value=x[:, off : off + 12])
+    return out
+
+
+def dynamic_index_workaround(a, b):
+    x = nl.load(a)
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(2):
+        off = i * 12
+        nl.store(out[:, off : off + 12], value=x[:, off : off + 12])
+    return out
+
+
+def nested_dynamic(a, b):
+    # 0.4.0-0.6.0: nested dynamic_range loops with a loop-carried value (acc) do not compile
+    x = nl.load(a)
+    acc = nl.zeros(a.shape, a.dtype, buffer=nl.sbuf)
+    for _ in nl.dynamic_range(2):
+        for _ in nl.dynamic_range(3):  # ISSUE
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=x, op=nl.add)
+    return _out(acc)
+
+
+def nested_dynamic_workaround(a, b):
+    x = nl.load(a)
+    acc = nl.zeros(a.shape, a.dtype, buffer=nl.sbuf)
+    for _ in nl.static_range(2):
+        for _ in nl.dynamic_range(3):
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=x, op=nl.add)
+    return _out(acc)
+
+
 def _data(name: str) -> tuple[np.ndarray, np.ndarray]:
     a = rng.uniform(0.5, 4.0, (16, 24)).astype(F32)
     if name == "fmod":
@@ -208,6 +246,10 @@ REFUSED = [
     ("nl-matmul-transpose-x", matmul_no_transpose_x, matmul_workaround, "matmul",
      lambda a, b: a @ b),
     ("nl-store-psum", store_psum, store_psum_workaround, "pos", lambda a, b: np.full_like(a, 3)),
+    ("dynamic-range-index", dynamic_index_arithmetic, dynamic_index_workaround, "pos",
+     lambda a, b: a),
+    ("nested-dynamic-range", nested_dynamic, nested_dynamic_workaround, "pos",
+     lambda a, b: a + a + a + a + a + a),
 ]
 IDS = [k.__name__ for _, k, *_ in REFUSED]
 
@@ -436,3 +478,20 @@ def test_cli_switch(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = module
+
+
+
+def dynamic_index_plain(a, b):
+    # the induction variable used directly, with no arithmetic in the kernel: fine in 0.3.0
+    x = nl.load(a)
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    for i in nl.dynamic_range(a.shape[1]):
+        nl.store(out[:, i], value=x[:, i])
+    return out
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_dynamic_range_index_without_arithmetic_runs(release: str) -> None:
+    a, b = _data("pos")
+    with under(release):
+        np.testing.assert_array_equal(simulate(dynamic_index_plain)(a, b), a)

@@ -168,7 +168,8 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "the induction variable is a scalar, not a register: it cannot be a scalar_offset or "
         "take part in offset arithmetic",
         "nl.affine_range or nl.static_range when offsets come from the loop variable",
-        "not emulated", "nl.dynamic_range is not emulated (raises NotImplementedError)",
+        "refused", "+ - * // % with the induction variable of an nl.dynamic_range loop (its use "
+        "as a .ap(scalar_offset=) is not detected)",
     ),
     KnownIssue(
         "lnc2-control-flow", "LNC=2 kernels", ("0.3.0",),
@@ -205,7 +206,8 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "nested dynamic_range loops with loop-carried values fail to compile (\"Could not "
         "find register\")",
         "avoid nested dynamic loops, or use nl.static_range / nl.affine_range outside",
-        "not emulated", "nl.dynamic_range is not emulated (raises NotImplementedError)",
+        "refused", "an nl.dynamic_range opened inside another's body, with or without "
+        "loop-carried values (stricter than the note: the emulator does not track them)",
     ),
     KnownIssue(
         "reinterpret-cast-vector-select", "NkiTensor.reinterpret_cast + vector_select",

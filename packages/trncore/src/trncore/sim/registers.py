@@ -13,24 +13,29 @@ report from shapes) cannot know those values and raises NotImplementedError.
 Rules checked at the kernel line: ``register_load``/``register_store`` move one 32-bit element
 (a tensor of exactly one element in SBUF or HBM, at most 4 bytes wide); ``register_move`` takes
 an int or a register; ``dynamic_range``'s step is a positive compile-time int; reading a
-register that was never written is an error.
+register that was never written is an error. Two Known Issues of the NKI release notes are
+applied by target release (:mod:`trncore.sim.known_issues`): ``dynamic-range-index`` (0.3.0) and
+``nested-dynamic-range`` (0.4.0-0.6.0).
 """
 
 from __future__ import annotations
 
 import builtins
+import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from trncore.sim import context, dtypes
+from trncore.sim import context, dtypes, known_issues
 from trncore.sim.errors import LanguageError, ShapeError
 from trncore.sim.isa_common import _begin
 from trncore.sim.nki_object import NKIObject
 from trncore.sim.tensor import NkiTensor
 
 __all__ = [
+    "ScalarInduction",
     "VirtualRegister",
     "dynamic_range",
     "register_alloc",
@@ -139,15 +144,88 @@ def register_store(dst: Any, src: Any) -> None:
     ctx.emit("register_store", "sync", site, [], [dst], run, {"bytes": 4})
 
 
+_SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class ScalarInduction(int):
+    """A ``dynamic_range`` induction variable under NKI 0.3.0: a scalar, not a register.
+
+    The 0.3.0 notes list as a Known Issue (``dynamic-range-index``) that it cannot take part in
+    arithmetic computing tile offsets; the arithmetic operators apply that rule at the kernel's
+    line (:func:`trncore.sim.known_issues.check`), then compute as ints. Plain use (a slice
+    bound, a comparison) is unaffected.
+    """
+
+    def _arith(self, other: Any, op: str, fn: Any) -> Any:
+        # only the kernel's own arithmetic; the emulator's slicing code may add to an index
+        if not sys._getframe(2).f_code.co_filename.startswith(_SIM_DIR):
+            known_issues.check("dynamic-range-index", f"the induction variable in '{op}'")
+        return fn(int(self), other)
+
+    def __add__(self, o: Any) -> Any:
+        return self._arith(o, "+", int.__add__)
+
+    def __radd__(self, o: Any) -> Any:
+        return self._arith(o, "+", int.__radd__)
+
+    def __sub__(self, o: Any) -> Any:
+        return self._arith(o, "-", int.__sub__)
+
+    def __rsub__(self, o: Any) -> Any:
+        return self._arith(o, "-", int.__rsub__)
+
+    def __mul__(self, o: Any) -> Any:
+        return self._arith(o, "*", int.__mul__)
+
+    def __rmul__(self, o: Any) -> Any:
+        return self._arith(o, "*", int.__rmul__)
+
+    def __floordiv__(self, o: Any) -> Any:
+        return self._arith(o, "//", int.__floordiv__)
+
+    def __rfloordiv__(self, o: Any) -> Any:
+        return self._arith(o, "//", int.__rfloordiv__)
+
+    def __mod__(self, o: Any) -> Any:
+        return self._arith(o, "%", int.__mod__)
+
+    def __rmod__(self, o: Any) -> Any:
+        return self._arith(o, "%", int.__rmod__)
+
+
+def _loop(lo: int, hi: int, step: int, state: dict[str, Any] | None) -> Iterator[int]:
+    """The iterations, counting this loop as open in ``state`` while its body runs."""
+    scalar = known_issues.listed("dynamic-range-index")
+    if state is not None:
+        state["dynamic_range_depth"] = state.get("dynamic_range_depth", 0) + 1
+    try:
+        for i in builtins.range(lo, hi, step):
+            yield ScalarInduction(i) if scalar else i
+    finally:
+        if state is not None:
+            state["dynamic_range_depth"] -= 1
+
+
 def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[int]:
-    """``nl.dynamic_range``: a device loop whose bounds may be registers; runs eagerly here."""
+    """``nl.dynamic_range``: a device loop whose bounds may be registers; runs eagerly here.
+
+    Known Issues of the NKI release notes applied here (by target release): a loop opened
+    inside another ``dynamic_range``'s body (``nested-dynamic-range``, 0.4.0-0.6.0), and
+    arithmetic on the induction variable (``dynamic-range-index``, 0.3.0; see
+    :class:`ScalarInduction`).
+    """
     site = context.user_site()
     if isinstance(step, VirtualRegister) or isinstance(step, bool) or int(step) <= 0:
         raise LanguageError("dynamic-range-step", f"nl.dynamic_range step must be a positive "
                             f"compile-time int, got {step!r}", site)  # fmt: skip
+    ctx = context.maybe_current()
+    state = ctx.engine_state if ctx is not None else None
+    if state is not None and state.get("dynamic_range_depth", 0) > 0:
+        known_issues.check("nested-dynamic-range", "a dynamic_range inside a dynamic_range "
+                           "body", site)  # fmt: skip
 
     def bound(v: Any) -> int:
         return int(v.read(site)) if isinstance(v, VirtualRegister) else int(v)
 
     lo, hi = (0, bound(start)) if stop is None else (bound(start), bound(stop))
-    return iter(builtins.range(lo, hi, int(step)))
+    return _loop(lo, hi, int(step), state)
