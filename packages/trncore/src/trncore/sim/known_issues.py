@@ -177,8 +177,9 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "wrong results (not enforced at compile time)",
         "none documented; keep register-driven control flow identical on both cores",
         "not emulated",
-        "the emulator has no register-driven (dynamic) control flow; branches on "
-        "nl.program_id are resolved when tracing",
+        "the emulator does not compare the two cores' register-driven loops (dynamic_range, "
+        "while reg:, fori_loop / while_loop on registers); branches on nl.program_id are "
+        "resolved when tracing",
     ),
     KnownIssue(
         "kernel-cache-purity", "nki.jit cache", ("0.3.0",),
