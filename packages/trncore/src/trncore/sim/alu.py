@@ -181,8 +181,8 @@ for _name, _kind, _fn in [
 ]:
     BINARY[_name] = Op(_name, _kind, cast(Callable[..., np.ndarray], _fn))
 
-#: Unary ALU ops usable in tensor_scalar/tensor_tensor with a dummy operand (AWS NKI API Common Fields (NKI
-#: 0.3.0)).
+#: Unary ALU ops usable in tensor_scalar/tensor_tensor with a dummy operand
+#: (AWS NKI API Common Fields (NKI 0.3.0)).
 UNARY_ALU: dict[str, Op] = {}
 
 #: AWS NKI API Common Fields (NKI 0.3.0): ``nl.invert`` is the one unary bitvec op (bitwise NOT of the integer

@@ -1,5 +1,5 @@
-"""Operand checks shared by the ISA instructions (AWS NKI docs, nki.isa; AWS NKI docs, Indexing overview (NKI
-0.3.0); docs/emulator.md, What is checked)."""
+"""Operand checks shared by the ISA instructions (AWS NKI docs, nki.isa; AWS NKI docs, Indexing overview
+(NKI 0.3.0); docs/emulator.md, What is checked)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def as_tensor(x: Any, op: str, what: str, site: Any) -> NkiTensor:
 
 
 def check_partitions(t: NkiTensor, op: str, what: str, site: Any, start_rules: bool) -> None:
-    """AWS NKI docs, Indexing overview (NKI 0.3.0); AWS Trainium/Inferentia2 Architecture Guide for NKI (NKI
-    0.3.0): at most 128 partitions; compute engines obey the start-partition rules."""
+    """AWS NKI docs, Indexing overview (NKI 0.3.0); AWS Trainium/Inferentia2 Architecture Guide for NKI
+    (NKI 0.3.0): at most 128 partitions; compute engines obey the start-partition rules."""
     p = t.partitions
     if p > 128:
         raise PartitionError(

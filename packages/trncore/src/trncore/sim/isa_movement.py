@@ -1,6 +1,6 @@
 """Data movement and fills: ``dma_copy``, ``dma_transpose``, ``tensor_copy``, ``memset``, ``iota``
-(AWS NKI docs, nki.isa.dma_copy, nki.isa.dma_transpose, nki.isa.tensor_copy, nki.isa.memset, nki.isa.iota (NKI
-0.3.0))."""
+(AWS NKI docs, nki.isa.dma_copy, nki.isa.dma_transpose, nki.isa.tensor_copy, nki.isa.memset, nki.isa.iota
+(NKI 0.3.0))."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Further reductions and selections: ``tensor_partition_reduce``, ``tensor_scalar_reduce``,
-``tensor_copy_predicated``, ``bn_stats``, ``bn_aggr``, ``max8`` (AWS NKI docs, nki.isa, NKI 0.3.0: one page
-per instruction)."""
+``tensor_copy_predicated``, ``bn_stats``, ``bn_aggr``, ``max8``
+(AWS NKI docs, nki.isa, NKI 0.3.0: one page per instruction)."""
 
 from __future__ import annotations
 

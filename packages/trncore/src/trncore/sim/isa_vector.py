@@ -1,5 +1,5 @@
-"""Vector / GpSimd instructions: elementwise, reductions, scans and selection (AWS NKI docs, nki.isa, NKI
-0.3.0: one page per instruction)."""
+"""Vector / GpSimd instructions: elementwise, reductions, scans and selection (AWS NKI docs, nki.isa,
+NKI 0.3.0: one page per instruction)."""
 
 from __future__ import annotations
 

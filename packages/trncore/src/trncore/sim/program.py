@@ -172,8 +172,8 @@ class TraceContext:
         """A new tensor (``nl.ndarray`` and friends): records an allocation marker instruction.
 
         On-chip storage of dead tensors is reused; under LNC=2 instance 1 gets instance 0's
-        k-th ``shared_hbm`` allocation, as the instances share that memory (AWS NKI docs, Using Logical Neuron
-        Cores (NKI 0.3.0)).
+        k-th ``shared_hbm`` allocation, as the instances share that memory
+        (AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0)).
         """
         if buffer is SHARED_HBM and self.lnc > 1:
             # AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0): under LNC=2 the instances share
@@ -213,8 +213,8 @@ class TraceContext:
         self.allocs.append(alloc)
         if buffer.on_chip:
             # Recycle the storage once no Python object can name this tensor any more: every
-            # later instruction comes after every use, so replays stay correct (docs/emulator.md, Trace once,
-            # replay many times).
+            # later instruction comes after every use, so replays stay correct
+            # (docs/emulator.md, Trace once, replay many times).
             alloc.on_death = self._recycle
         if buffer is SHARED_HBM and self.lnc > 1:
             self.shared_allocs.append(alloc)

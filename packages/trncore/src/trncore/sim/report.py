@@ -17,8 +17,8 @@ Per-instruction costs (cycles of the engine's clock):
   of SRAM access overhead and a 64-cycle minimum initiation interval (architecture guides, NKI 0.3.0).
 * DMA: ``0.6 µs + bytes / (E · b)`` on each of the E DMA engines the transfer uses (those of its
   SBUF partitions, 8 partitions per engine, all 16 for a full-height tile or HBM→HBM), b the rate
-  of one engine; 0.6 µs is the documented hardware-DGE per-instruction cost (AWS NKI DGE reference, NKI
-  0.3.0), used for every DMA (:mod:`trncore.sim.schedule`).
+  of one engine; 0.6 µs is the documented hardware-DGE per-instruction cost
+  (AWS NKI DGE reference, NKI 0.3.0), used for every DMA (:mod:`trncore.sim.schedule`).
 
 Bounds and schedule: the lower bound is the busiest lane (an engine, or one DMA engine), the upper
 bound the sum of all durations; :func:`trncore.sim.schedule.schedule` places the instructions in

@@ -37,17 +37,17 @@ class TargetRules:
     has_dma_transpose: bool = False
     #: AWS NKI docs, nki.isa.activation (NKI 0.3.0): activation with a scalar (non-tensor) bias only from v3.
     scalar_bias: bool = False
-    #: clocks in Hz (TensorE, VectorE, ScalarE, GpSimd) (AWS Trainium/Inferentia2 and Trainium2 Architecture
-    #: Guides for NKI (NKI 0.3.0)).
+    #: clocks in Hz (TensorE, VectorE, ScalarE, GpSimd)
+    #: (AWS Trainium/Inferentia2 and Trainium2 Architecture Guides for NKI (NKI 0.3.0)).
     tensor_hz: float = 0.0
     vector_hz: float = 0.0
     scalar_hz: float = 0.0
     gpsimd_hz: float = 0.0
-    #: TensorE dense peak, bf16 (fp32 is a quarter) (AWS Trainium/Inferentia2 and Trainium2 Architecture
-    #: Guides for NKI (NKI 0.3.0)).
+    #: TensorE dense peak, bf16 (fp32 is a quarter)
+    #: (AWS Trainium/Inferentia2 and Trainium2 Architecture Guides for NKI (NKI 0.3.0)).
     tensor_peak_bf16: float = 0.0
-    #: fp8 matmul speed-up over bf16 (AWS Trainium/Inferentia2 and Trainium2 Architecture Guides for NKI (NKI
-    #: 0.3.0): v3 streams 4x128 fp8 inputs per cycle, v2 2x128).
+    #: fp8 matmul speed-up over bf16 (AWS Trainium/Inferentia2 and Trainium2 Architecture Guides for NKI
+    #: (NKI 0.3.0): v3 streams 4x128 fp8 inputs per cycle, v2 2x128).
     fp8_speedup: float = 1.0
     #: DMA bandwidth of one NeuronCore's 16 DMA engines, bytes/s (our estimate from the architecture guides;
     #: docs/hardware.md).

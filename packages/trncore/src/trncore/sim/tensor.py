@@ -114,8 +114,8 @@ class Allocation:
 
     @property
     def partition_bytes(self) -> int:
-        """Bytes per partition on chip (``prod(shape[1:]) * itemsize``, AWS NKI tiling overview, NKI
-        0.3.0)."""
+        """Bytes per partition on chip (``prod(shape[1:]) * itemsize``, AWS NKI tiling overview,
+        NKI 0.3.0)."""
         return math.prod(self.shape[1:]) * dtypes.itemsize(self.dtype)
 
     def flat_as(self, dtype: str) -> np.ndarray:
@@ -146,8 +146,9 @@ def _row_major(shape: Sequence[int]) -> list[tuple[int, int]]:
 class NkiTensor:
     """A tensor value: a view of one allocation (the emulator's ``NkiTensor``).
 
-    Python operators on tensors are not part of NKI 0.3.0 (a third-party field report, not confirmed by AWS's
-    NKI docs); reading a tensor's data on the host (``bool(t)``, ``float(t)``, ``np.asarray(t)``) raises
+    Python operators on tensors are not part of NKI 0.3.0
+    (a third-party field report, not confirmed by AWS's NKI docs); reading a tensor's data on the host
+    (``bool(t)``, ``float(t)``, ``np.asarray(t)``) raises
     :class:`HostReadError`, because it would make control flow depend on data, which NKI 0.3.0 kernels cannot
     do.
     """
@@ -316,8 +317,8 @@ class NkiTensor:
 
         SBUF/PSUM data of a partition lives in that partition: a free-dim access past the end of
         a partition's row reads another tensor's memory, not the next partition
-        (AWS NKI tiling overview, NKI 0.3.0), even though the flattened index (AWS NKI Access Patterns deep
-        dive (NKI 0.3.0)) would still be inside the tensor.
+        (AWS NKI tiling overview, NKI 0.3.0), even though the flattened index
+        (AWS NKI Access Patterns deep dive (NKI 0.3.0)) would still be inside the tensor.
         """
         if not self.alloc.buffer.on_chip or not self.dims:
             return ""
@@ -497,8 +498,8 @@ class NkiTensor:
         indirect_dim: int = 0,
         dtype: Any = None,
     ) -> NkiTensor:
-        """An explicit access pattern over the flattened tensor (AWS NKI Access Patterns deep dive (NKI
-        0.3.0))."""
+        """An explicit access pattern over the flattened tensor (AWS NKI Access Patterns deep dive
+        (NKI 0.3.0))."""
         from trncore.sim.dynamic import ScalarOffset, VectorOffset
 
         site = user_site()

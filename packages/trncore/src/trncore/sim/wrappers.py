@@ -398,8 +398,8 @@ def mean(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> 
 
 
 def var(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
-    """Population variance over trailing free axes; always keeps dims (AWS NKI docs, nki.language (NKI
-    0.3.0))."""
+    """Population variance over trailing free axes; always keeps dims (AWS NKI docs, nki.language
+    (NKI 0.3.0))."""
     axes = _reduce_axes(x, axis, "var")
     count = math.prod(x.shape[a] for a in axes)
     flat = (x.partitions, x.free_size // count, count)
