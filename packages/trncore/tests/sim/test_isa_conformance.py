@@ -47,7 +47,7 @@ def _store(t, dtype=None):
 
 def test_dma_copy_roundtrip_and_cast(target: str) -> None:
     def k(x):
-        t = _load(x, nl.bfloat16)  # DMA casts via fp32 (§3.3)
+        t = _load(x, nl.bfloat16)  # DMA casts via fp32 (nki.isa.dma_copy, NKI 0.3.0)
         return _store(t, nl.float32)
 
     x = _f32(64, 100)

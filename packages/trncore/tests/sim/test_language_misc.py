@@ -49,8 +49,8 @@ def test_indexing_semantics(target: str) -> None:
         t = nl.ndarray((4, 6), nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=x[1, nl.ds(2, 4), ...])
         assert x[1].shape == (8, 6) and x[..., 0].shape == (3, 8)
-        # on-chip: an integer on the partition dim keeps a size-1 partition dim (§2.5), and a
-        # view stays at least 2-D: the last free dim is kept at 1 (NKI guide, SDK 2.31)
+        # on-chip: an integer on the partition dim keeps a size-1 partition dim (AWS NKI Indexing overview),
+        # and a view stays at least 2-D: the last free dim is kept at 1 (NKI guide, SDK 2.31)
         assert t[2].shape == (1, 6) and t[:, 3].shape == (4, 1)
         w = nl.ndarray((4, 5, 6), nl.float32, buffer=nl.sbuf)
         assert w[:, 0].shape == (4, 6) and w[:, 0, 2].shape == (4, 1) and w[0, 0, 2].shape == (1, 1)

@@ -1,4 +1,5 @@
-"""Operator tokens and activation functions (§2.9), computed in float32 as the engines do.
+"""Operator tokens and activation functions (AWS NKI API Common Fields (NKI 0.3.0)), computed in float32 as
+the engines do.
 
 Each token is an :class:`Op`: a value passed as ``op=``/``op0=``/``reduce_op=`` to ISA calls and,
 when called, the experimental ``nl.*`` wrapper of the same name (``nl.add(x, y)``).
@@ -149,7 +150,7 @@ def _logical(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
 
 
 def _shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # §2.9: right_shift is a logical shift (on the unsigned bit pattern).
+    # AWS NKI API Common Fields (NKI 0.3.0): right_shift is a logical shift (on the unsigned bit pattern).
     ua = a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.kind == "i" else a
     return (ua >> np.asarray(b).astype(ua.dtype)).view(a.dtype)
 
@@ -180,10 +181,12 @@ for _name, _kind, _fn in [
 ]:
     BINARY[_name] = Op(_name, _kind, cast(Callable[..., np.ndarray], _fn))
 
-#: Unary ALU ops usable in tensor_scalar/tensor_tensor with a dummy operand (§2.9).
+#: Unary ALU ops usable in tensor_scalar/tensor_tensor with a dummy operand
+#: (AWS NKI API Common Fields (NKI 0.3.0)).
 UNARY_ALU: dict[str, Op] = {}
 
-#: §2.9: ``nl.invert`` is the one unary bitvec op (bitwise NOT of the integer bit pattern).
+#: AWS NKI API Common Fields (NKI 0.3.0): ``nl.invert`` is the one unary bitvec op (bitwise NOT of the integer
+#: bit pattern).
 UNARY_BITVEC: dict[str, Op] = {"invert": Op("invert", "bitvec", lambda a: np.invert(a))}
 
 ACTIVATIONS: dict[str, Op] = {}
@@ -222,7 +225,8 @@ for _name, _fn in [
 ]:
     ACTIVATIONS[_name] = Op(_name, "activation", _f(cast(Callable[..., Any], _fn)))
 
-#: §2.9: the functions ``nisa.activation`` accepts; the rest exist only as ``nl.*`` wrappers.
+#: AWS NKI API Common Fields (NKI 0.3.0): the functions ``nisa.activation`` accepts; the rest exist only as
+#: ``nl.*`` wrappers.
 DOCUMENTED_ACTIVATIONS = frozenset(
     "copy square sigmoid relu gelu gelu_dx gelu_apprx_tanh gelu_apprx_sigmoid "
     "gelu_apprx_sigmoid_dx silu silu_dx tanh softplus mish erf erf_dx exp sign abs log sin "
@@ -232,7 +236,8 @@ DOCUMENTED_ACTIVATIONS = frozenset(
 for _name in ("rsqrt", "reciprocal", "abs"):
     UNARY_ALU[_name] = ACTIVATIONS[_name]
 
-#: §2.9 column R: tokens legal as reduction ops, with their NumPy reductions.
+#: AWS NKI API Common Fields (NKI 0.3.0), column R: tokens legal as reduction ops, with their NumPy
+#: reductions.
 REDUCIBLE: dict[str, Callable[..., np.ndarray]] = {
     "add": np.add.reduce,
     "multiply": np.multiply.reduce,

@@ -1,4 +1,5 @@
-"""Operand checks shared by the ISA instructions (§3.0, §2.5, §7.3)."""
+"""Operand checks shared by the ISA instructions (AWS NKI docs, nki.isa; AWS NKI docs, Indexing overview
+(NKI 0.3.0); docs/emulator.md, What is checked)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def as_tensor(x: Any, op: str, what: str, site: Any) -> NkiTensor:
 
 
 def check_partitions(t: NkiTensor, op: str, what: str, site: Any, start_rules: bool) -> None:
-    """§2.5: at most 128 partitions; compute engines obey the start-partition rules."""
+    """AWS NKI docs, Indexing overview (NKI 0.3.0); AWS Trainium/Inferentia2 Architecture Guide for NKI
+    (NKI 0.3.0): at most 128 partitions; compute engines obey the start-partition rules."""
     p = t.partitions
     if p > 128:
         raise PartitionError(
@@ -50,7 +52,8 @@ def check_partitions(t: NkiTensor, op: str, what: str, site: Any, start_rules: b
             raise PartitionError(
                 "start-partition",
                 f"{op} {what} spans {p} partitions starting at partition {start}; a compute "
-                f"engine access of {p} partitions must start at one of {allowed} (§2.5): "
+                f"engine access of {p} partitions must start at one of {allowed} (AWS Trainium/Inferentia2 "
+                f"Architecture Guide for NKI, NKI 0.3.0): "
                 f"{t.describe()}",
                 site,
             )
@@ -95,8 +98,8 @@ def check_compute_operand(
         raise ShapeError("rank", f"{op} {what} must have a partition dim: {t.describe()}", site)
     check_partitions(t, op, what, site, start_rules=True)
     if op != "nc_matmul" and t.free_size > FREE_MAX:
-        # §4.1 [DOC arch v2]: one Vector/Scalar instruction covers at most 64K elements per
-        # partition; larger tiles must be processed in chunks.
+        # AWS Trainium/Inferentia2 Architecture Guide for NKI (NKI 0.3.0): one Vector/Scalar instruction
+        # covers at most 64K elements per partition; larger tiles must be processed in chunks.
         raise ShapeError(
             "free-size-max",
             f"{op} {what} has {t.free_size} elements per partition; one instruction handles at "
@@ -107,7 +110,7 @@ def check_compute_operand(
 
 
 def check_same_layout(a: NkiTensor, b: NkiTensor, op: str, names: str, site: Any) -> None:
-    """§3.0: equal partition count and equal elements per partition."""
+    """AWS NKI docs, nki.isa (NKI 0.3.0): equal partition count and equal elements per partition."""
     if a.partitions != b.partitions or a.free_size != b.free_size:
         raise ShapeError(
             "element-count",
@@ -119,7 +122,8 @@ def check_same_layout(a: NkiTensor, b: NkiTensor, op: str, names: str, site: Any
 
 
 def check_vector_operand(x: Any, data: NkiTensor, op: str, what: str, site: Any) -> Any:
-    """A per-partition scalar: a Python number or a ``(P, 1)`` on-chip tensor (§2.12)."""
+    """A per-partition scalar: a Python number or a ``(P, 1)`` on-chip tensor (AWS NKI docs,
+    nki.isa.tensor_scalar (NKI 0.3.0))."""
     if isinstance(x, NkiTensor):
         check_compute_operand(x, op, what, site)
         if x.partitions != data.partitions or x.free_size != 1:

@@ -1,4 +1,5 @@
-"""NKI dtypes (§2.3) mapped to NumPy storage, and the casts the engines perform (§7.4).
+"""NKI dtypes (AWS NKI API Common Fields (NKI 0.3.0)) mapped to NumPy storage, and the casts the engines
+perform (docs/emulator.md, Numerics).
 
 In NKI 0.3.0 the dtype constants are plain strings (``nl.bfloat16 == "bfloat16"``); the emulator
 keeps that and also accepts NumPy/ml_dtypes dtypes. bfloat16 and fp8 are stored exactly through
@@ -44,7 +45,8 @@ NKI_DTYPES: dict[str, np.dtype] = {
     "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "tfloat32": np.dtype(np.float32),
     "float32": np.dtype(np.float32),
-    # §2.3: nl.float8_e4m3 is the IEEE-like e4m3 (with inf); ml_dtypes >= 0.5 has it.
+    # AWS NKI API Common Fields (NKI 0.3.0): nl.float8_e4m3 is the IEEE-like e4m3 (with inf); ml_dtypes >= 0.5
+    # has it.
     "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
@@ -146,7 +148,7 @@ def _round_tf32(values: np.ndarray) -> np.ndarray:
 
 
 def cast(values: Any, name: str) -> np.ndarray:
-    """Cast computed values to NKI dtype ``name`` the way the engines do (§7.4).
+    """Cast computed values to NKI dtype ``name`` the way the engines do (docs/emulator.md, Numerics).
 
     Floats: round to nearest even (NumPy/ml_dtypes casts). Float to int: round to nearest even and
     saturate at the integer range; NaN becomes 0 (hardware behaviour for NaN is not documented

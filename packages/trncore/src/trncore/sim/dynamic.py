@@ -1,4 +1,5 @@
-"""Dynamic offsets of ``.ap(scalar_offset=..., vector_offset=...)`` (§2.6).
+"""Dynamic offsets of ``.ap(scalar_offset=..., vector_offset=...)`` (AWS NKI Access Patterns deep dive
+(NKI 0.3.0)).
 
 The offset values live in device tensors, so they are read when the instruction executes (on the
 traced run and on every replay), and the bounds of the resulting access are checked then.

@@ -1,10 +1,12 @@
-"""``nki.isa`` (§3): the instructions the emulator executes, each checked against §3 and §7.3.
+"""``nki.isa``: the instructions the emulator executes, each checked against AWS NKI docs, nki.isa
+(NKI 0.3.0) and docs/emulator.md, What is checked.
 
 Every instruction follows one pattern: look up the trace context and the caller's source line,
 check the operands (raising an :class:`~trncore.sim.errors.NkiValidationError` subclass that names
 the rule and the line), build a closure over pre-resolved NumPy views, and hand it to
 ``TraceContext.emit``, which records it (for replay) and runs it. Compute engines work in float32
-and cast to ``dst.dtype`` (§3.0, §7.4); ``dst`` comes first and nothing is returned (§3.0).
+and cast to ``dst.dtype`` (AWS NKI docs, nki.isa, NKI 0.3.0; docs/emulator.md, Numerics); ``dst`` comes first
+and nothing is returned (AWS NKI docs, nki.isa, NKI 0.3.0).
 """
 
 from __future__ import annotations
@@ -94,7 +96,8 @@ __all__ = [
 
 
 def get_nc_version() -> nc_version:
-    """§3.0: the target's NeuronCore generation (gen2 = trn1, gen3 = trn2)."""
+    """AWS NKI docs, nki.isa.get_nc_version (NKI 0.3.0): the target's NeuronCore generation (gen2 = trn1, gen3
+    = trn2)."""
     ctx = maybe_current()
     if ctx is None:
         from trncore.config import current_target

@@ -1,4 +1,4 @@
-"""Enums and helpers shared by the ``nki.isa`` instruction modules (§3.0)."""
+"""Enums and helpers shared by the ``nki.isa`` instruction modules (AWS NKI docs, nki.isa, NKI 0.3.0)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Data movement and fills: ``dma_copy``, ``dma_transpose``, ``tensor_copy``, ``memset``, ``iota``
-(§3.3-§3.5)."""
+(AWS NKI docs, nki.isa.dma_copy, nki.isa.dma_transpose, nki.isa.tensor_copy, nki.isa.memset, nki.isa.iota
+(NKI 0.3.0))."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def dma_copy(
     engine: Any = engine.unknown,
     name: str | None = None,
 ) -> None:
-    """§3.3: ``dst = src`` through a DMA queue; HBM or SBUF on each side, never PSUM (0.3.0)."""
+    """AWS NKI docs, nki.isa.dma_copy (NKI 0.3.0): ``dst = src`` through a DMA queue; HBM or SBUF on each
+    side, never PSUM (0.3.0)."""
     ctx, site = _begin()
     dst = as_tensor(dst, "dma_copy", "dst", site)
     src = as_tensor(src, "dma_copy", "src", site)
@@ -64,7 +66,7 @@ def dma_copy(
             raise BufferError(
                 "dma-indirect-hbm",
                 f"dma_copy {what} with vector_offset must be an HBM tensor "
-                f"(§2.6), got {t.describe()}",
+                f"(AWS NKI Access Patterns deep dive, NKI 0.3.0), got {t.describe()}",
                 site,
             )
     if src.size != dst.size:
@@ -122,7 +124,8 @@ def dma_transpose(
     oob_mode: Any = oob_mode.error,
     name: str | None = None,
 ) -> None:
-    """§3.4: DMA transpose into SBUF (Trainium2+; treated as unavailable on trn1)."""
+    """AWS NKI docs, nki.isa.dma_transpose (NKI 0.3.0): DMA transpose into SBUF (Trainium2+; treated as
+    unavailable on trn1)."""
     ctx, site = _begin()
     dst = as_tensor(dst, "dma_transpose", "dst", site)
     src = as_tensor(src, "dma_transpose", "src", site)
@@ -146,7 +149,11 @@ def dma_transpose(
         raise ShapeError("dma-transpose-rank", f"src must be 2-4 d: {src.describe()}", site)
     perm = tuple(axes) if axes is not None else defaults[src.ndim]
     if perm != defaults[src.ndim]:
-        raise ShapeError("dma-transpose-axes", f"axes {perm} not supported (§3.4)", site)
+        raise ShapeError(
+            "dma-transpose-axes",
+            f"axes {perm} not supported (AWS NKI docs, nki.isa.dma_transpose, NKI 0.3.0)",
+            site,
+        )
     want = tuple(src.shape[a] for a in perm)
     if dst.shape != want:
         raise ShapeError(
@@ -171,7 +178,8 @@ def dma_transpose(
 
 
 def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | None = None) -> None:
-    """§3.5: on-chip copy (the PSUM to SBUF eviction), bit-exact or cast via float32."""
+    """AWS NKI docs, nki.isa.tensor_copy (NKI 0.3.0): on-chip copy (the PSUM to SBUF eviction), bit-exact or
+    cast via float32."""
     ctx, site = _begin()
     dst = check_compute_operand(dst, "tensor_copy", "dst", site)
     src = check_compute_operand(src, "tensor_copy", "src", site)
@@ -265,7 +273,8 @@ def _affine_values(
 def iota(
     dst: Any, pattern: Any, offset: int = 0, channel_multiplier: int = 0, name: str | None = None
 ) -> None:
-    """§3.5: ``offset + c*channel_multiplier + Σ index*step`` in int32, cast to ``dst.dtype``."""
+    """AWS NKI docs, nki.isa.iota (NKI 0.3.0): ``offset + c*channel_multiplier + Σ index*step`` in int32, cast
+    to ``dst.dtype``."""
     ctx, site = _begin()
     dst = check_compute_operand(dst, "iota", "dst", site, buffers=("sbuf",))
     # [INF] the channel index c counts partitions of the access (0 for its first partition).

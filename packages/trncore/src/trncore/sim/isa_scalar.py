@@ -1,4 +1,5 @@
-"""Scalar Engine instructions: ``activation``, ``activation_reduce`` (§3.7)."""
+"""Scalar Engine instructions: ``activation``, ``activation_reduce`` (AWS NKI docs, nki.isa.activation,
+nki.isa.activation_reduce (NKI 0.3.0))."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def activation(
     reduce_cmd: Any = reduce_cmd.idle,
     name: str | None = None,
 ) -> None:
-    """§3.7: ``dst = op(data * scale + bias)`` on ScalarE with the optional row-sum registers."""
+    """AWS NKI docs, nki.isa.activation (NKI 0.3.0): ``dst = op(data * scale + bias)`` on ScalarE with the
+    optional row-sum registers."""
     ctx, site = _begin()
     _activation(
         ctx, site, "activation", dst, op, data, bias, scale, reduce_op, reduce_res, int(reduce_cmd)
@@ -70,7 +72,8 @@ def activation_reduce(
     scale: Any = 1.0,
     name: str | None = None,
 ) -> None:
-    """§3.7: ``activation`` with ``reduce_cmd=reset_reduce`` over all free axes."""
+    """AWS NKI docs, nki.isa.activation_reduce (NKI 0.3.0): ``activation`` with ``reduce_cmd=reset_reduce``
+    over all free axes."""
     ctx, site = _begin()
     if reduce_res is None:
         raise LanguageError("activation-reduce-res", "activation_reduce needs reduce_res", site)
@@ -131,7 +134,7 @@ def _activation(
         reads.append(scale)
     writes = [dst]
     if reduce_op is not None:
-        _op_token(reduce_op, "reduce_op", site, {"add": BINARY["add"]})  # §3.7: nl.add only
+        _op_token(reduce_op, "reduce_op", site, {"add": BINARY["add"]})  # activation_reduce: nl.add only
     if reduce_res is not None:
         reduce_res = check_compute_operand(reduce_res, name, "reduce_res", site)
         if reduce_res.partitions != p or reduce_res.free_size != 1:
@@ -174,7 +177,8 @@ def _activation(
 
 
 def exponential(*args: Any, **kwargs: Any) -> None:
-    """§3.7: NeuronCore-v4 (trn3) only; the emulated targets do not have it."""
+    """AWS NKI docs, nki.isa.exponential (NKI 0.3.0): NeuronCore-v4 (trn3) only; the emulated targets do not
+    have it."""
     ctx, site = _begin()
     raise TargetError(
         "exponential-target",

@@ -12,7 +12,7 @@ Readings chosen where AWS's pages say more in later releases than in 2.29:
   (``i = 7 .. 0``), so the highest duplicate slot gets the first occurrence (SDK 2.32 page);
   a value not present replaces nothing and leaves the sentinel in ``dst_idx``.
 
-Values are compared in fp32, as the engines read their inputs (§3.0).
+Values are compared in fp32, as the engines read their inputs (AWS NKI docs, nki.isa, NKI 0.3.0).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Further reductions and selections: ``tensor_partition_reduce``, ``tensor_scalar_reduce``,
-``tensor_copy_predicated``, ``bn_stats``, ``bn_aggr``, ``max8`` (§3.5, §3.8)."""
+``tensor_copy_predicated``, ``bn_stats``, ``bn_aggr``, ``max8``
+(AWS NKI docs, nki.isa, NKI 0.3.0: one page per instruction)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ _PARTITION_REDUCE = {"add": np.add, "maximum": np.maximum, "bitwise_or": np.bitw
 
 
 def tensor_partition_reduce(dst: Any, op: Any, data: Any, name: str | None = None) -> None:
-    """§3.8: reduce across partitions on GpSimd: ``dst[0, f] = op over p of data[p, f]``."""
+    """AWS NKI docs, nki.isa.tensor_partition_reduce (NKI 0.3.0): reduce across partitions on GpSimd: ``dst[0,
+    f] = op over p of data[p, f]``."""
     ctx, site = _begin()
     data = check_compute_operand(data, "tensor_partition_reduce", "data", site, buffers=("sbuf",))
     dst = check_compute_operand(dst, "tensor_partition_reduce", "dst", site, buffers=("sbuf",))
@@ -70,7 +72,8 @@ def tensor_scalar_reduce(
     reverse0: bool = False,
     name: str | None = None,
 ) -> None:
-    """§3.8: ``dst = data op0 operand0`` and ``reduce_res = reduce_op`` over all free dims."""
+    """AWS NKI docs, nki.isa.tensor_scalar_reduce (NKI 0.3.0): ``dst = data op0 operand0`` and ``reduce_res =
+    reduce_op`` over all free dims."""
     ctx, site = _begin()
     if reverse0:
         raise NotImplementedError("nisa.tensor_scalar_reduce(reverse0=True) (not supported yet)")
@@ -109,7 +112,8 @@ def tensor_scalar_reduce(
 def tensor_copy_predicated(
     dst: Any, src: Any, predicate: Any, reverse_pred: bool = False, name: str | None = None
 ) -> None:
-    """§3.5: copy ``src`` into ``dst`` where ``predicate`` is nonzero (zero if ``reverse_pred``)."""
+    """AWS NKI docs, nki.isa.tensor_copy_predicated (NKI 0.3.0): copy ``src`` into ``dst`` where ``predicate``
+    is nonzero (zero if ``reverse_pred``)."""
     ctx, site = _begin()
     dst = check_compute_operand(dst, "tensor_copy_predicated", "dst", site)
     pred = check_compute_operand(predicate, "tensor_copy_predicated", "predicate", site)
@@ -150,7 +154,8 @@ def tensor_copy_predicated(
 
 
 def bn_stats(dst: Any, data: Any, name: str | None = None) -> None:
-    """§3.8: per partition ``(count, mean, variance*count)`` of the even and of the odd elements.
+    """AWS NKI docs, nki.isa.bn_stats (NKI 0.3.0): per partition ``(count, mean, variance*count)`` of the even
+    and of the odd elements.
 
     [INF] Layout: the even-element triple first, then the odd-element triple; ``bn_aggr``
     combines any number of such 6-value groups. Input free size at most 512.
@@ -181,7 +186,8 @@ def bn_stats(dst: Any, data: Any, name: str | None = None) -> None:
 
 
 def bn_aggr(dst: Any, data: Any, name: str | None = None) -> None:
-    """§3.8: combine ``bn_stats`` groups into ``(mean, variance)`` per partition."""
+    """AWS NKI docs, nki.isa.bn_aggr (NKI 0.3.0): combine ``bn_stats`` groups into ``(mean, variance)`` per
+    partition."""
     ctx, site = _begin()
     data = check_compute_operand(data, "bn_aggr", "data", site)
     dst = check_compute_operand(dst, "bn_aggr", "dst", site)
@@ -203,7 +209,7 @@ def bn_aggr(dst: Any, data: Any, name: str | None = None) -> None:
 
 
 def max8(dst: Any, src: Any, name: str | None = None) -> None:
-    """§3.8: the 8 largest values of each partition, in descending order."""
+    """AWS NKI docs, nki.isa.max8 (NKI 0.3.0): the 8 largest values of each partition, in descending order."""
     ctx, site = _begin()
     src = check_compute_operand(src, "max8", "src", site)
     dst = check_compute_operand(dst, "max8", "dst", site)

@@ -1,4 +1,5 @@
-"""Tensor Engine instructions: ``nc_matmul`` and ``nc_transpose`` (§3.1, §3.2)."""
+"""Tensor Engine instructions: ``nc_matmul`` and ``nc_transpose`` (AWS NKI docs, nki.isa.nc_matmul,
+nki.isa.nc_transpose (NKI 0.3.0))."""
 
 from __future__ import annotations
 
@@ -48,10 +49,11 @@ def nc_matmul(
     perf_mode: Any = matmul_perf_mode.none,
     name: str | None = None,
 ) -> None:
-    """§3.1: ``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]`` on TensorE, fp32 in PSUM.
+    """AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0): ``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]`` on
+    TensorE, fp32 in PSUM.
 
     ``accumulate``: False overwrites, True adds, None (default) overwrites elements no matmul has
-    written since their last other write and adds elsewhere (§7.5).
+    written since their last other write and adds elsewhere (docs/emulator.md, What is checked).
     """
     ctx, site = _begin()
     rules = ctx.rules
@@ -109,7 +111,7 @@ def nc_matmul(
             f"(NeuronCore-v{rules.nc_version}), got {dst.describe()}",
             site,
         )
-    # §7.5 accumulate bookkeeping: data independent, so decided at trace time.
+    # accumulate bookkeeping (docs/emulator.md, What is checked): data independent, so decided at trace time.
     flags = dst.flags_array()
     if accumulate is None:
         if not flags.any():
@@ -165,7 +167,7 @@ def nc_matmul(
     factor = 4.0 if stat.dtype in wide else 1.0
     fp8 = stat.dtype.startswith("float8") and mov.dtype.startswith("float8")
     if is_stationary_onezero or is_moving_onezero:
-        factor = max(1.0, factor / 2)  # §3.1: 0/1 hint up to 2x for fp32 operands
+        factor = max(1.0, factor / 2)  # nki.isa.nc_matmul, NKI 0.3.0: 0/1 hint up to 2x for fp32 operands
     meta = {"K": k, "M": m, "N": n, "flops": 2 * k * m * n, "factor": factor, "fp8": fp8}
     ctx.emit("nc_matmul", "tensor", site, reads, [dst], run, meta, matmul_write=True)
 
@@ -173,7 +175,8 @@ def nc_matmul(
 def nc_transpose(
     dst: Any, data: Any, engine: Any = engine.unknown, name: str | None = None
 ) -> None:
-    """§3.2: ``dst[f, p] = data[p, f]``; TensorE (SBUF -> PSUM, <=128x128) or VectorE (<=32x32)."""
+    """AWS NKI docs, nki.isa.nc_transpose (NKI 0.3.0): ``dst[f, p] = data[p, f]``; TensorE (SBUF -> PSUM,
+    <=128x128) or VectorE (<=32x32)."""
     ctx, site = _begin()
     data = check_compute_operand(data, "nc_transpose", "data", site)
     dst = check_compute_operand(dst, "nc_transpose", "dst", site)

@@ -1,4 +1,5 @@
-"""Vector / GpSimd instructions: elementwise, reductions, scans and selection (§3.6, §3.8, §3.9)."""
+"""Vector / GpSimd instructions: elementwise, reductions, scans and selection (AWS NKI docs, nki.isa,
+NKI 0.3.0: one page per instruction)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ from trncore.sim.tensor import NkiTensor
 def tensor_tensor(
     dst: Any, data1: Any, data2: Any, op: Any, engine: Any = engine.unknown, name: str | None = None
 ) -> None:
-    """§3.6: ``dst = op(data1, data2)`` elementwise; no broadcasting; not both inputs in PSUM."""
+    """AWS NKI docs, nki.isa.tensor_tensor (NKI 0.3.0): ``dst = op(data1, data2)`` elementwise; no
+    broadcasting; not both inputs in PSUM."""
     ctx, site = _begin()
     d1 = check_compute_operand(data1, "tensor_tensor", "data1", site)
     d2 = check_compute_operand(data2, "tensor_tensor", "data2", site)
@@ -105,7 +107,8 @@ def tensor_tensor(
     )
 
 
-#: §3.6: int32/uint32 tensor_tensor on GpSimd is exact integer arithmetic.
+#: AWS NKI docs, nki.isa.tensor_tensor (NKI 0.3.0): int32/uint32 tensor_tensor on GpSimd is exact integer
+#: arithmetic.
 _INT_EXACT = {
     "add": np.add,
     "subtract": np.subtract,
@@ -118,7 +121,8 @@ _INT_EXACT = {
 def _tensor_scalar_op(token: Op, rev: bool, operand: Any) -> Any:
     fn = token.fn
     if token.name in UNARY_BITVEC or (token.name in UNARY_ALU and token.name not in BINARY):
-        # §2.9: unary ALU ops take a dummy operand; the emulator ignores it [INF, §8].
+        # AWS NKI API Common Fields (NKI 0.3.0): unary ALU ops take a dummy operand; the emulator ignores it
+        # (our reading; the page does not say what the operand does).
         return lambda x: fn(x)
     if rev:
         return lambda x: fn(operand(), x)
@@ -137,7 +141,8 @@ def tensor_scalar(
     engine: Any = engine.unknown,
     name: str | None = None,
 ) -> None:
-    """§3.6: ``dst = (data op0 operand0) op1 operand1``; operands are scalars or (P,1) tensors."""
+    """AWS NKI docs, nki.isa.tensor_scalar (NKI 0.3.0): ``dst = (data op0 operand0) op1 operand1``; operands
+    are scalars or (P,1) tensors."""
     ctx, site = _begin()
     data = check_compute_operand(data, "tensor_scalar", "data", site)
     dst = check_compute_operand(dst, "tensor_scalar", "dst", site)
@@ -228,7 +233,8 @@ def scalar_tensor_tensor(
     reverse1: bool = False,
     name: str | None = None,
 ) -> None:
-    """§3.6: ``dst = (data op0 operand0) op1 operand1``, operand1 a full tile; VectorE."""
+    """AWS NKI docs, nki.isa.scalar_tensor_tensor (NKI 0.3.0): ``dst = (data op0 operand0) op1 operand1``,
+    operand1 a full tile; VectorE."""
     ctx, site = _begin()
     data = check_compute_operand(data, "scalar_tensor_tensor", "data", site)
     dst = check_compute_operand(dst, "scalar_tensor_tensor", "dst", site)
@@ -266,7 +272,7 @@ def scalar_tensor_tensor(
 
 
 def reciprocal(dst: Any, data: Any, name: str | None = None) -> None:
-    """§3.6: ``1/x`` on VectorE in float32."""
+    """AWS NKI docs, nki.isa.reciprocal (NKI 0.3.0): ``1/x`` on VectorE in float32."""
     ctx, site = _begin()
     data = check_compute_operand(data, "reciprocal", "data", site)
     dst = check_compute_operand(dst, "reciprocal", "dst", site)
@@ -289,7 +295,8 @@ def tensor_reduce(
     keepdims: bool = False,
     name: str | None = None,
 ) -> None:
-    """§3.8: reduce trailing contiguous free axes (never the partition axis) on VectorE."""
+    """AWS NKI docs, nki.isa.tensor_reduce (NKI 0.3.0): reduce trailing contiguous free axes (never the
+    partition axis) on VectorE."""
     ctx, site = _begin()
     data = check_compute_operand(data, "tensor_reduce", "data", site)
     dst = check_compute_operand(dst, "tensor_reduce", "dst", site)
@@ -343,7 +350,8 @@ def tensor_tensor_scan(
     reverse1: bool = False,
     name: str | None = None,
 ) -> None:
-    """§3.8: ``res[:,i] = op1(op0(data0[:,i], res[:,i-1]), data1[:,i])`` along the free dim."""
+    """AWS NKI docs, nki.isa.tensor_tensor_scan (NKI 0.3.0): ``res[:,i] = op1(op0(data0[:,i], res[:,i-1]),
+    data1[:,i])`` along the free dim."""
     ctx, site = _begin()
     d0 = check_compute_operand(data0, "tensor_tensor_scan", "data0", site)
     d1 = check_compute_operand(data1, "tensor_tensor_scan", "data1", site)
@@ -392,7 +400,8 @@ def affine_select(
     offset: int = 0,
     name: str | None = None,
 ) -> None:
-    """§3.9: ``dst = on_true_tile where cmp_op(affine value, 0) else on_false_value`` (GpSimd)."""
+    """AWS NKI docs, nki.isa.affine_select (NKI 0.3.0): ``dst = on_true_tile where cmp_op(affine value, 0)
+    else on_false_value`` (GpSimd)."""
     ctx, site = _begin()
     dst = check_compute_operand(dst, "affine_select", "dst", site, buffers=("sbuf",))
     src = check_compute_operand(
@@ -429,7 +438,8 @@ def select_reduce(
     reverse_pred: bool = False,
     name: str | None = None,
 ) -> None:
-    """§3.9: ``np.where(predicate, on_true, on_false)`` on VectorE, optional per-row max."""
+    """AWS NKI docs, nki.isa.select_reduce (NKI 0.3.0): ``np.where(predicate, on_true, on_false)`` on VectorE,
+    optional per-row max."""
     ctx, site = _begin()
     _select(
         ctx,

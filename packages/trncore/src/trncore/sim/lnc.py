@@ -1,10 +1,11 @@
 """LNC=2: the two logical-core instances of a launch, and their exchanges (``sendrecv``,
 ``core_barrier``).
 
-Under ``kernel[2]`` the same body runs once per NeuronCore of the logical core (§1.5). Without
-exchanges the instances are traced one after the other. With them, each instance needs the other
-to have reached the matching point: instance 0 runs in the calling thread and instance 1 in a
-second thread, and a baton lets exactly one run at a time, so the trace stays deterministic.
+Under ``kernel[2]`` the same body runs once per NeuronCore of the logical core
+(AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0)). Without exchanges the instances are traced one after
+the other. With them, each
+instance needs the other to have reached the matching point: instance 0 runs in the calling thread and
+instance 1 in a second thread, and a baton lets exactly one run at a time, so the trace stays deterministic.
 An instance that reaches an exchange before its partner hands the baton over and waits; the
 instance that arrives last performs the exchange (its DMA instructions join the program at that
 point) and carries on. The recorded program therefore replays in the same order.

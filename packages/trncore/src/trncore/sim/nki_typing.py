@@ -1,4 +1,4 @@
-"""``nki.typing`` (§2.11): shape annotations such as ``nt.tensor[128, 512]``.
+"""``nki.typing`` (AWS NKI docs, nki.language (NKI 0.3.0)): shape annotations such as ``nt.tensor[128, 512]``.
 
 Annotations are documentation only; the emulator does not check them.
 """

@@ -1,7 +1,7 @@
 """Trace a kernel once into a flat instruction list, then replay that list on new data.
 
-NKI 0.3.0 specializes every loop and ``if`` at compile time (§1.1) and has no registers in the
-emulated subset, so a kernel's instruction sequence depends only on its key (source, argument
+NKI 0.3.0 specializes every loop and ``if`` at compile time (AWS NKI Language Guide (NKI 0.3.0)) and has no
+registers in the emulated subset, so a kernel's instruction sequence depends only on its key (source, argument
 shapes/dtypes, compile-time parameters, target). The first call runs the Python body: every ISA
 call is checked, turned into a closure over pre-resolved NumPy views of the program's memory,
 executed at once and recorded. Later calls with the same key copy the inputs in and run the
@@ -70,7 +70,8 @@ class Program:
     sbuf_peak: int = 0
     psum_peak: int = 0
     psum_banks_peak: int = 0
-    #: per-engine accumulator registers (§7.6), zeroed at the start of every run
+    #: per-engine accumulator registers (AWS NKI docs, nki.isa.activation (NKI 0.3.0), reduce_cmd), zeroed at
+    #: the start of every run
     registers: list[np.ndarray] = field(default_factory=list)
     #: control flow read device data (register_load): valid only for the traced data, not cached
     data_dependent: bool = False
@@ -171,11 +172,13 @@ class TraceContext:
         """A new tensor (``nl.ndarray`` and friends): records an allocation marker instruction.
 
         On-chip storage of dead tensors is reused; under LNC=2 instance 1 gets instance 0's
-        k-th ``shared_hbm`` allocation, as the instances share that memory (§1.5).
+        k-th ``shared_hbm`` allocation, as the instances share that memory
+        (AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0)).
         """
         if buffer is SHARED_HBM and self.lnc > 1:
-            # §1.5/§7.8: under LNC=2 the instances share shared_hbm; the k-th shared_hbm
-            # allocation of instance 1 is the same tensor as instance 0's k-th.
+            # AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0): under LNC=2 the instances share
+            # shared_hbm; the k-th shared_hbm allocation of instance 1 is the same tensor as instance 0's
+            # k-th.
             k = self.shared_counter
             self.shared_counter += 1
             # (whichever instance gets there first allocates: instances interleave at exchanges)
@@ -210,7 +213,8 @@ class TraceContext:
         self.allocs.append(alloc)
         if buffer.on_chip:
             # Recycle the storage once no Python object can name this tensor any more: every
-            # later instruction comes after every use, so replays stay correct (§2.1 lifetime).
+            # later instruction comes after every use, so replays stay correct
+            # (docs/emulator.md, Trace once, replay many times).
             alloc.on_death = self._recycle
         if buffer is SHARED_HBM and self.lnc > 1:
             self.shared_allocs.append(alloc)
@@ -311,7 +315,7 @@ class TraceContext:
 
     # ------------------------------------------------------------------ end of trace
     def check_capacity(self) -> tuple[int, int, int]:
-        """Sweep allocation lifetimes (allocation to last use, §2.1) for SBUF and PSUM limits."""
+        """Sweep allocation lifetimes (allocation to last use, docs/emulator.md) for SBUF and PSUM limits."""
         rules = self.rules
         peaks = []
         for buffer, limit, unit in (
@@ -438,7 +442,7 @@ def _placed_banks(placed: dict[int, Any], bank_bytes: int) -> int:
 def warn_accumulate_uninitialized(site: Any, label: str) -> None:
     warnings.warn(
         f"nc_matmul(accumulate=True) into PSUM {label} that no matmul wrote: undefined on "
-        f"hardware unless it was zeroed (§3.1) (at {site[0]}:{site[1]})"
+        f"hardware unless it was zeroed (AWS NKI docs, nki.isa.nc_matmul, NKI 0.6.0) (at {site[0]}:{site[1]})"
         if site
         else label,
         stacklevel=3,

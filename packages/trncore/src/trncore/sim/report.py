@@ -1,23 +1,24 @@
 """A cost model of a traced program on trn1/trn2 — a model, not a measurement.
 
 What it does: sums a per-instruction cost for each engine, from the documented engine clocks and
-rates (nki-0.3.md §4.1) and a fixed per-instruction overhead, and reports the per-engine busy time,
-its max (lower bound: perfect overlap of engines) and its sum (upper bound: no overlap).
+rates (AWS Trainium/Inferentia2 and Trainium2 Architecture Guides for NKI (NKI 0.3.0); docs/hardware.md) and a
+fixed per-instruction overhead, and reports the per-engine busy time, its max (lower bound: perfect overlap of
+engines) and its sum (upper bound: no overlap).
 
 Per-instruction costs (cycles of the engine's clock):
 
 * TensorE ``nc_matmul``: ``max(N, 64) * f`` where N is the moving free size (columns streamed),
-  f = 1 for bf16/fp16/tf32, 4 for fp32 (§4.1 "≈¼ of bf16"), 1/2 for fp8 pairs on trn2. A matmul
-  costs its columns however few of the 128 PE rows (K) or columns (M) it uses; the 64-cycle floor
-  is the documented minimum matmul initiation interval. A full 128x128x512 bf16 pass therefore runs
+  f = 1 for bf16/fp16/tf32, 4 for fp32 (architecture guides, NKI 0.3.0: "≈¼ of bf16"), 1/2 for fp8 pairs on
+  trn2. A matmul costs its columns however few of the 128 PE rows (K) or columns (M) it uses; the 64-cycle
+  floor is the documented minimum matmul initiation interval. A full 128x128x512 bf16 pass therefore runs
   at the documented peak (2*128*128 flops per cycle).
 * VectorE / ScalarE / GpSimd: ``60 + max(64, e * F)`` with F elements per partition, e = 2 for
-  ``tensor_tensor``/scans (§3.6 "≈ 2N cycles"), else 1; 60 cycles of SRAM access overhead and a
-  64-cycle minimum initiation interval (§4.1).
+  ``tensor_tensor``/scans (AWS NKI docs, nki.isa.tensor_tensor (NKI 0.3.0): "≈ 2N cycles"), else 1; 60 cycles
+  of SRAM access overhead and a 64-cycle minimum initiation interval (architecture guides, NKI 0.3.0).
 * DMA: ``0.6 µs + bytes / (E · b)`` on each of the E DMA engines the transfer uses (those of its
   SBUF partitions, 8 partitions per engine, all 16 for a full-height tile or HBM→HBM), b the rate
-  of one engine; 0.6 µs is the documented hardware-DGE per-instruction cost (§3.3), used for every
-  DMA (:mod:`trncore.sim.schedule`).
+  of one engine; 0.6 µs is the documented hardware-DGE per-instruction cost
+  (AWS NKI DGE reference, NKI 0.3.0), used for every DMA (:mod:`trncore.sim.schedule`).
 
 Bounds and schedule: the lower bound is the busiest lane (an engine, or one DMA engine), the upper
 bound the sum of all durations; :func:`trncore.sim.schedule.schedule` places the instructions in

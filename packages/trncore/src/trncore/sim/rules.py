@@ -1,7 +1,7 @@
-"""Hardware limits per target, with the source of each number (sections of nki-0.3.md).
+"""Hardware limits per target, with the source of each number (AWS's NKI docs, page and NKI version).
 
 trn1 = NeuronCore-v2, trn2 = NeuronCore-v3. Only what the emulator enforces or the cost model uses
-is listed here; everything else is in ``shared/reference/nki-0.3.md``.
+is listed here; all the per-target figures, with sources, are on docs/hardware.md.
 """
 
 from __future__ import annotations
@@ -17,33 +17,40 @@ class TargetRules:
 
     name: str
     nc_version: int
-    #: §2.5/§4.1: 128 partitions on every on-chip tensor.
+    #: AWS Trainium/Inferentia2 and Trainium2 Architecture Guides for NKI (NKI 0.3.0): 128 partitions on every
+    #: on-chip tensor.
     pmax: int = 128
-    #: §2.8 [KLR] usable SBUF bytes per partition (total minus reserved).
+    #: usable SBUF bytes per partition (total minus reserved; see docs/hardware.md).
     sbuf_bytes: int = 0
-    #: §4.1 [DOC arch v2]: PSUM = 8 banks of 2 KiB per partition (same on v3).
+    #: AWS Trainium/Inferentia2 Architecture Guide for NKI (NKI 0.3.0): PSUM = 8 banks of 2 KiB per partition
+    #: (same on v3).
     psum_bank_bytes: int = 2048
     psum_banks: int = 8
-    #: §3.1: stationary K, M <= 128, moving N <= 512 on v2/v3.
+    #: AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0): stationary K, M <= 128, moving N <= 512 on v2/v3.
     matmul_k: int = 128
     matmul_m: int = 128
     matmul_n: int = 512
-    #: §1.5: LNC=2 only on trn2/trn3.
+    #: AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0): LNC=2 only on trn2/trn3.
     max_lnc: int = 1
-    #: §3.4: dma_transpose is a Trainium2+ feature [INF: unavailable on trn1].
+    #: AWS NKI docs, nki.isa.dma_transpose (NKI 0.3.0): a Trainium2+ feature (our reading: unavailable on
+    #: trn1).
     has_dma_transpose: bool = False
-    #: §3.7: activation with a scalar (non-tensor) bias only from v3.
+    #: AWS NKI docs, nki.isa.activation (NKI 0.3.0): activation with a scalar (non-tensor) bias only from v3.
     scalar_bias: bool = False
-    #: §4.1 clocks in Hz (TensorE, VectorE, ScalarE, GpSimd) [DOC arch v2/v3].
+    #: clocks in Hz (TensorE, VectorE, ScalarE, GpSimd)
+    #: (AWS Trainium/Inferentia2 and Trainium2 Architecture Guides for NKI (NKI 0.3.0)).
     tensor_hz: float = 0.0
     vector_hz: float = 0.0
     scalar_hz: float = 0.0
     gpsimd_hz: float = 0.0
-    #: §4.1 TensorE dense peak, bf16 (fp32 is a quarter) [DOC arch v2/v3].
+    #: TensorE dense peak, bf16 (fp32 is a quarter)
+    #: (AWS Trainium/Inferentia2 and Trainium2 Architecture Guides for NKI (NKI 0.3.0)).
     tensor_peak_bf16: float = 0.0
-    #: fp8 matmul speed-up over bf16 (§4.1: v3 streams 4x128 fp8 inputs per cycle, v2 2x128).
+    #: fp8 matmul speed-up over bf16 (AWS Trainium/Inferentia2 and Trainium2 Architecture Guides for NKI
+    #: (NKI 0.3.0): v3 streams 4x128 fp8 inputs per cycle, v2 2x128).
     fp8_speedup: float = 1.0
-    #: DMA bandwidth of one NeuronCore's 16 DMA engines, bytes/s [INF from §4.1/§4.2].
+    #: DMA bandwidth of one NeuronCore's 16 DMA engines, bytes/s (our estimate from the architecture guides;
+    #: docs/hardware.md).
     dma_bytes_per_s: float = 0.0
 
 
@@ -61,7 +68,7 @@ TARGETS: dict[str, TargetRules] = {
         gpsimd_hz=1.4e9,
         tensor_peak_bf16=92e12,
         fp8_speedup=1.0,
-        # §4.1: 16 DMA engines x ~27 GiB/s each.
+        # AWS Trainium/Inferentia2 Architecture Guide for NKI (NKI 0.3.0): 16 DMA engines x ~27 GiB/s each.
         dma_bytes_per_s=16 * 27 * 2**30,
     ),
     "trn2": TargetRules(
@@ -77,7 +84,8 @@ TARGETS: dict[str, TargetRules] = {
         gpsimd_hz=1.2e9,
         tensor_peak_bf16=79e12,
         fp8_speedup=2.0,
-        # §4.2: 128 DMA engines per chip at 3.5 TB/s -> 16 engines per core [INF].
+        # Trainium2 Architecture Guide for NKI: 128 DMA engines per chip at 3.5 TB/s -> 16 engines
+        # per core (our division; docs/hardware.md).
         dma_bytes_per_s=3.5e12 / 8,
     ),
 }

@@ -200,7 +200,8 @@ def _trace(
     ctx.grid = grid
     ctx.nki_version = release
     truncate = versions.cast_truncates(release)
-    buffer = SHARED_HBM if lnc > 1 else PRIVATE_HBM  # §1.3 step 1
+    # AWS NKI docs, NKI CPU Simulator (NKI 0.3.0), How It Works: inputs in shared_hbm under LNC=2
+    buffer = SHARED_HBM if lnc > 1 else PRIVATE_HBM
     tensors = [ctx.add_input(np.asarray(a), buffer, n) for n, a in zip(names, arrays)]
     body = rebind(fn)
     context.push(ctx)
@@ -365,9 +366,9 @@ def run_kernel(
 ) -> Any:
     """Run ``fn`` on NumPy arguments: trace on the first call of a key, replay afterwards.
 
-    Inputs the kernel wrote are updated in place (as ``nki.simulate`` does, §1.3).
-    ``nki_version`` is the target NKI release (``"0.3"``...``"0.6.0"``; default the current one).
-    ``known_issues``: ``"error"`` / ``"warn"`` / ``"off"`` (see :mod:`trncore.sim.known_issues`).
+    Inputs the kernel wrote are updated in place (as ``nki.simulate`` does, AWS NKI docs, NKI CPU Simulator
+    (NKI 0.3.0)). ``nki_version`` is the target NKI release (``"0.3"``...``"0.6.0"``; default the current
+    one). ``known_issues``: ``"error"`` / ``"warn"`` / ``"off"`` (see :mod:`trncore.sim.known_issues`).
     """
     if known_issues is not None:
         with _issues.mode(known_issues):
@@ -376,7 +377,7 @@ def run_kernel(
         raise LanguageError(
             "nested-kernel-call",
             "a kernel cannot launch another kernel; call the other function directly (it is "
-            "inlined, §1.1)",
+            "inlined, AWS NKI Language Guide, NKI 0.3.0)",
             user_site(),
         )
     prog, arrays, result = get_program(
@@ -439,7 +440,7 @@ class Kernel:
                 "subkernel-jit",
                 f"{self.func.__name__} is an @nki.jit kernel called from inside "
                 "a kernel; sub-kernels must be plain functions (classes must inherit "
-                "nl.NKIObject) (§1.1)",
+                "nl.NKIObject) (AWS NKI Language Guide, NKI 0.3.0)",
                 user_site(),
             )
         return run_kernel(self.func, args, kwargs, lnc=self.grid)

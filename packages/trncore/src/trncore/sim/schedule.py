@@ -22,10 +22,11 @@ of a program on a time line with the report's own per-instruction costs:
   it touches, the previous writers of overlapping bytes have finished (read after write), and for
   a write also the previous readers and writers (write after read, write after write). Byte
   ranges are rectangles — rows (partitions on chip, the first dimension in HBM) by byte columns —
-  over the *storage* a tensor lives in, so a tile whose storage the emulator recycled (§2.1
-  lifetime) waits for the last reader of the tile that held it before: buffer rotation. AWS's
-  spectral-DNS sample measured exactly this wait on trn1 ("DMA issue waits 2.3 to 2.5 us for the
-  previous matmul to release the slot", docs/neuron-rules.md §3 of
+  over the *storage* a tensor lives in, so a tile whose storage the emulator recycled
+  (docs/emulator.md, Trace once, replay many times) waits for the last reader of the tile that held it before:
+  buffer rotation.
+  AWS's spectral-DNS sample measured exactly this wait on trn1 ("DMA issue waits 2.3 to 2.5 us for the
+  previous matmul to release the slot", docs/neuron-rules.md section 3 of
   aws-samples/sample-spectral-dns-on-aws-neuron, NKI 0.6 / SDK 2.32).
 * **Costs.** Those of the report: TensorE ``max(N, 64)·f`` cycles, Vector/Scalar/GpSimd
   ``60 + max(64, e·F)`` cycles, DMA ``0.6 µs + bytes / (E · per-engine bandwidth)`` on each of

@@ -1,11 +1,12 @@
-"""Buffers, allocations and tensor views (§2.1, §2.2, §2.4-§2.6, §7.1).
+"""Buffers, allocations and tensor views (AWS NKI Language Guide (NKI 0.3.0); AWS NKI docs, Indexing overview
+(NKI 0.3.0); AWS NKI Access Patterns deep dive (NKI 0.3.0)).
 
 Every tensor is stored as one flat NumPy array (its *allocation*). A view is an access pattern
 over that flat array: an element offset plus ``(step, num)`` pairs, exactly the ``.ap()`` model of
-§2.6. Slicing, integer indexing, ``nl.ds``, ``...``, ``reshape``, ``view`` and ``ap`` all produce
-such patterns, checked against the allocation's bounds when created (NumPy would clip a slice
-silently; the emulator raises :class:`BoundsError`). A view resolves to a NumPy strided view of the
-storage once, at trace time; replay reuses it.
+the AWS NKI Access Patterns deep dive (NKI 0.3.0). Slicing, integer indexing, ``nl.ds``, ``...``, ``reshape``,
+``view`` and ``ap`` all produce such patterns, checked against the allocation's bounds when created (NumPy
+would clip a slice silently; the emulator raises :class:`BoundsError`). A view resolves to a NumPy strided
+view of the storage once, at trace time; replay reuses it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from trncore.sim.errors import BoundsError, HostReadError, LanguageError, Partit
 
 __all__ = ["SENTINEL_INT", "Allocation", "Buffer", "NkiTensor", "Operand"]
 
-#: §1.3: the vendor simulator fills new integer tensors with 4 (floats with NaN).
+#: AWS NKI docs, NKI CPU Simulator (NKI 0.3.0): the vendor simulator fills new integer tensors with 4 (floats
+#: with NaN).
 SENTINEL_INT = 4
 
 
@@ -91,7 +93,8 @@ class Allocation:
         self.flat = storage.view(np_dtype)
         self._views: dict[str, np.ndarray] = {}
         self.mask = np.zeros(self.size, dtype=bool) if strict else None
-        # §7.5: per-element "written by nc_matmul since the last other write" flags for PSUM.
+        # docs/emulator.md, What is checked: per-element "written by nc_matmul since the last other write"
+        # flags for PSUM.
         self.mm_flags = np.zeros(self.size, dtype=bool) if buffer is PSUM else None
         self.read_since_matmul = False
         self.is_input = False
@@ -111,7 +114,8 @@ class Allocation:
 
     @property
     def partition_bytes(self) -> int:
-        """Bytes per partition on chip (§2.1: ``prod(shape[1:]) * itemsize``)."""
+        """Bytes per partition on chip (``prod(shape[1:]) * itemsize``, AWS NKI tiling overview,
+        NKI 0.3.0)."""
         return math.prod(self.shape[1:]) * dtypes.itemsize(self.dtype)
 
     def flat_as(self, dtype: str) -> np.ndarray:
@@ -142,9 +146,11 @@ def _row_major(shape: Sequence[int]) -> list[tuple[int, int]]:
 class NkiTensor:
     """A tensor value: a view of one allocation (the emulator's ``NkiTensor``).
 
-    Python operators on tensors are not part of NKI 0.3.0 (§1.1 [3P]); reading a tensor's data on
-    the host (``bool(t)``, ``float(t)``, ``np.asarray(t)``) raises :class:`HostReadError`, because
-    it would make control flow depend on data, which NKI 0.3.0 kernels cannot do.
+    Python operators on tensors are not part of NKI 0.3.0
+    (a third-party field report, not confirmed by AWS's NKI docs); reading a tensor's data on the host
+    (``bool(t)``, ``float(t)``, ``np.asarray(t)``) raises
+    :class:`HostReadError`, because it would make control flow depend on data, which NKI 0.3.0 kernels cannot
+    do.
     """
 
     __slots__ = (
@@ -175,10 +181,11 @@ class NkiTensor:
     def whole(cls, alloc: Allocation) -> NkiTensor:
         return cls(alloc, alloc.dtype, 0, _row_major(alloc.shape))
 
-    # ---------------------------------------------------------------- attributes (§2.4)
+    # ---------------------------------------------------------------- attributes (AWS NKI Language Guide)
     @property
     def shape(self) -> tuple[int, ...]:
-        """The view's shape (``t.shape``, §2.4); dim 0 is the partition dim on chip."""
+        """The view's shape (``t.shape``, AWS NKI Language Guide (NKI 0.3.0)); dim 0 is the partition dim on
+        chip."""
         return tuple(n for _, n in self.dims)
 
     @property
@@ -207,7 +214,8 @@ class NkiTensor:
         return self.alloc.name
 
     def get_pattern(self) -> list[list[int]]:
-        """The access pattern as ``[[step, num], ...]`` in elements, outermost dim first (§2.4)."""
+        """The access pattern as ``[[step, num], ...]`` in elements, outermost dim first (AWS NKI Access
+        Patterns deep dive (NKI 0.3.0))."""
         return [[s, n] for s, n in self.dims]
 
     @property
@@ -221,7 +229,8 @@ class NkiTensor:
         return math.prod(n for _, n in self.dims[1:])
 
     def start_partition(self) -> int:
-        """The first partition this on-chip view touches (for the start-partition rules, §2.5)."""
+        """The first partition this on-chip view touches (for the start-partition rules, AWS
+        Trainium/Inferentia2 Architecture Guide for NKI (NKI 0.3.0))."""
         ppe = self._partition_elems()
         return self.offset // ppe if ppe else 0
 
@@ -285,7 +294,7 @@ class NkiTensor:
         self._check_bounds(site)
         self._unchecked = None
 
-    # ---------------------------------------------------------------- indexing (§2.5)
+    # ---------------------------------------------------------------- indexing (AWS NKI Indexing overview)
     def _check_bounds(self, site: Any = None) -> None:
         if self.size == 0:
             return
@@ -307,8 +316,9 @@ class NkiTensor:
         """Why an on-chip access at ``offset`` leaves its partitions' rows ('' when it does not).
 
         SBUF/PSUM data of a partition lives in that partition: a free-dim access past the end of
-        a partition's row reads another tensor's memory, not the next partition (§2.1 layout),
-        even though the flattened index (§2.6) would still be inside the tensor.
+        a partition's row reads another tensor's memory, not the next partition
+        (AWS NKI tiling overview, NKI 0.3.0), even though the flattened index
+        (AWS NKI Access Patterns deep dive (NKI 0.3.0)) would still be inside the tensor.
         """
         if not self.alloc.buffer.on_chip or not self.dims:
             return ""
@@ -377,7 +387,7 @@ class NkiTensor:
                     raise PartitionError(
                         "partition-contiguous",
                         f"partition dim accessed with step {st} on {self.describe()}; partition "
-                        "access must be contiguous (§2.5)",
+                        "access must be contiguous (AWS NKI Indexing overview, NKI 0.3.0)",
                         user_site(),
                     )
                 offset += start * step
@@ -392,7 +402,8 @@ class NkiTensor:
                     )
                 offset += idx * step
                 if axis == 0 and self.on_chip:
-                    # §2.5: an integer on the partition dim of an on-chip tensor keeps a size-1 dim.
+                    # AWS NKI docs, Indexing overview (NKI 0.3.0): an integer on the partition dim of an
+                    # on-chip tensor keeps a size-1 dim.
                     dims.append((step, 1))
                 elif self.on_chip:
                     last_dropped = (step, 1)
@@ -487,7 +498,8 @@ class NkiTensor:
         indirect_dim: int = 0,
         dtype: Any = None,
     ) -> NkiTensor:
-        """An explicit access pattern over the flattened tensor (§2.6)."""
+        """An explicit access pattern over the flattened tensor (AWS NKI Access Patterns deep dive
+        (NKI 0.3.0))."""
         from trncore.sim.dynamic import ScalarOffset, VectorOffset
 
         site = user_site()
@@ -532,7 +544,8 @@ class NkiTensor:
                 raise PartitionError(
                     "ap-partition-step",
                     f"partition step {dims[0][0]} of pattern {pattern} must equal the "
-                    f"{ppe} elements per partition of {self.describe()} (§2.6)",
+                    f"{ppe} elements per partition of {self.describe()} (AWS NKI Access Patterns deep dive, "
+                    "NKI 0.3.0)",
                     site,
                 )
         if dynamic is None:

@@ -1,4 +1,5 @@
-"""The experimental ``nl.*`` compute wrappers of NKI 0.3.0 (§2.10), lowered onto ``nki.isa``.
+"""The experimental ``nl.*`` compute wrappers of NKI 0.3.0 (AWS NKI docs, nki.language (NKI 0.3.0)), lowered
+onto ``nki.isa``.
 
 Each wrapper allocates its result tile (SBUF unless stated) and issues the ISA instructions the
 real wrapper lowers to, so the same checks and costs apply. The Known Issues of the targeted
@@ -81,7 +82,7 @@ def _fill_array(t: NkiTensor, values: np.ndarray) -> None:
 
 
 def _promote(a: str, b: str) -> str:
-    """NKI type promotion (§2.3, Beta-1 table) for two tile dtypes."""
+    """NKI type promotion (AWS NKI API Common Fields, the Beta 1 table) for two tile dtypes."""
     if a == b:
         return a
     fa, fb = dtypes.is_float(a), dtypes.is_float(b)
@@ -338,7 +339,7 @@ def _reduce_axes(x: NkiTensor, axis: Any, what: str) -> tuple[int, ...]:
         raise ShapeError(
             "reduce-axes",
             f"nl.{what} axis {axis} must be the last contiguous free dims of "
-            f"{x.describe()} (§2.10)",
+            f"{x.describe()} (AWS NKI docs, nki.language, NKI 0.3.0)",
             user_site(),
         )
     return axes
@@ -359,32 +360,35 @@ def _reduce(
 
 
 def sum(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
-    """``nl.sum``: sum over the trailing free ``axis`` dims (``tensor_reduce`` add, §2.10)."""
+    """``nl.sum``: sum over the trailing free ``axis`` dims (``tensor_reduce`` add; nki.language)."""
     return _reduce(x, axis, dtype, keepdims, "add", "sum")
 
 
 def max(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
-    """``nl.max``: maximum over the trailing free ``axis`` dims (``tensor_reduce`` maximum, §2.10)."""
+    """``nl.max``: maximum over the trailing free ``axis`` dims (``tensor_reduce`` maximum; nki.language)."""
     return _reduce(x, axis, dtype, keepdims, "maximum", "max")
 
 
 def min(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
-    """``nl.min``: minimum over the trailing free ``axis`` dims (``tensor_reduce`` minimum, §2.10)."""
+    """``nl.min``: minimum over the trailing free ``axis`` dims (``tensor_reduce`` minimum; nki.language)."""
     return _reduce(x, axis, dtype, keepdims, "minimum", "min")
 
 
 def prod(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
-    """``nl.prod``: product over the trailing free ``axis`` dims (``tensor_reduce`` multiply, §2.10)."""
+    """``nl.prod``: product over the trailing free ``axis`` dims (``tensor_reduce`` multiply;
+    nki.language)."""
     return _reduce(x, axis, dtype, keepdims, "multiply", "prod")
 
 
 def all(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
-    """``nl.all``: logical AND over the trailing free ``axis`` dims (``tensor_reduce`` logical_and, §2.10)."""
+    """``nl.all``: logical AND over the trailing free ``axis`` dims (``tensor_reduce`` logical_and;
+    nki.language)."""
     return _reduce(x, axis, dtype, keepdims, "logical_and", "all")
 
 
 def mean(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
-    """``nl.mean``: mean over the trailing free ``axis`` dims: a float32 sum scaled by ``1/count`` (§2.10)."""
+    """``nl.mean``: mean over the trailing free ``axis`` dims: a float32 sum scaled by ``1/count``
+    (nki.language)."""
     axes = _reduce_axes(x, axis, "mean")
     count = math.prod(x.shape[a] for a in axes)
     total = _reduce(x, axis, "float32", keepdims, "add", "mean")
@@ -394,7 +398,8 @@ def mean(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> 
 
 
 def var(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> NkiTensor:
-    """Population variance over trailing free axes; always keeps dims (§2.10)."""
+    """Population variance over trailing free axes; always keeps dims (AWS NKI docs, nki.language
+    (NKI 0.3.0))."""
     axes = _reduce_axes(x, axis, "var")
     count = math.prod(x.shape[a] for a in axes)
     flat = (x.partitions, x.free_size // count, count)
@@ -412,7 +417,8 @@ def var(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> N
 
 # ---------------------------------------------------------------- manipulation
 def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
-    """Broadcast dims of size 1 (same rank); a partition broadcast runs on TensorE (§2.12)."""
+    """Broadcast dims of size 1 (same rank); a partition broadcast runs on TensorE (AWS Trainium/Inferentia2
+    Architecture Guide for NKI (NKI 0.3.0))."""
     ctx, site = current(), user_site()
     shape = tuple(int(s) for s in shape)
     if len(shape) != x.ndim or any(a not in (1, b) for a, b in zip(x.shape, shape)):
