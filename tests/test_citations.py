@@ -4,9 +4,7 @@ Earlier code cited sections (the section sign followed by a number) of a referen
 outside the repository, ``nki-0.3`` plus ``.md``, and paths into a ``shared`` directory next to the
 checkout. A reader of this repository has neither, so no tracked text file may mention them.
 
-The emulator's citations are converted except in six of its modules, which are edited elsewhere at
-the same time; they are excluded below. Shrink ``NOT_YET_CONVERTED`` as they are converted, down to the
-empty tuple.
+Every citation is converted; ``NOT_YET_CONVERTED`` is empty and should stay so.
 """
 
 from __future__ import annotations
@@ -18,14 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Tracked paths (a file, or a directory ending in "/") whose citations are not yet converted.
-NOT_YET_CONVERTED: tuple[str, ...] = (
-    "packages/trncore/src/trncore/sim/isa_dma_compute.py",
-    "packages/trncore/src/trncore/sim/known_issues.py",
-    "packages/trncore/src/trncore/sim/language.py",
-    "packages/trncore/src/trncore/sim/loops.py",
-    "packages/trncore/src/trncore/sim/registers.py",
-    "packages/trncore/src/trncore/sim/versions.py",
-)
+NOT_YET_CONVERTED: tuple[str, ...] = ()
 
 # Spelled so that this file does not match its own patterns.
 FORBIDDEN = re.compile(

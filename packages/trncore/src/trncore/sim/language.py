@@ -1,7 +1,7 @@
-"""``nki.language`` (§2): tensor creation, buffers, dtypes, ranges, indexing helpers, tokens.
+"""``nki.language``: tensor creation, buffers, dtypes, ranges, indexing helpers, tokens.
 
-The experimental compute wrappers of §2.10 (``nl.load``, ``nl.add``, ``nl.sum``, ...) live in
-:mod:`trncore.sim.wrappers` and are re-exported here.
+AWS NKI docs, nki.language (NKI 0.3.0). The experimental compute wrappers of that page
+(``nl.load``, ``nl.add``, ``nl.sum``, ...) live in :mod:`trncore.sim.wrappers` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from trncore.sim.wrappers import __all__ as _wrapper_names
 
 ndarray_type = NkiTensor
 
-# ---------------------------------------------------------------- buffers (§2.2)
+# ---------------------------------------------------------------- buffers (nki.language, NKI 0.3.0)
 sbuf = SBUF
 psum = PSUM
 private_hbm = PRIVATE_HBM
 shared_hbm = SHARED_HBM
-hbm = PRIVATE_HBM  # §2.2: nl.hbm is an alias of nl.private_hbm
+hbm = PRIVATE_HBM  # nl.hbm is an alias of nl.private_hbm (AWS NKI docs, nki.language, NKI 0.3.0)
 
 
 def is_hbm(buffer: Buffer) -> bool:
@@ -57,7 +57,7 @@ def is_on_chip(buffer: Buffer) -> bool:
     return buffer.on_chip
 
 
-# ---------------------------------------------------------------- dtypes (§2.3): plain strings
+# ----------------------------------------------------------- dtypes (nki.language, NKI 0.3.0): plain strings
 bool_ = "bool_"
 int8, int16, int32 = "int8", "int16", "int32"
 uint8, uint16, uint32 = "uint8", "uint16", "uint32"
@@ -68,9 +68,12 @@ float8_e4m3fn_x4, float8_e5m2_x4 = "float8_e4m3fn_x4", "float8_e5m2_x4"
 float4_e2m1fn_x4 = "float4_e2m1fn_x4"
 
 
-# ---------------------------------------------------------------- tile sizes (§2.8)
+# ---------------------------------------------------------------- tile sizes (nki.language.tile_size)
 class _TileSize:
-    """``nl.tile_size`` constants; the SBUF size depends on the target (§2.8 [KLR])."""
+    """``nl.tile_size`` constants; the SBUF size depends on the target.
+
+    AWS NKI docs, nki.language.tile_size (NKI 0.3.0); the SBUF figure: docs/hardware.md.
+    """
 
     pmax = 128
     psum_fmax = 512
@@ -134,7 +137,7 @@ class _TileSize:
 tile_size = _TileSize()
 
 
-# ---------------------------------------------------------------- tensor creation (§2.1)
+# ---------------------------------------------------------------- tensor creation (nki.language, NKI 0.3.0)
 def _shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
@@ -216,7 +219,9 @@ def _allocate(
 def ndarray(
     shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "", address: Any = None
 ) -> NkiTensor:
-    """An uninitialized tensor: NaN (floats) / 4 (integers), like the vendor simulator (§1.3).
+    """An uninitialized tensor: NaN (floats) / 4 (integers), like the vendor simulator.
+
+    AWS NKI docs, NKI CPU Simulator guide (NKI 0.3.0).
 
     ``address`` is checked (PSUM bank alignment) but the emulator allocates every tensor
     independently; overlapping explicit addresses are not modelled.
@@ -234,22 +239,22 @@ def _filled(shape: Any, value: float, dtype: Any, buffer: Any, name: str) -> Nki
 
 
 def zeros(shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
-    """``nl.zeros``: a new zero-filled tensor (default SBUF), lowered to a memset instruction (§2.1)."""
+    """``nl.zeros``: a new zero-filled tensor (default SBUF), lowered to a memset instruction."""
     return _filled(shape, 0.0, dtype, buffer, name)
 
 
 def ones(shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
-    """``nl.ones``: a new tensor filled with 1 (default SBUF), lowered to a memset instruction (§2.1)."""
+    """``nl.ones``: a new tensor filled with 1 (default SBUF), lowered to a memset instruction."""
     return _filled(shape, 1.0, dtype, buffer, name)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
-    """``nl.full``: a new tensor filled with ``fill_value`` cast to ``dtype``, via a memset (§2.1)."""
+    """``nl.full``: a new tensor filled with ``fill_value`` cast to ``dtype``, via a memset."""
     return _filled(shape, float(fill_value), dtype, buffer, name)
 
 
 def zeros_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "") -> NkiTensor:
-    """``nl.zeros_like``: zeros shaped like ``x``; dtype defaults to ``x``'s, buffer to SBUF (§2.1)."""
+    """``nl.zeros_like``: zeros shaped like ``x``; dtype defaults to ``x``'s, buffer to SBUF."""
     return zeros(x.shape, dtype or x.dtype, buffer or SBUF, name)
 
 
@@ -259,7 +264,7 @@ def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = 
 
 
 def shared_identity_matrix(n: int, dtype: Any = "uint8", dst: Any = None) -> NkiTensor:
-    """An ``n x n`` identity matrix in SBUF (§2.1)."""
+    """An ``n x n`` identity matrix in SBUF."""
     t = dst if dst is not None else _allocate((n, n), dtype, SBUF, "identity", "sentinel")
     from trncore.sim.wrappers import _fill_array
 
@@ -303,7 +308,7 @@ def par_dim(*args: Any, **kwargs: Any) -> Any:
     raise NotImplementedError("nl.par_dim (Beta-1 block dimensions) does not exist in NKI 0.3.0")
 
 
-# ---------------------------------------------------------------- loops (§2.7)
+# ---------------------------------------------------------------- loops (nki.language, NKI 0.3.0)
 def static_range(start: int, stop: int | None = None, step: int = 1) -> builtins.range:
     """Fully unrolled at trace time (a Python range)."""
     if stop is None:
@@ -322,7 +327,7 @@ def dynamic_range(*args: Any, **kwargs: Any) -> Any:
     return _dynamic_range(*args, **kwargs)
 
 
-# ---------------------------------------------------------------- indexing helpers (§2.5)
+# -------------------------------------------------------- indexing helpers (AWS NKI docs, Indexing overview)
 def ds(start: int, size: int) -> slice:
     """``nl.ds(start, size)`` = ``start:start+size``."""
     if isinstance(start, NkiTensor) or isinstance(size, NkiTensor):
@@ -331,21 +336,28 @@ def ds(start: int, size: int) -> slice:
 
 
 def spmd_dim(*args: Any, **kwargs: Any) -> Any:
-    """``nl.spmd_dim``: Beta-1 multi-dimensional SPMD grids, absent from NKI 0.3.0 (§1.5); raises."""
+    """``nl.spmd_dim``: Beta-1 multi-dimensional SPMD grids, absent from NKI 0.3.0; raises.
+
+    AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0).
+    """
     raise NotImplementedError(
         "nl.spmd_dim (Beta-1 multi-dimensional SPMD grids) is not in NKI 0.3.0"
     )
 
 
 def arange(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError("nl.arange was removed in Beta 2 (§2.5); use slices or nl.ds")
+    raise NotImplementedError(
+        "nl.arange was removed in Beta 2 (AWS NKI docs, NKI Beta 2 migration guide); use slices or nl.ds"
+    )
 
 
 def mgrid(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError("nl.mgrid was removed in Beta 2 (§2.5); use slices or nl.ds")
+    raise NotImplementedError(
+        "nl.mgrid was removed in Beta 2 (AWS NKI docs, NKI Beta 2 migration guide); use slices or nl.ds"
+    )
 
 
-# ---------------------------------------------------------------- SPMD (§1.5)
+# ----------------------------------------------------------- SPMD (AWS NKI docs, Using Logical Neuron Cores)
 def program_id(axis: int = 0) -> int:
     """``nl.program_id``: this instance's index on ``axis`` of the launch grid (0/1 under LNC=2, else 0)."""
     ctx = _current()
@@ -364,7 +376,7 @@ def program_ndim() -> int:
     return 1 if ctx.grid else 0
 
 
-# ---------------------------------------------------------------- misc (§2.11)
+# ---------------------------------------------------------------- misc (nki.language, NKI 0.3.0)
 @contextlib.contextmanager
 def no_reorder() -> Iterator[None]:
     """Program order is the emulator's only order; nothing to pin."""
@@ -387,7 +399,7 @@ def device_print(print_prefix: str, tensor: NkiTensor) -> None:
     ctx.emit("device_print", "debug", site, [tensor], [], run, {})
 
 
-# ---------------------------------------------------------------- operator tokens (§2.9)
+# ----------------------------------------------------- operator tokens (AWS NKI docs, NKI API Common Fields)
 globals().update(_BIN)
 globals().update(_ACT)
 globals().update(_UBV)
