@@ -6,12 +6,15 @@ active context) raise, as they would on hardware where they only exist inside a 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
+    "ScopedSetting",
     "adopt_thread_state",
     "current",
     "inherited_local",
@@ -39,6 +42,34 @@ def inherited_local() -> threading.local:
     local = threading.local()
     _INHERITED.append(local)
     return local
+
+
+class ScopedSetting:
+    """A per-thread setting made by nested ``with`` blocks: the innermost block's value wins.
+
+    Inherited by a launch's helper threads like :func:`inherited_local`. Used for the target NKI
+    release (``versions.nki_version``) and the known-issues mode (``known_issues.mode``).
+    """
+
+    def __init__(self) -> None:
+        self._local = inherited_local()
+
+    @contextlib.contextmanager
+    def scope(self, value: Any) -> Iterator[Any]:
+        """Inside the block (this thread), :meth:`innermost` is ``value``."""
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        stack.append(value)
+        try:
+            yield value
+        finally:
+            stack.pop()
+
+    def innermost(self) -> Any:
+        """The innermost open block's value, or None outside every block."""
+        stack = getattr(self._local, "stack", None)
+        return stack[-1] if stack else None
 
 
 def thread_state() -> list[dict[str, Any]]:

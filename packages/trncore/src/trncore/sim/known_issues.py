@@ -247,7 +247,7 @@ def listed(rule: str, release: str | None = None) -> bool:
     return (release or target_release()) in issue(rule).releases
 
 
-_state = context.inherited_local()
+_BLOCKS = context.ScopedSetting()  # mode() blocks, per thread
 
 
 @contextlib.contextmanager
@@ -255,23 +255,16 @@ def mode(value: str) -> Iterator[str]:
     """Inside the block, known issues are ``error`` (refused), ``warn`` or ``off``."""
     from trncore.config import check_known_issues_mode
 
-    name = check_known_issues_mode(value, what="known_issues")
-    stack = getattr(_state, "stack", None)
-    if stack is None:
-        stack = _state.stack = []
-    stack.append(name)
-    try:
+    with _BLOCKS.scope(check_known_issues_mode(value, what="known_issues")) as name:
         yield name
-    finally:
-        stack.pop()
 
 
 def current_mode() -> str:
     """The mode now: the innermost :func:`mode` block's (the ``known_issues=`` argument opens one
     around the call), else ``TRNSCI_SIM_KNOWN_ISSUES``'s, else ``error``."""
-    stack = getattr(_state, "stack", None)
-    if stack:
-        return str(stack[-1])
+    block = _BLOCKS.innermost()
+    if block is not None:
+        return str(block)
     from trncore.config import known_issues_setting
 
     return known_issues_setting()

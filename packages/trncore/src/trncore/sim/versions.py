@@ -272,7 +272,7 @@ def change(api: str) -> ApiChange:
 
 
 # ------------------------------------------------------------------------------ the target release
-_state = context.inherited_local()
+_BLOCKS = context.ScopedSetting()  # nki_version() blocks, per thread
 
 
 def resolve(version: str | None) -> str:
@@ -290,9 +290,9 @@ def current() -> str:
     ctx = maybe_current()
     if ctx is not None and getattr(ctx, "nki_version", None):
         return str(ctx.nki_version)
-    stack = getattr(_state, "stack", None)
-    if stack:
-        return str(stack[-1])
+    block = _BLOCKS.innermost()
+    if block is not None:
+        return str(block)
     from trncore.config import nki_version_setting
 
     return nki_version_setting(VERSIONS) or NEWEST
@@ -307,15 +307,8 @@ def nki_version(version: str) -> Iterator[str]:
     """
     from trncore.config import normalize_nki_version
 
-    name = normalize_nki_version(version, VERSIONS, what="nki_version")
-    stack = getattr(_state, "stack", None)
-    if stack is None:
-        stack = _state.stack = []
-    stack.append(name)
-    try:
+    with _BLOCKS.scope(normalize_nki_version(version, VERSIONS, what="nki_version")) as name:
         yield name
-    finally:
-        stack.pop()
 
 
 def cast_truncates(version: str) -> bool:
