@@ -293,16 +293,29 @@ def r2c_along(
     return (half.conj().resolve_conj() if inverse else half).movedim(-1, dim)
 
 
-def rfft_driver(
-    ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
-) -> torch.Tensor:
-    """NKI-route driver of ``rfft``: the first ``n//2 + 1`` bins of the real input's transform."""
-    x = check_input(input, halves=True)
-    _no_out(out)
-    if x.is_complex() or not _valid_1d(x, n, dim, norm):
-        ctx.caller_error(input, n, dim, norm)
-    length = x.shape[dim] if n is None else n
-    return r2c_along(ctx, _resize(x, dim, length), dim, length, _scale(length, norm, False), False)
+def _r2c_driver(inverse: bool, name: str) -> Any:
+    def driver(
+        ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
+    ) -> torch.Tensor:
+        x = check_input(input, halves=True)
+        _no_out(out)
+        if x.is_complex() or not _valid_1d(x, n, dim, norm):
+            ctx.caller_error(input, n, dim, norm)
+        length = x.shape[dim] if n is None else n
+        return r2c_along(ctx, _resize(x, dim, length), dim, length, _scale(length, norm, inverse), inverse)
+
+    return _named(driver, name)
+
+
+rfft_driver = _r2c_driver(False, "rfft")
+rfft_driver.__doc__ = (
+    "NKI-route driver of ``rfft``: the first ``n//2 + 1`` bins of the real input's transform."
+)
+# ihfft(x) = conj(rfft(x)) / n: the same half spectrum, conjugated (r2c_along's inverse flag).
+ihfft_driver = _r2c_driver(True, "ihfft")
+ihfft_driver.__doc__ = (
+    "NKI-route driver of ``ihfft``: the first ``n//2 + 1`` bins of the real input's inverse transform."
+)
 
 
 def c2r_along(
@@ -357,18 +370,6 @@ irfft_driver.__doc__ = "NKI-route driver of ``irfft``: the real inverse transfor
 # hfft(a) = n irfft(conj a): the forward transform of a's Hermitian completion, which is real.
 hfft_driver = _c2r_driver(False, "hfft")
 hfft_driver.__doc__ = "NKI-route driver of ``hfft``: the real forward transform of a half spectrum."
-
-
-def ihfft_driver(
-    ctx: KernelContext, input: Any, n: Any = None, dim: Any = -1, norm: Any = None, *, out: Any = None
-) -> torch.Tensor:
-    """NKI-route driver of ``ihfft``: the first ``n//2 + 1`` bins of the real input's inverse transform."""
-    x = check_input(input, halves=True)
-    _no_out(out)
-    if x.is_complex() or not _valid_1d(x, n, dim, norm):
-        ctx.caller_error(input, n, dim, norm)
-    length = x.shape[dim] if n is None else n
-    return r2c_along(ctx, _resize(x, dim, length), dim, length, _scale(length, norm, True), True)
 
 
 def _nd_args(
