@@ -1,7 +1,7 @@
 """Backend names and the environment variables that steer the suite: the one reader of the environment.
 
-Outside the emulator (:mod:`trncore.sim`, which reads its own variables), every module of trncore
-and of the libraries takes environment variables from here. Every variable is read when it is
+Every module of trncore (the emulator :mod:`trncore.sim` included) and of the libraries takes
+environment variables from here. Every variable is read when it is
 needed, not at import, so a test or a notebook can change it between calls. A library-specific
 variable (``TRNBLAS_USE_SIMULATOR``) overrides the suite-wide one (``TRNSCI_USE_SIMULATOR``).
 Invalid values raise ``ValueError`` naming the variable and the values it accepts; booleans have
@@ -39,10 +39,12 @@ __all__ = [
     "normalize_nki_version",
     "parse_bool",
     "pjrt_device",
+    "process_environment",
     "read_bool",
     "read_choice",
     "read_library_text",
     "read_text",
+    "read_verbatim",
     "steering_keys",
     "steering_unset",
     "variable_set",
@@ -103,6 +105,17 @@ def read_bool(library: str, suffix: str) -> bool:
 def read_text(name: str, default: str = "") -> str:
     """The variable ``name`` as stripped lower-case text (``default`` when unset or empty)."""
     return os.environ.get(name, "").strip().lower() or default
+
+
+def read_verbatim(name: str, default: str = "") -> str:
+    """The variable ``name`` exactly as set (``default`` when unset): paths and numbers, which the
+    caller parses and validates."""
+    return os.environ.get(name, default)
+
+
+def process_environment() -> dict[str, str]:
+    """A copy of the whole environment, for a child process the caller adjusts and starts."""
+    return dict(os.environ)
 
 
 @contextlib.contextmanager

@@ -14,9 +14,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import os
 from collections.abc import Iterator
 from typing import Any
+
+from trncore import config
 
 __all__ = ["BLAS_THREADS_ENV", "blas_threads"]
 
@@ -53,7 +54,7 @@ def blas_threads() -> Iterator[None]:
         yield
         return
     try:
-        wanted = max(1, int(os.environ.get(BLAS_THREADS_ENV, "1")))
+        wanted = max(1, int(config.read_verbatim(BLAS_THREADS_ENV, "1")))
     except ValueError:
         raise ValueError(f"{BLAS_THREADS_ENV} must be a positive integer") from None
     previous = setter(wanted)

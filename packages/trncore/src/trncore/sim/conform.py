@@ -112,9 +112,9 @@ def select(nodeids: Sequence[tuple[str, bool]], per_test: int) -> list[str]:
 
 
 def _child_env(checkout: Path, results: Path, args: argparse.Namespace) -> dict[str, str]:
-    from trncore.config import TARGET_ENV
+    from trncore.config import TARGET_ENV, process_environment
 
-    env = dict(os.environ)
+    env = process_environment()
     paths = [str(checkout / "src"), str(checkout)]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])

@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from trncore import config
 from trncore.sim.conform_stubs import install_finder
 from trncore.sim.modules import install
 
@@ -100,7 +101,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _write(record: dict[str, Any]) -> None:
-    path = os.environ.get(RESULTS_ENV)
+    path = config.read_verbatim(RESULTS_ENV)
     if not path:
         return
     with open(path, "a", encoding="utf-8") as fh:
@@ -157,7 +158,8 @@ class _Guard:
 
 
 def _limits() -> tuple[float, int]:
-    return float(os.environ.get(TIMEOUT_ENV, "0") or 0), int(os.environ.get(MEMORY_ENV, "0") or 0)
+    timeout, memory = config.read_verbatim(TIMEOUT_ENV, "0"), config.read_verbatim(MEMORY_ENV, "0")
+    return float(timeout or 0), int(memory or 0)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -10,13 +10,13 @@ import collections
 import contextlib
 import functools
 import inspect
-import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from trncore import config
 from trncore.keys import KernelKey
 from trncore.sim import context, dtypes, versions
 from trncore.sim import known_issues as _issues
@@ -63,7 +63,7 @@ _strict_override: list[bool] = []
 def _strict() -> bool:
     if _strict_override:
         return _strict_override[-1]
-    return os.environ.get(STRICT_ENV, "").strip().lower() in ("1", "true", "yes")
+    return config.parse_bool(STRICT_ENV, config.read_verbatim(STRICT_ENV))
 
 
 @contextlib.contextmanager
@@ -94,7 +94,7 @@ def cache_info() -> dict[str, int]:
 
 def _capacity() -> int:
     try:
-        return max(1, int(os.environ.get(CACHE_ENV, "128")))
+        return max(1, int(config.read_verbatim(CACHE_ENV, "128")))
     except ValueError:
         raise ValueError(f"{CACHE_ENV} must be a positive integer") from None
 
