@@ -12,6 +12,8 @@ from typing import Any, cast
 
 import numpy as np
 
+from trncore.sim import hooks
+
 __all__ = [
     "ACTIVATIONS",
     "BINARY",
@@ -35,9 +37,7 @@ class Op:
         self.fn = fn
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from trncore.sim import wrappers
-
-        return wrappers.call_token(self, *args, **kwargs)
+        return hooks.call_token(self, *args, **kwargs)  # the nl wrapper (trncore.sim.wrappers)
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"

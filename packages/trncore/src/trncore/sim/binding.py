@@ -27,17 +27,20 @@ from typing import Any
 
 from trncore import platform
 
-__all__ = ["rebind"]
+__all__ = ["EMULATED", "rebind"]
 
 _memo: dict[int, Callable[..., Any]] = {}
 
+#: Real module name -> emulator module (``"nki.language"`` -> ``nl``). Filled by
+#: :mod:`trncore.sim.modules` when it builds the namespaces (they sit above the runner that
+#: rebinds kernels, so the table is handed down rather than imported).
+EMULATED: dict[str, types.ModuleType] = {}
+
 
 def _emulator_for(value: Any) -> Any:
-    from trncore.sim import modules
-
     if not isinstance(value, types.ModuleType) or getattr(value, "__trncore_emulator__", False):
         return None
-    return modules.EMULATED.get(value.__name__)
+    return EMULATED.get(value.__name__)
 
 
 def _mentions_real_nki(g: dict[str, Any]) -> bool:

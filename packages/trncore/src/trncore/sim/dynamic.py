@@ -13,15 +13,10 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
+from trncore.sim.arrays import strided_view
 from trncore.sim.errors import BoundsError, BufferError, ShapeError
 
 __all__ = ["ScalarOffset", "VectorOffset"]
-
-
-def strided_view(*args: Any) -> np.ndarray:
-    from trncore.sim.tensor import strided_view as view
-
-    return view(*args)
 
 
 def _index_tensor(t: Any, site: Any, what: str) -> None:
@@ -49,9 +44,8 @@ class ScalarOffset:
 
     def check_static(self, view: Any) -> None:
         """Trace-time check: the access with a zero offset must already lie inside the tensor."""
-        from trncore.sim.tensor import NkiTensor
-
-        NkiTensor(view.alloc, view.dtype, view.offset, view.dims)._check_bounds()
+        # the same view without its offset tensor (dynamic sits below trncore.sim.tensor)
+        type(view)(view.alloc, view.dtype, view.offset, view.dims)._check_bounds()
 
     def operand(self, view: Any, site: Any, oob_skip: bool) -> Any:
         """An operand that reads the offset at run time and bounds-checks the shifted access."""

@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import context, dtypes
+from trncore.sim.creation import allocate
 from trncore.sim.errors import DtypeError
+from trncore.sim.tensor import SHARED_HBM
 
 __all__ = ["shared_constant"]
 
@@ -32,8 +34,6 @@ _SUPPORTED = frozenset(
 
 def shared_constant(constant: Any) -> Any:
     """A shared-HBM tensor holding ``constant`` (an array, or the path of a ``.npy`` file)."""
-    from trncore.sim.language import SHARED_HBM, _allocate
-
     site = context.user_site()
     if isinstance(constant, (str, os.PathLike)):
         data = np.load(os.fspath(constant), allow_pickle=False)
@@ -47,7 +47,7 @@ def shared_constant(constant: Any) -> Any:
         raise DtypeError("shared-constant-dtype", f"nl.shared_constant of {data.dtype} data: "
                          f"supported element types are {sorted(_SUPPORTED)}", site)  # fmt: skip
     shape = data.shape if data.ndim else (1,)
-    t = _allocate(shape, name, SHARED_HBM, "shared_constant", "constant")
+    t = allocate(shape, name, SHARED_HBM, "shared_constant", "constant")
     ctx = context.current()
     values = np.ascontiguousarray(data).reshape(shape).astype(dtypes.storage_dtype(name))
     arr = t.array()

@@ -1,8 +1,16 @@
-"""Enums and helpers shared by the ``nki.isa`` instruction modules (AWS NKI docs, nki.isa, NKI 0.3.0)."""
+"""Enums and plumbing shared by the ``nki.isa`` instruction modules (AWS NKI docs, nki.isa, NKI 0.3.0).
+
+The enums (``engine``, ``dge_mode``, ...) are ``nisa`` names, re-exported by :mod:`trncore.sim.isa`
+and :mod:`trncore.sim.isa_constants`. The functions are the emulator's instruction plumbing, used
+by every ``isa_*`` module and by :mod:`trncore.sim.lnc` and :mod:`trncore.sim.registers`; they are
+public here so those modules import them by name, and ``nisa`` (which takes an explicit list of
+names from here) never sees them.
+"""
 
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any
 
 import numpy as np
@@ -15,6 +23,7 @@ from trncore.sim.context import current, user_site
 from trncore.sim.errors import (
     BufferError,
     LanguageError,
+    ShapeError,
 )
 from trncore.sim.tensor import NkiTensor
 
@@ -69,15 +78,18 @@ class nc_version(enum.IntEnum):
     gen4 = 4
 
 
-def _begin() -> tuple[Any, tuple[str, int] | None]:
+def begin() -> tuple[Any, tuple[str, int] | None]:
+    """The active trace context and the kernel's source line: the first step of every instruction."""
     return current(), user_site()
 
 
-def _elementwise_meta(t: NkiTensor, **extra: Any) -> dict[str, Any]:
+def elementwise_meta(t: NkiTensor, **extra: Any) -> dict[str, Any]:
+    """The cost-model fields of an instruction over ``t`` (partitions, free size) plus ``extra``."""
     return {"partitions": t.partitions, "free": t.free_size, **extra}
 
 
-def _writer(dst: NkiTensor, site: Any) -> Any:
+def writer(dst: NkiTensor, site: Any) -> Any:
+    """A function writing float32 results into ``dst``, cast to its dtype (resolved once, at trace)."""
     operand = dst.operand(site)
     name = dst.dtype
     shape = dst.shape
@@ -88,14 +100,16 @@ def _writer(dst: NkiTensor, site: Any) -> Any:
     return write
 
 
-def _pick_engine(requested: Any, default: engine) -> engine:
+def pick_engine(requested: Any, default: engine) -> engine:
+    """The engine an instruction runs on: ``requested`` unless unset or ``engine.unknown``."""
     eng = engine(int(requested)) if requested is not None else engine.unknown
     if eng == engine.unknown:
         eng = default
     return eng
 
 
-def _check_gpsimd_psum(eng: engine, op: str, site: Any, *tensors: NkiTensor) -> None:
+def check_gpsimd_psum(eng: engine, op: str, site: Any, *tensors: NkiTensor) -> None:
+    """GpSimd has no PSUM access: a BufferError at ``site`` when ``eng`` is GpSimd and a tensor is in PSUM."""
     if eng == engine.gpsimd:
         for t in tensors:
             if t.buffer.name == "psum":
@@ -104,7 +118,8 @@ def _check_gpsimd_psum(eng: engine, op: str, site: Any, *tensors: NkiTensor) -> 
                 )
 
 
-def _op_token(op: Any, name: str, site: Any, allowed: dict[str, Op]) -> Op:
+def op_token(op: Any, name: str, site: Any, allowed: dict[str, Op]) -> Op:
+    """The operator token ``op`` if ``allowed`` for parameter ``name``, else a LanguageError at ``site``."""
     if isinstance(op, Op) and op.name in allowed and allowed[op.name] is op:
         return op
     if isinstance(op, Op) and op.name in allowed:
@@ -114,3 +129,26 @@ def _op_token(op: Any, name: str, site: Any, allowed: dict[str, Op]) -> Op:
         f"{name}={op!r} is not legal here; allowed: {', '.join('nl.' + k for k in allowed)}",
         site,
     )
+
+
+def affine_values(
+    pattern: Any, offset: int, cm: int, p: int, free: int, op: str, site: Any, start: int
+) -> np.ndarray:
+    """The int32 values ``offset + (start + c) * cm + sum(index * step)`` of an iota-style
+    ``pattern`` over ``p`` partitions of ``free`` elements (``nisa.iota``, ``nisa.affine_select``);
+    a pattern that does not cover ``free`` is a ShapeError naming ``op``."""
+    dims = [(int(s), int(n)) for s, n in pattern]
+    if math.prod(n for _, n in dims) != free:
+        raise ShapeError(
+            "pattern-size",
+            f"{op} pattern {pattern} covers {math.prod(n for _, n in dims)} "
+            f"elements but dst has {free} per partition",
+            site,
+        )
+    vals = np.zeros([n for _, n in dims] or [1], dtype=np.int64)
+    for axis, (step, num) in enumerate(dims):
+        shape = [1] * len(dims)
+        shape[axis] = num
+        vals = vals + (np.arange(num, dtype=np.int64) * step).reshape(shape)
+    chan = (np.arange(p, dtype=np.int64) + start) * int(cm)
+    return (int(offset) + chan[:, None] + vals.reshape(1, -1)).astype(np.int32)

@@ -18,7 +18,9 @@ from trncore.sim import dtypes
 from trncore.sim.alu import BINARY
 from trncore.sim.checks import as_tensor
 from trncore.sim.errors import BufferError, ShapeError
-from trncore.sim.isa_common import _begin, _op_token, _writer
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import op_token as _op_token
+from trncore.sim.isa_common import writer as _writer
 
 __all__ = ["dma_compute"]
 

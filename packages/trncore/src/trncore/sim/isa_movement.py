@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes
+from trncore.sim import dtypes, hooks
 from trncore.sim.checks import (
     F32,
     as_tensor,
@@ -23,16 +22,13 @@ from trncore.sim.errors import (
     ShapeError,
     TargetError,
 )
-from trncore.sim.isa_common import (
-    _begin,
-    _check_gpsimd_psum,
-    _elementwise_meta,
-    _pick_engine,
-    _writer,
-    dge_mode,
-    engine,
-    oob_mode,
-)
+from trncore.sim.isa_common import affine_values as _affine_values
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
+from trncore.sim.isa_common import dge_mode, engine, oob_mode
+from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import pick_engine as _pick_engine
+from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor
 
 
@@ -250,26 +246,6 @@ def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None 
     ctx.emit("memset", eng.name, site, [], [dst], run, _elementwise_meta(dst))
 
 
-def _affine_values(
-    pattern: Any, offset: int, cm: int, p: int, free: int, op: str, site: Any, start: int
-) -> np.ndarray:
-    dims = [(int(s), int(n)) for s, n in pattern]
-    if math.prod(n for _, n in dims) != free:
-        raise ShapeError(
-            "pattern-size",
-            f"{op} pattern {pattern} covers {math.prod(n for _, n in dims)} "
-            f"elements but dst has {free} per partition",
-            site,
-        )
-    vals = np.zeros([n for _, n in dims] or [1], dtype=np.int64)
-    for axis, (step, num) in enumerate(dims):
-        shape = [1] * len(dims)
-        shape[axis] = num
-        vals = vals + (np.arange(num, dtype=np.int64) * step).reshape(shape)
-    chan = (np.arange(p, dtype=np.int64) + start) * int(cm)
-    return (int(offset) + chan[:, None] + vals.reshape(1, -1)).astype(np.int32)
-
-
 def iota(
     dst: Any, pattern: Any, offset: int = 0, channel_multiplier: int = 0, name: str | None = None
 ) -> None:
@@ -288,3 +264,20 @@ def iota(
         d_op.write(filled)
 
     ctx.emit("iota", "gpsimd", site, [], [dst], run, _elementwise_meta(dst))
+
+
+@hooks.write_region.register
+def write_region(dst: NkiTensor, value: Any) -> None:
+    """``dst[...] = value`` (:meth:`trncore.sim.tensor.NkiTensor.__setitem__`): the copy NKI
+    performs, a DMA when either side is in HBM, else ``tensor_copy``; a number is a ``memset``."""
+    if isinstance(value, NkiTensor):
+        if dst.buffer.is_hbm or value.buffer.is_hbm:
+            dma_copy(dst=dst, src=value)
+        else:
+            tensor_copy(dst=dst, src=value)
+    elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        memset(dst=dst, value=value)
+    else:
+        raise TypeError(
+            f"t[...] = value needs an NKI tensor or a number, got {type(value).__name__}"
+        )

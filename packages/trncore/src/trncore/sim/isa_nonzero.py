@@ -15,7 +15,8 @@ import numpy as np
 
 from trncore.sim.checks import check_compute_operand
 from trncore.sim.errors import BufferError, DtypeError, ShapeError, TargetError
-from trncore.sim.isa_common import _begin, _elementwise_meta
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 
 __all__ = ["nonzero_with_count"]
 

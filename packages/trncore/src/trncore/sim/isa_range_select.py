@@ -20,7 +20,11 @@ from trncore.sim import dtypes
 from trncore.sim.alu import BINARY
 from trncore.sim.checks import check_compute_operand, check_same_layout, read_f32
 from trncore.sim.errors import DtypeError, ShapeError, TargetError
-from trncore.sim.isa_common import _begin, _elementwise_meta, _op_token, _writer, reduce_cmd
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import op_token as _op_token
+from trncore.sim.isa_common import reduce_cmd
+from trncore.sim.isa_common import writer as _writer
 
 __all__ = ["range_select"]
 

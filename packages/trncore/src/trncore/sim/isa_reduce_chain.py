@@ -26,8 +26,12 @@ from trncore.sim.checks import (
     scalar_reader,
 )
 from trncore.sim.errors import ShapeError
-from trncore.sim.isa_common import _begin, _elementwise_meta, _op_token, _writer, reduce_cmd
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import op_token as _op_token
+from trncore.sim.isa_common import reduce_cmd
 from trncore.sim.isa_common import reduce_cmd as _ReduceCmd
+from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor
 
 __all__ = ["ACC_KEY", "tensor_scalar_reduce"]

@@ -25,7 +25,9 @@ import numpy as np
 from trncore.sim import dtypes
 from trncore.sim.checks import check_compute_operand, read_f32
 from trncore.sim.errors import BoundsError, DtypeError, PartitionError, ShapeError
-from trncore.sim.isa_common import _begin, _elementwise_meta, _writer
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import writer as _writer
 
 __all__ = ["nc_find_index8", "nc_match_replace8", "nc_stream_shuffle"]
 

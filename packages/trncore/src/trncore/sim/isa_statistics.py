@@ -19,7 +19,10 @@ from trncore.sim.checks import (
     scalar_reader,
 )
 from trncore.sim.errors import BufferError, DtypeError, ShapeError
-from trncore.sim.isa_common import _begin, _elementwise_meta, _op_token, _writer
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import op_token as _op_token
+from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor
 
 __all__ = [

@@ -3,6 +3,7 @@ nki.isa.nc_transpose (NKI 0.3.0))."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -17,12 +18,9 @@ from trncore.sim.errors import (
     DtypeError,
     ShapeError,
 )
-from trncore.sim.isa_common import (
-    _begin,
-    _pick_engine,
-    engine,
-    matmul_perf_mode,
-)
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import engine, matmul_perf_mode
+from trncore.sim.isa_common import pick_engine as _pick_engine
 from trncore.sim.matmul_modes import check_pe_tiling, double_row_dims, is_double_row
 
 _MM_DTYPES = {
@@ -34,6 +32,17 @@ _MM_DTYPES = {
     "tfloat32",
     "float32",
 }
+
+
+def _warn_accumulate_uninitialized(site: Any, label: str) -> None:
+    """Warn (at the kernel's line) of an accumulating matmul into PSUM no matmul wrote yet."""
+    warnings.warn(
+        f"nc_matmul(accumulate=True) into PSUM {label} that no matmul wrote: undefined on "
+        f"hardware unless it was zeroed (AWS NKI docs, nki.isa.nc_matmul, NKI 0.6.0) (at {site[0]}:{site[1]})"
+        if site
+        else label,
+        stacklevel=3,
+    )
 
 
 def nc_matmul(
@@ -132,9 +141,7 @@ def nc_matmul(
     elif accumulate:
         mode = "accumulate"
         if not flags.all() and dst.alloc.init == "sentinel":
-            from trncore.sim.program import warn_accumulate_uninitialized
-
-            warn_accumulate_uninitialized(site, dst.describe())
+            _warn_accumulate_uninitialized(site, dst.describe())
     else:
         mode = "overwrite"
     if mode == "mixed":

@@ -20,7 +20,7 @@ import numpy as np
 
 from trncore.sim.checks import check_compute_operand
 from trncore.sim.errors import DtypeError, ShapeError
-from trncore.sim.isa_common import _begin
+from trncore.sim.isa_common import begin as _begin
 
 __all__ = ["topk"]
 

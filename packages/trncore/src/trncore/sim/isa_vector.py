@@ -31,17 +31,14 @@ from trncore.sim.errors import (
     LanguageError,
     ShapeError,
 )
-from trncore.sim.isa_common import (
-    _begin,
-    _check_gpsimd_psum,
-    _elementwise_meta,
-    _op_token,
-    _pick_engine,
-    _writer,
-    engine,
-    reduce_cmd,
-)
-from trncore.sim.isa_movement import _affine_values
+from trncore.sim.isa_common import affine_values as _affine_values
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
+from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import engine, reduce_cmd
+from trncore.sim.isa_common import op_token as _op_token
+from trncore.sim.isa_common import pick_engine as _pick_engine
+from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor
 
 

@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import math
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes as _dt
 from trncore.sim.alu import ACTIVATIONS as _ACT
 from trncore.sim.alu import BINARY as _BIN
 from trncore.sim.alu import UNARY_BITVEC as _UBV
 from trncore.sim.context import current as _current
 from trncore.sim.context import maybe_current as _maybe_current
 from trncore.sim.context import user_site as _site
-from trncore.sim.errors import CapacityError, LanguageError, PartitionError
+from trncore.sim.creation import allocate as _allocate
+from trncore.sim.creation import fill as _fill
+from trncore.sim.creation import fill_array as _fill_array
+from trncore.sim.errors import LanguageError
 from trncore.sim.nki_object import NKIObject  # noqa: F401  (nl.NKIObject)
 from trncore.sim.tensor import PRIVATE_HBM, PSUM, SBUF, SHARED_HBM, Buffer, NkiTensor
 from trncore.sim.wrappers import *  # noqa: F403 - the experimental nl.* wrappers
@@ -138,84 +139,6 @@ tile_size = _TileSize()
 
 
 # ---------------------------------------------------------------- tensor creation (nki.language, NKI 0.3.0)
-def _shape(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(s) for s in shape)
-
-
-def _allocate(
-    shape: Any, dtype: Any, buffer: Any, name: str, init: Any, address: Any = None
-) -> NkiTensor:
-    ctx = _current()
-    site = _site()
-    if isinstance(buffer, str):
-        raise LanguageError(
-            "buffer-string",
-            f"buffer={buffer!r}: NKI 0.3.0 rejects string buffer names; use "
-            "nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm",
-            site,
-        )
-    if not isinstance(buffer, Buffer):
-        raise TypeError(f"buffer must be nl.sbuf/nl.psum/nl.hbm/nl.shared_hbm, got {buffer!r}")
-    shape = _shape(shape)
-    name_dt = _dt.dtype_name(dtype)
-    if buffer.on_chip:
-        if not shape:
-            raise PartitionError("partition-dim", "on-chip tensors need a partition dim", site)
-        if shape[0] > ctx.rules.pmax:
-            raise PartitionError(
-                "partition-dim-max",
-                f"Size of partition dimension {shape[0]} exceeds architecture limitation of "
-                f"{ctx.rules.pmax}: nl.ndarray({list(shape)}, {name_dt}, buffer={buffer!r})",
-                site,
-            )
-    if buffer is PSUM:
-        per_partition = math.prod(shape[1:]) * _dt.itemsize(name_dt)
-        if per_partition > ctx.rules.psum_bank_bytes:
-            raise CapacityError(
-                "psum-tile-bank",
-                f"PSUM tile {list(shape)} {name_dt} needs {per_partition} bytes per partition; a "
-                f"PSUM tile must fit one {ctx.rules.psum_bank_bytes}-byte bank",
-                site,
-            )
-        if address is not None and int(address[1]) % ctx.rules.psum_bank_bytes:
-            raise CapacityError(
-                "psum-address-bank",
-                f"PSUM address {address} does not start at a 2 KiB bank",
-                site,
-            )
-    tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site)
-    if address is not None and buffer.on_chip:
-        # nl.ndarray address=(partition_offset, free_offset) (NKI 0.3.0): the tile occupies
-        # partitions [offset, offset + shape[0]); SBUF capacity is counted per partition.
-        start = int(address[0])
-        if start < 0 or start + shape[0] > ctx.rules.pmax:
-            raise PartitionError(
-                "address-partition",
-                f"address {tuple(address)} puts {shape[0]} partitions at {start}, past partition "
-                f"{ctx.rules.pmax - 1}",
-                site,
-            )
-        tensor.alloc.partition_start = start
-        if buffer is SBUF:
-            byte = int(address[1])
-            end = byte + math.prod(shape[1:]) * _dt.itemsize(name_dt)
-            if byte < 0 or end > ctx.rules.sbuf_bytes:
-                raise CapacityError(
-                    "address-range",
-                    f"address {tuple(address)} places {list(shape)} {name_dt} at bytes "
-                    f"[{byte}, {end}) of each partition; SBUF has {ctx.rules.sbuf_bytes} on "
-                    f"{ctx.target}",
-                    site,
-                )
-            tensor.alloc.address_bytes = byte
-        elif buffer is PSUM:
-            # explicit PSUM addresses name banks (2 KiB each); tiles sharing one share the bank
-            tensor.alloc.address_bytes = int(address[1])
-    return tensor
-
-
 def ndarray(
     shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "", address: Any = None
 ) -> NkiTensor:
@@ -231,8 +154,6 @@ def ndarray(
 
 def _filled(shape: Any, value: float, dtype: Any, buffer: Any, name: str) -> NkiTensor:
     t = _allocate(shape, dtype, buffer, name, "sentinel")
-    from trncore.sim.wrappers import _fill
-
     _fill(t, value)
     t.alloc.init = value  # replay resets to the same value; marks "initialized" for PSUM
     return t
@@ -266,8 +187,6 @@ def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = 
 def shared_identity_matrix(n: int, dtype: Any = "uint8", dst: Any = None) -> NkiTensor:
     """An ``n x n`` identity matrix in SBUF."""
     t = dst if dst is not None else _allocate((n, n), dtype, SBUF, "identity", "sentinel")
-    from trncore.sim.wrappers import _fill_array
-
     _fill_array(t, np.eye(n, dtype=np.float32))
     return t
 

@@ -30,7 +30,8 @@ import numpy as np
 from trncore.sim import context, dtypes
 from trncore.sim.checks import as_tensor
 from trncore.sim.errors import BufferError, DtypeError, LanguageError, ShapeError, TargetError
-from trncore.sim.isa_common import _begin, dma_engine, engine
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import dma_engine, engine
 from trncore.sim.tensor import SHARED_HBM
 
 __all__ = ["core_barrier", "run_instances", "sendrecv"]

@@ -12,7 +12,7 @@ import importlib.machinery
 import sys
 import types
 
-from trncore.sim import collectives, dtypes, isa_constants, nki_typing
+from trncore.sim import binding, collectives, dtypes, isa_constants, nki_typing
 from trncore.sim import isa as nisa
 from trncore.sim import language as nl
 from trncore.sim.runner import jit, simulate
@@ -62,8 +62,10 @@ for _dtype in dtypes.NKI_DTYPES:
 nki.dtype = nki_dtype  # type: ignore[attr-defined]
 nki.collectives = collectives  # type: ignore[attr-defined]
 
-#: Real module name -> emulator module, used by install() and by kernel rebinding.
-EMULATED: dict[str, types.ModuleType] = {
+#: Real module name -> emulator module, used by install() and by kernel rebinding (the table of
+#: trncore.sim.binding, filled here).
+EMULATED: dict[str, types.ModuleType] = binding.EMULATED
+EMULATED.update({
     "nki": nki,
     "nki.dtype": nki_dtype,
     "nki.collectives": collectives,
@@ -71,7 +73,7 @@ EMULATED: dict[str, types.ModuleType] = {
     "nki.isa": nisa,
     "nki.isa.constants": isa_constants,
     "nki.typing": nki_typing,
-}
+})
 
 _saved: dict[str, object] = {}
 

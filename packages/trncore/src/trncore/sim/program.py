@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import math
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from trncore.sim import context, dtypes
+from trncore.sim import context, dtypes, hooks
+from trncore.sim.accesses import record_access
 from trncore.sim.blas import blas_threads
 from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
 from trncore.sim.rules import TargetRules
-from trncore.sim.schedule import record_access
 from trncore.sim.tensor import (
     PSUM,
     SBUF,
@@ -50,7 +49,7 @@ class Instr:
     site: tuple[str, int] | None
     run: Callable[[], None]
     meta: dict[str, Any] = field(default_factory=dict)
-    #: (reads, writes) as recorded by :func:`trncore.sim.schedule.record_access`, for the schedule
+    #: (reads, writes) as recorded by :func:`trncore.sim.accesses.record_access`, for the schedule
     access: tuple[Any, ...] | None = None
 
 
@@ -128,9 +127,7 @@ class Program:
 
     def report(self) -> Any:
         """The cost report of this program (:func:`trncore.sim.report.program_report`)."""
-        from trncore.sim.report import program_report
-
-        return program_report(self)
+        return hooks.program_report(self)  # the cost model is above: trncore.sim.report
 
     def __len__(self) -> int:
         """The trace size: instructions, not counting allocation markers."""
@@ -437,16 +434,6 @@ def _placed_banks(placed: dict[int, Any], bank_bytes: int) -> int:
         last = (b.address_bytes + max(b.partition_bytes, 1) - 1) // bank_bytes
         banks.update(range(first, last + 1))
     return len(banks)
-
-
-def warn_accumulate_uninitialized(site: Any, label: str) -> None:
-    warnings.warn(
-        f"nc_matmul(accumulate=True) into PSUM {label} that no matmul wrote: undefined on "
-        f"hardware unless it was zeroed (AWS NKI docs, nki.isa.nc_matmul, NKI 0.6.0) (at {site[0]}:{site[1]})"
-        if site
-        else label,
-        stacklevel=3,
-    )
 
 
 def current() -> TraceContext:

@@ -30,7 +30,7 @@ import numpy as np
 
 from trncore.sim import context, dtypes, known_issues
 from trncore.sim.errors import LanguageError, ShapeError
-from trncore.sim.isa_common import _begin
+from trncore.sim.isa_common import begin as _begin
 from trncore.sim.nki_object import NKIObject
 from trncore.sim.tensor import NkiTensor
 

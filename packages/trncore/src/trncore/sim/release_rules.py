@@ -1,9 +1,10 @@
 """Behaviour that changed between NKI releases, applied per target release.
 
 Rows of kind ``behaviour`` in :data:`trncore.sim.versions.CHANGES` whose implementation is not a
-gate: the stable ``nl.copy`` of NKI 0.6.0 and the relaxed HWDGE ``dma_transpose`` shapes of NKI
-0.6.0, and the overlapping-PSUM accumulation fix of 0.6.0's simulator. (The float->int cast fix of
-0.6.0 lives in :mod:`trncore.sim.dtypes` and the runner.)
+gate: whether the stable ``nl.copy`` of NKI 0.6.0 applies, the relaxed HWDGE ``dma_transpose``
+shapes of NKI 0.6.0, and the overlapping-PSUM accumulation fix of 0.6.0's simulator. (The stable
+``nl.copy`` itself is in :mod:`trncore.sim.wrappers`, above the instructions it issues; the
+float->int cast fix of 0.6.0 lives in :mod:`trncore.sim.dtypes` and the runner.)
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from typing import Any
 
 from trncore.sim import versions
 from trncore.sim.errors import ShapeError
-from trncore.sim.tensor import SBUF, NkiTensor
+from trncore.sim.tensor import NkiTensor
 
 __all__ = [
     "check_hwdge_transpose",
     "psum_overlap_accumulates",
-    "stable_copy",
     "stable_copy_applies",
 ]
 
@@ -32,24 +32,6 @@ def psum_overlap_accumulates() -> bool:
 def stable_copy_applies() -> bool:
     """Whether ``nl.copy`` is the stable NKI 0.6.0 form under the target release."""
     return versions.at_least("0.6.0")
-
-
-def stable_copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
-    """``nl.copy`` of NKI 0.6.0 (page ``nki.language.copy``): a new SBUF tile written by a VectorE
-    ``tensor_copy``, bit-exact when the dtypes match, from an SBUF or PSUM tile.
-
-    Earlier releases keep the experimental form (``trncore.sim.wrappers.copy``): ScalarE
-    ``activation(copy)`` through float32 into a tile in ``x``'s buffer (their known issues: lossy
-    for integers above 2^24, no cross-buffer copy).
-    """
-    from trncore.sim import dtypes
-    from trncore.sim.isa_common import engine
-    from trncore.sim.isa_movement import tensor_copy
-    from trncore.sim.language import ndarray
-
-    out = ndarray(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype, buffer=SBUF)
-    tensor_copy(dst=out, src=x, engine=engine.vector)
-    return out
 
 
 def check_hwdge_transpose(src: NkiTensor, site: Any) -> None:

@@ -36,19 +36,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trncore.sim import hooks
 from trncore.sim.program import Program
-from trncore.sim.rules import TargetRules, rules_for
-from trncore.sim.schedule import dma_seconds, schedule
+from trncore.sim.rules import rules_for
+from trncore.sim.schedule import instr_seconds, schedule
 
 __all__ = ["Report", "instr_seconds", "program_report", "report"]
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
-#: SBUF/PSUM access overhead of a compute instruction, ~60 cycles ("Tensor access overhead", NKI
-#: architecture guide, Trainium/Inferentia2 = NeuronCore-v2 page, Neuron SDK 2.29 / NKI 0.3.0).
-_FIXED_CYCLES = 60
-#: Minimum initiation interval, 64 cycles: TensorE ``MM_INIT_LATENCY`` ("max(N, MM_INIT_LATENCY)",
-#: same page, Tensor Engine cost model; fp32 "roughly 4x higher"), also used for the other engines.
-_MIN_II = 64
 
 
 @dataclass
@@ -150,28 +145,7 @@ def _schedule_lines(rep: Report) -> list[str]:
     return lines
 
 
-def instr_seconds(ins: Any, rules: TargetRules) -> float:
-    """Modelled duration of one instruction on its engine (a DMA: on each of its DMA engines)."""
-    meta = ins.meta
-    if ins.engine == "tensor":
-        factor = meta.get("factor", 1.0)
-        if meta.get("fp8"):
-            factor /= rules.fp8_speedup
-        return max(meta.get("N", 1), _MIN_II) * factor / rules.tensor_hz
-    if ins.engine == "dma":
-        return dma_seconds(ins, rules)
-    hz = {"vector": rules.vector_hz, "scalar": rules.scalar_hz, "gpsimd": rules.gpsimd_hz}.get(
-        ins.engine
-    )
-    if hz is None:
-        return 0.0
-    cycles = _FIXED_CYCLES + max(_MIN_II, meta.get("per_elem", 1.0) * meta.get("free", 1))
-    return cycles / hz
-
-
-_instr_seconds = instr_seconds  # the name before the schedule made it public
-
-
+@hooks.program_report.register
 def program_report(prog: Program) -> Report:
     """The cost model applied to ``prog`` (see the module docstring for the model)."""
     rules = rules_for(prog.target)

@@ -59,11 +59,11 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trncore.sim import dtypes
+from trncore.sim.accesses import Access
 from trncore.sim.rules import TargetRules
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ __all__ = [
     "dma_engines",
     "dma_queue",
     "dma_seconds",
-    "record_access",
+    "instr_seconds",
     "schedule",
 ]
 
@@ -92,33 +92,6 @@ PARTITIONS_PER_DMA_ENGINE = 8
 #: Fixed cost of one DMA instruction on each engine it uses: the hardware-DGE figure, "approximately
 #: 600 ns to execute" (NKI DGE deep dive, Neuron SDK 2.29 / NKI 0.3.0); applied to every DMA.
 DMA_FIXED_S = 0.6e-6
-
-# An access as recorded at trace time: (allocation, view dtype or None for "whole allocation",
-# element offset, ((step, num), ...)). Only plain values and the allocation (which the program
-# keeps anyway) are held, so recording never keeps a tile's views alive (storage recycling).
-Access = tuple[Any, Any, int, tuple[tuple[int, int], ...]]
-
-
-def record_access(reads: Sequence[Any], writes: Sequence[Any]) -> tuple[tuple[Access, ...], ...]:
-    """The (reads, writes) accesses of one instruction, for :func:`schedule` (called by emit).
-
-    Operands that are not tensor views (no ``alloc``) carry no memory dependency and are skipped.
-    """
-    reads = [t for t in reads if getattr(t, "alloc", None) is not None]
-    writes = [t for t in writes if getattr(t, "alloc", None) is not None]
-    r = [_access(t) for t in reads]
-    for t in (*reads, *writes):
-        offset = getattr(t, "dynamic", None)
-        if offset is not None and getattr(offset, "tensor", None) is not None:
-            r.append(_access(offset.tensor))  # the offset tensor is read when the instruction runs
-    return tuple(r), tuple(_access(t) for t in writes)
-
-
-def _access(t: Any) -> Access:
-    if getattr(t, "dynamic", None) is not None:
-        return (t.alloc, None, 0, ())
-    return (t.alloc, t.dtype, t.offset, t.dims)
-
 
 # ---------------------------------------------------------------------------------------- costs
 def dma_engines(ins: Instr) -> tuple[int, int]:
@@ -153,6 +126,33 @@ def dma_seconds(ins: Instr, rules: TargetRules) -> float:
     # trn2: the chip's 3.5 TB/s of DMA over 8 cores (Trainium2 architecture page), per engine.
     per_engine = rules.dma_bytes_per_s / DMA_ENGINES
     return DMA_FIXED_S + ins.meta.get("bytes", 0) / ((last - first + 1) * per_engine)
+
+
+#: SBUF/PSUM access overhead of a compute instruction, ~60 cycles ("Tensor access overhead", NKI
+#: architecture guide, Trainium/Inferentia2 = NeuronCore-v2 page, Neuron SDK 2.29 / NKI 0.3.0).
+_FIXED_CYCLES = 60
+#: Minimum initiation interval, 64 cycles: TensorE ``MM_INIT_LATENCY`` ("max(N, MM_INIT_LATENCY)",
+#: same page, Tensor Engine cost model; fp32 "roughly 4x higher"), also used for the other engines.
+_MIN_II = 64
+
+
+def instr_seconds(ins: Any, rules: TargetRules) -> float:
+    """Modelled duration of one instruction on its engine (a DMA: on each of its DMA engines)."""
+    meta = ins.meta
+    if ins.engine == "tensor":
+        factor = meta.get("factor", 1.0)
+        if meta.get("fp8"):
+            factor /= rules.fp8_speedup
+        return max(meta.get("N", 1), _MIN_II) * factor / rules.tensor_hz
+    if ins.engine == "dma":
+        return dma_seconds(ins, rules)
+    hz = {"vector": rules.vector_hz, "scalar": rules.scalar_hz, "gpsimd": rules.gpsimd_hz}.get(
+        ins.engine
+    )
+    if hz is None:
+        return 0.0
+    cycles = _FIXED_CYCLES + max(_MIN_II, meta.get("per_elem", 1.0) * meta.get("free", 1))
+    return cycles / hz
 
 
 def _row_bytes(alloc: Any) -> int:
@@ -346,7 +346,6 @@ def schedule(prog: Program, rules: TargetRules | None = None) -> Schedule:
     instruction with the earliest ready time, starts it then (a DMA at the first time all its DMA
     engines are free for its duration), and releases its successors.
     """
-    from trncore.sim.report import instr_seconds
     from trncore.sim.rules import rules_for
 
     rules = rules or rules_for(prog.target)

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes
+from trncore.sim import dtypes, hooks
+from trncore.sim.arrays import strided_view
 from trncore.sim.context import user_site
 from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError
 
@@ -422,20 +423,7 @@ class NkiTensor:
         write is the copy NKI performs: a DMA when either side is in HBM, else ``tensor_copy``; a
         number fills the region (``memset``). Every rule of those instructions applies at this line.
         """
-        from trncore.sim import isa_movement as mv  # tensor is below the ISA modules
-
-        dst = self[key]
-        if isinstance(value, NkiTensor):
-            if dst.buffer.is_hbm or value.buffer.is_hbm:
-                mv.dma_copy(dst=dst, src=value)
-            else:
-                mv.tensor_copy(dst=dst, src=value)
-        elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-            mv.memset(dst=dst, value=value)
-        else:
-            raise TypeError(
-                f"t[...] = value needs an NKI tensor or a number, got {type(value).__name__}"
-            )
+        hooks.write_region(self[key], value)  # the instruction lives above: isa_movement
 
     # ---------------------------------------------------------------- reshape / view / ap
     def _contiguous(self) -> bool:
@@ -614,24 +602,6 @@ class NkiTensor:
         return bool(self._no_operator(other))
 
     __hash__ = object.__hash__
-
-
-def strided_view(
-    flat: np.ndarray, offset: int, shape: Sequence[int], steps: Sequence[int]
-) -> np.ndarray:
-    """A writable strided view of a contiguous 1-D array (steps in elements, all >= 0).
-
-    Built with the ndarray constructor rather than ``as_strided``, which cannot carry
-    ml_dtypes' bfloat16/fp8 dtypes through the array interface.
-    """
-    item = flat.itemsize
-    return np.ndarray(
-        tuple(shape),
-        dtype=flat.dtype,
-        buffer=flat,
-        offset=offset * item,
-        strides=tuple(s * item for s in steps),
-    )
 
 
 def _static_int(value: Any, what: str) -> int:

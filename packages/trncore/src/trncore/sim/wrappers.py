@@ -14,11 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes, known_issues
+from trncore.sim import dtypes, hooks, known_issues
 from trncore.sim import isa as nisa
 from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
 from trncore.sim.checks import F32
 from trncore.sim.context import current, user_site
+from trncore.sim.creation import allocate
 from trncore.sim.errors import LanguageError, ShapeError
 from trncore.sim.tensor import PSUM, SBUF, NkiTensor
 
@@ -49,36 +50,8 @@ __all__ = [
 
 
 def _new(shape: Any, dtype: str, buffer: Any = SBUF) -> NkiTensor:
-    from trncore.sim.language import ndarray
-
-    return ndarray(tuple(shape), dtype, buffer=buffer)
-
-
-def _fill(t: NkiTensor, value: float) -> None:
-    """nl.zeros/ones/full lower to a memset (GpSimd for SBUF, Vector for PSUM)."""
-    ctx, site = current(), user_site()
-    filled = dtypes.cast(np.full(t.shape, value, dtype=np.float32), t.dtype)
-    arr = t.array()
-
-    def run() -> None:
-        arr[...] = filled
-
-    ctx.emit(
-        "memset", "vector", site, [], [t], run, {"partitions": t.partitions, "free": t.free_size}
-    )
-
-
-def _fill_array(t: NkiTensor, values: np.ndarray) -> None:
-    ctx, site = current(), user_site()
-    filled = dtypes.cast(values.reshape(t.shape), t.dtype)
-    arr = t.array()
-
-    def run() -> None:
-        arr[...] = filled
-
-    ctx.emit(
-        "iota", "gpsimd", site, [], [t], run, {"partitions": t.partitions, "free": t.free_size}
-    )
+    """A new uninitialized result tile, as ``nl.ndarray(shape, dtype, buffer=buffer)``."""
+    return allocate(tuple(shape), dtype, buffer, "", "sentinel")
 
 
 def _promote(a: str, b: str) -> str:
@@ -148,18 +121,29 @@ def copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
 
     Up to 0.5.0 a new tile in ``x``'s buffer through ``activation(op=nl.copy)`` (the Scalar
     Engine's float32 path, lossy for large integers); from 0.6.0 the stable form
-    (:func:`trncore.sim.release_rules.stable_copy`: a VectorE copy onto SBUF, bit-exact).
+    (:func:`_stable_copy`: a VectorE copy onto SBUF, bit-exact).
     """
-    from trncore.sim import release_rules
-
     if not known_issues.listed("nl-copy-fp32"):
-        return release_rules.stable_copy(x, dtype)
+        return _stable_copy(x, dtype)
     out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype, x.buffer)
     nisa.activation(dst=out, op=ACTIVATIONS["copy"], data=x)
     return out
 
 
 # ---------------------------------------------------------------- TensorE
+def _stable_copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
+    """``nl.copy`` of NKI 0.6.0 (page ``nki.language.copy``): a new SBUF tile written by a VectorE
+    ``tensor_copy``, bit-exact when the dtypes match, from an SBUF or PSUM tile.
+
+    Earlier releases keep the experimental form (:func:`copy`): ScalarE ``activation(copy)``
+    through float32 into a tile in ``x``'s buffer (their known issues: lossy for integers above
+    2^24, no cross-buffer copy).
+    """
+    out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype, SBUF)
+    nisa.tensor_copy(dst=out, src=x, engine=nisa.engine.vector)
+    return out
+
+
 def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False) -> NkiTensor:
     """``x.T @ y`` into a new float32 PSUM tile. Without ``transpose_x=True`` a known issue of
     every release (``nl-matmul-transpose-x``); computed as ``x @ y`` when the mode allows."""
@@ -182,6 +166,7 @@ def transpose(x: NkiTensor, dtype: Any = None) -> NkiTensor:
 
 
 # ---------------------------------------------------------------- elementwise
+@hooks.call_token.register
 def call_token(op: Op, *args: Any, **kwargs: Any) -> NkiTensor:
     """``nl.<token>(...)`` called as a function: the experimental wrapper of that name."""
     if op.name == "copy":

@@ -1,0 +1,41 @@
+"""The memory accesses of one instruction, recorded when it is traced (for the schedule).
+
+:meth:`trncore.sim.program.TraceContext.emit` records each instruction's reads and writes here;
+:func:`trncore.sim.schedule.schedule` later derives the instruction's dependencies (RAW, WAR, WAW)
+from them. The recording sits below the program so that the program does not import the schedule
+that analyses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["Access", "record_access"]
+
+# An access as recorded at trace time: (allocation, view dtype or None for "whole allocation",
+# element offset, ((step, num), ...)). Only plain values and the allocation (which the program
+# keeps anyway) are held, so recording never keeps a tile's views alive (storage recycling).
+Access = tuple[Any, Any, int, tuple[tuple[int, int], ...]]
+
+
+def record_access(reads: Sequence[Any], writes: Sequence[Any]) -> tuple[tuple[Access, ...], ...]:
+    """The (reads, writes) accesses of one instruction (called by emit, read by the schedule).
+
+    Operands that are not tensor views (no ``alloc``) carry no memory dependency and are skipped.
+    """
+    reads = [t for t in reads if getattr(t, "alloc", None) is not None]
+    writes = [t for t in writes if getattr(t, "alloc", None) is not None]
+    r = [_access(t) for t in reads]
+    for t in (*reads, *writes):
+        offset = getattr(t, "dynamic", None)
+        if offset is not None and getattr(offset, "tensor", None) is not None:
+            r.append(_access(offset.tensor))  # the offset tensor is read when the instruction runs
+    return tuple(r), tuple(_access(t) for t in writes)
+
+
+def _access(t: Any) -> Access:
+    """The access of one tensor view: its pattern, or the whole allocation for a dynamic view."""
+    if getattr(t, "dynamic", None) is not None:
+        return (t.alloc, None, 0, ())
+    return (t.alloc, t.dtype, t.offset, t.dims)
