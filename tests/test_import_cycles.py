@@ -198,3 +198,79 @@ def test_the_check_sees_function_level_cycles_and_private_names(tmp_path: Path) 
     edges, private = _graph_of(_modules(tmp_path, "demo"), "demo.sub")
     assert _cycles(edges) == [["demo.a", "demo.b"]]
     assert private == []
+
+
+#: The emulator's layers, bottom to top (docs/architecture.md, "The emulator's layers", shows the
+#: same table). A module of ``trncore.sim`` imports only modules of its own layer or a lower one;
+#: every import counts, inside functions and under ``TYPE_CHECKING`` too. ``""`` is the package's
+#: ``__init__``. A new module gets a row here (the test fails until it has one).
+SIM_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("foundation", ("errors", "context", "hooks", "arrays", "accesses", "rules", "blas",
+                    "nki_object", "nki_typing", "matmul_modes", "dtypes", "versions",
+                    "known_issues")),
+    ("tensors", ("dynamic", "tensor", "views")),
+    ("operand rules", ("alu", "checks", "release_rules", "creation")),
+    ("instruction plumbing", ("isa_common",)),
+    ("instructions", ("isa_movement", "isa_scalar", "isa_vector", "isa_statistics",
+                      "isa_tensor_engine", "isa_dma_compute", "isa_gather", "isa_nonzero",
+                      "isa_range_select", "isa_reduce_chain", "isa_select", "isa_topk",
+                      "registers", "lnc")),
+    ("namespaces", ("isa", "isa_constants", "wrappers", "hbm_constants", "language", "loops",
+                    "collectives")),
+    ("program", ("program", "schedule")),
+    ("runner", ("binding", "runner")),
+    ("reports", ("report", "timeline", "launches")),
+    ("nki module", ("modules",)),
+    ("package and tools", ("", "__main__", "cli", "conform", "conform_plugin", "conform_stubs")),
+)  # fmt: skip
+
+
+def _layer_index(layers: tuple[tuple[str, tuple[str, ...]], ...], package: str) -> dict[str, int]:
+    """Dotted module name -> its layer's position (0 = bottom)."""
+    return {
+        f"{package}.{name}" if name else package: level
+        for level, (_, names) in enumerate(layers)
+        for name in names
+    }
+
+
+def _upward(edges: dict[str, set[str]], level: dict[str, int]) -> list[str]:
+    """Every import from a module of ``level`` to a module of a higher layer."""
+    return sorted(
+        f"{module} (layer {level[module]}) imports {target} (layer {level[target]})"
+        for module, targets in edges.items()
+        if module in level
+        for target in targets
+        if target in level and level[target] > level[module]
+    )
+
+
+def test_the_emulator_follows_its_layers() -> None:
+    edges, _ = _graph("trncore", None)
+    sim = {m for m in edges if m == "trncore.sim" or m.startswith("trncore.sim.")}
+    level = _layer_index(SIM_LAYERS, "trncore.sim")
+    assert sorted(sim - set(level)) == [], "a module of trncore.sim without a row in SIM_LAYERS"
+    assert sorted(set(level) - sim) == [], "a row of SIM_LAYERS names no module"
+    assert len(level) == sum(len(names) for _, names in SIM_LAYERS), "a module in two layers"
+    assert _upward(edges, level) == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    """The check itself: a lower module importing a higher one (even inside a function) is named."""
+    layers = (("low", ("a",)), ("high", ("b", "")))
+    level = _layer_index(layers, "demo")
+    edges = {"demo": {"demo.a"}, "demo.a": {"demo.b"}, "demo.b": {"demo.a"}}
+    assert _upward(edges, level) == ["demo.a (layer 0) imports demo.b (layer 1)"]
+
+
+def test_the_architecture_page_shows_the_emulator_layers() -> None:
+    """docs/architecture.md's table of the emulator's layers lists the same modules per layer."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## The emulator's layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "`" in line]
+    shown = []
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        names = cells[2].replace(" ", "").strip("`").split("`,`")
+        shown.append((cells[1], tuple("" if n == "trncore.sim" else n for n in names)))
+    assert shown == list(SIM_LAYERS)
