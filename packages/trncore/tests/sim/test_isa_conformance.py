@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from trncore.sim import nisa, nl
+from trncore.sim import isa_vector, nisa, nl
 from trncore.sim import simulate as _simulate
 
 pytestmark = pytest.mark.simulator
@@ -293,7 +293,7 @@ def test_select_and_affine_select(target: str) -> None:
     def k(a, b, c):
         ta, tb, tc = _load(a), _load(b), _load(c)
         o = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
-        nisa.select(dst=o, predicate=tc, on_true=ta, on_false=tb)
+        isa_vector.select(dst=o, predicate=tc, on_true=ta, on_false=tb)  # nl.where's instruction
         causal = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
         # keep where partition - column >= 0 (lower triangle), else -1e9
         nisa.affine_select(

@@ -7,13 +7,16 @@ the rule and the line), build a closure over pre-resolved NumPy views, and hand 
 ``TraceContext.emit``, which records it (for replay) and runs it. Compute engines work in float32
 and cast to ``dst.dtype`` (AWS NKI docs, nki.isa, NKI 0.3.0; docs/emulator.md, Numerics); ``dst`` comes first
 and nothing is returned (AWS NKI docs, nki.isa, NKI 0.3.0).
+
+This module is the ``nisa`` a kernel sees, so every public name in it is an NKI name (a test holds
+them to AWS's ``nki.isa`` pages); the plumbing it uses is imported under private aliases.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import typing as _typing
 
-from trncore.sim.context import maybe_current
+from trncore.sim.context import maybe_current as _maybe_current
 from trncore.sim.errors import NkiValidationError
 from trncore.sim.isa_common import (
     dge_mode,
@@ -44,13 +47,15 @@ from trncore.sim.isa_vector import (
     affine_select,
     reciprocal,
     scalar_tensor_tensor,
-    select,
     select_reduce,
     tensor_reduce,
     tensor_scalar,
     tensor_tensor,
     tensor_tensor_scan,
 )
+
+if _typing.TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "NkiValidationError",
@@ -79,7 +84,6 @@ __all__ = [
     "reduce_cmd",
     "scalar_engine",
     "scalar_tensor_tensor",
-    "select",
     "select_reduce",
     "tensor_copy",
     "tensor_copy_predicated",
@@ -98,7 +102,7 @@ __all__ = [
 def get_nc_version() -> nc_version:
     """AWS NKI docs, nki.isa.get_nc_version (NKI 0.3.0): the target's NeuronCore generation (gen2 = trn1, gen3
     = trn2)."""
-    ctx = maybe_current()
+    ctx = _maybe_current()
     if ctx is None:
         from trncore.config import current_target
         from trncore.sim.rules import rules_for

@@ -454,7 +454,11 @@ def select_reduce(
 
 
 def select(dst: Any, predicate: Any, on_true: Any, on_false: Any, name: str | None = None) -> None:
-    """``dst = on_true where predicate else on_false`` (``select_reduce`` without the reduction)."""
+    """``dst = on_true where predicate else on_false`` (``select_reduce`` without the reduction).
+
+    The instruction ``nl.where`` lowers to. Not an ``nki.isa`` name in NKI 0.3.0-0.6.0 (AWS NKI
+    docs, nki.isa, which lists ``select_reduce`` only), so ``nisa`` does not expose it.
+    """
     ctx, site = _begin()
     _select(ctx, site, "select", dst, predicate, on_true, on_false, False, None, 0, None)
 

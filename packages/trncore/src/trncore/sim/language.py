@@ -1,17 +1,19 @@
 """``nki.language``: tensor creation, buffers, dtypes, ranges, indexing helpers, tokens.
 
+This module is the ``nl`` a kernel sees, so every public name in it is an NKI name (a test holds
+them to AWS's ``nki.language`` pages); what it uses itself is imported under private aliases.
+
 AWS NKI docs, nki.language (NKI 0.3.0). The experimental compute wrappers of that page
 (``nl.load``, ``nl.add``, ``nl.sum``, ...) live in :mod:`trncore.sim.wrappers` and are re-exported here.
 """
 
 from __future__ import annotations
 
-import builtins
-import contextlib
-from collections.abc import Iterator
-from typing import Any
+import builtins as _builtins
+import contextlib as _contextlib
+import typing as _typing
 
-import numpy as np
+import numpy as _np
 
 from trncore.sim.alu import ACTIVATIONS as _ACT
 from trncore.sim.alu import BINARY as _BIN
@@ -22,38 +24,41 @@ from trncore.sim.context import user_site as _site
 from trncore.sim.creation import allocate as _allocate
 from trncore.sim.creation import fill as _fill
 from trncore.sim.creation import fill_array as _fill_array
-from trncore.sim.errors import LanguageError
+from trncore.sim.errors import LanguageError as _LanguageError
 from trncore.sim.nki_object import NKIObject  # noqa: F401  (nl.NKIObject)
-from trncore.sim.tensor import PRIVATE_HBM, PSUM, SBUF, SHARED_HBM, Buffer, NkiTensor
+from trncore.sim.tensor import PRIVATE_HBM as private_hbm
+from trncore.sim.tensor import PSUM as psum
+from trncore.sim.tensor import SBUF as sbuf
+from trncore.sim.tensor import SHARED_HBM as shared_hbm  # noqa: F401  (nl.shared_hbm)
+from trncore.sim.tensor import Buffer as _Buffer
+from trncore.sim.tensor import NkiTensor
 from trncore.sim.wrappers import *  # noqa: F403 - the experimental nl.* wrappers
 from trncore.sim.wrappers import __all__ as _wrapper_names
 
-ndarray_type = NkiTensor
+if _typing.TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 # ---------------------------------------------------------------- buffers (nki.language, NKI 0.3.0)
-sbuf = SBUF
-psum = PSUM
-private_hbm = PRIVATE_HBM
-shared_hbm = SHARED_HBM
-hbm = PRIVATE_HBM  # nl.hbm is an alias of nl.private_hbm (AWS NKI docs, nki.language, NKI 0.3.0)
+hbm = private_hbm  # nl.hbm is an alias of nl.private_hbm (AWS NKI docs, nki.language, NKI 0.3.0)
 
 
-def is_hbm(buffer: Buffer) -> bool:
+def is_hbm(buffer: _Buffer) -> bool:
     """``nl.is_hbm``: whether ``buffer`` is device memory (private ``nl.hbm`` or ``nl.shared_hbm``)."""
     return buffer.is_hbm
 
 
-def is_sbuf(buffer: Buffer) -> bool:
+def is_sbuf(buffer: _Buffer) -> bool:
     """``nl.is_sbuf``: whether ``buffer`` is the on-chip state buffer ``nl.sbuf``."""
-    return buffer is SBUF
+    return buffer is sbuf
 
 
-def is_psum(buffer: Buffer) -> bool:
+def is_psum(buffer: _Buffer) -> bool:
     """``nl.is_psum``: whether ``buffer`` is the matmul accumulation buffer ``nl.psum``."""
-    return buffer is PSUM
+    return buffer is psum
 
 
-def is_on_chip(buffer: Buffer) -> bool:
+def is_on_chip(buffer: _Buffer) -> bool:
     """``nl.is_on_chip``: whether ``buffer`` is on chip (SBUF or PSUM), i.e. usable by compute engines."""
     return buffer.on_chip
 
@@ -140,7 +145,7 @@ tile_size = _TileSize()
 
 # ---------------------------------------------------------------- tensor creation (nki.language, NKI 0.3.0)
 def ndarray(
-    shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "", address: Any = None
+    shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "", address: Any = None
 ) -> NkiTensor:
     """An uninitialized tensor: NaN (floats) / 4 (integers), like the vendor simulator.
 
@@ -159,24 +164,24 @@ def _filled(shape: Any, value: float, dtype: Any, buffer: Any, name: str) -> Nki
     return t
 
 
-def zeros(shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
+def zeros(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "") -> NkiTensor:
     """``nl.zeros``: a new zero-filled tensor (default SBUF), lowered to a memset instruction."""
     return _filled(shape, 0.0, dtype, buffer, name)
 
 
-def ones(shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
+def ones(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "") -> NkiTensor:
     """``nl.ones``: a new tensor filled with 1 (default SBUF), lowered to a memset instruction."""
     return _filled(shape, 1.0, dtype, buffer, name)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
+def full(shape: Any, fill_value: Any, dtype: Any, buffer: Any = sbuf, name: str = "") -> NkiTensor:
     """``nl.full``: a new tensor filled with ``fill_value`` cast to ``dtype``, via a memset."""
     return _filled(shape, float(fill_value), dtype, buffer, name)
 
 
 def zeros_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "") -> NkiTensor:
     """``nl.zeros_like``: zeros shaped like ``x``; dtype defaults to ``x``'s, buffer to SBUF."""
-    return zeros(x.shape, dtype or x.dtype, buffer or SBUF, name)
+    return zeros(x.shape, dtype or x.dtype, buffer or sbuf, name)
 
 
 def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "") -> NkiTensor:
@@ -186,8 +191,8 @@ def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = 
 
 def shared_identity_matrix(n: int, dtype: Any = "uint8", dst: Any = None) -> NkiTensor:
     """An ``n x n`` identity matrix in SBUF."""
-    t = dst if dst is not None else _allocate((n, n), dtype, SBUF, "identity", "sentinel")
-    _fill_array(t, np.eye(n, dtype=np.float32))
+    t = dst if dst is not None else _allocate((n, n), dtype, sbuf, "identity", "sentinel")
+    _fill_array(t, _np.eye(n, dtype=_np.float32))
     return t
 
 
@@ -206,7 +211,7 @@ def random_seed(seed: Any) -> None:
         known_issues.check("nl-random-seed-scalar", f"seed {seed!r}", site)
         inputs: list[NkiTensor] = []
     elif not seed.on_chip or seed.shape != (1, 1):
-        raise LanguageError(
+        raise _LanguageError(
             "random-seed-tensor",
             f"nl.random_seed needs a [1, 1] tensor on SBUF or PSUM, got {seed.describe()}",
             site,
@@ -228,11 +233,11 @@ def par_dim(*args: Any, **kwargs: Any) -> Any:
 
 
 # ---------------------------------------------------------------- loops (nki.language, NKI 0.3.0)
-def static_range(start: int, stop: int | None = None, step: int = 1) -> builtins.range:
+def static_range(start: int, stop: int | None = None, step: int = 1) -> _builtins.range:
     """Fully unrolled at trace time (a Python range)."""
     if stop is None:
-        return builtins.range(start)
-    return builtins.range(start, stop, step)
+        return _builtins.range(start)
+    return _builtins.range(start, stop, step)
 
 
 affine_range = sequential_range = static_range
@@ -296,7 +301,7 @@ def program_ndim() -> int:
 
 
 # ---------------------------------------------------------------- misc (nki.language, NKI 0.3.0)
-@contextlib.contextmanager
+@_contextlib.contextmanager
 def no_reorder() -> Iterator[None]:
     """Program order is the emulator's only order; nothing to pin."""
     yield
@@ -307,13 +312,13 @@ def device_print(print_prefix: str, tensor: NkiTensor) -> None:
     ctx = _current()
     site = _site()
     if not isinstance(print_prefix, str):
-        raise LanguageError("device-print-prefix", "device_print prefix must be a str", site)
-    if tensor.buffer is PSUM:
-        raise LanguageError("device-print-buffer", "device_print needs an SBUF or HBM tensor", site)
+        raise _LanguageError("device-print-prefix", "device_print prefix must be a str", site)
+    if tensor.buffer is psum:
+        raise _LanguageError("device-print-buffer", "device_print needs an SBUF or HBM tensor", site)
     operand = tensor.operand(site)
 
     def run() -> None:
-        print(print_prefix, np.asarray(operand.read()), flush=True)
+        print(print_prefix, _np.asarray(operand.read()), flush=True)
 
     ctx.emit("device_print", "debug", site, [tensor], [], run, {})
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes, hooks, known_issues
+from trncore.sim import dtypes, hooks, isa_vector, known_issues
 from trncore.sim import isa as nisa
 from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
 from trncore.sim.checks import F32
@@ -450,7 +450,7 @@ def where(condition: NkiTensor, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
         dtypes.dtype_name(dtype) if dtype else (x.dtype if isinstance(x, NkiTensor) else "float32")
     )
     out = _new(ref.shape, name)
-    nisa.select(dst=out, predicate=condition, on_true=x, on_false=y)
+    isa_vector.select(dst=out, predicate=condition, on_true=x, on_false=y)  # not an nisa name
     return out
 
 
