@@ -334,6 +334,21 @@ def test_target_specific_rules(target: str) -> None:
         np.testing.assert_array_equal(jit(lnc2_kernel)[2](_x(128, 64)), _x(128, 64))
 
 
+@pytest.mark.parametrize("raw", ["on", "1", "0", "", "maybe"])
+def test_strict_mode_from_the_environment(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    """``TRNSCI_SIM_STRICT`` takes trncore.config's boolean values (on/1 strict, 0/empty not);
+    anything else is a ValueError naming the variable, not a silent "off"."""
+    monkeypatch.setenv("TRNSCI_SIM_STRICT", raw)
+    if raw == "maybe":
+        with pytest.raises(ValueError, match="TRNSCI_SIM_STRICT='maybe'"):
+            simulate(reads_unwritten)(_x(128, 64))
+    elif raw in ("on", "1"):
+        with pytest.raises(errors.UninitializedReadError):
+            simulate(reads_unwritten)(_x(128, 64))
+    else:
+        simulate(reads_unwritten)(_x(128, 64))  # the unwritten rows read as NaN, no error
+
+
 def test_uninitialized_memory_reads_nan_without_strict(target: str) -> None:
     def half_written(a):
         t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
