@@ -5,9 +5,11 @@ module level, inside functions and methods, and under ``if TYPE_CHECKING:``. An 
 package counts as an import of its ``__init__`` module, and ``from pkg import name`` as an import
 of ``pkg.name`` when that is a module, else of ``pkg``. Importing ``pkg.mod`` is an edge to
 ``pkg.mod`` alone: Python initialises ``pkg`` first, but a package's ``__init__`` re-exports its
-submodules, so counting that edge would put every submodule in a cycle. Checked: trnblas,
-trnfft, trntensor and trncore, the emulator ``trncore.sim`` included. A third check: only
-trncore.config touches the environment.
+submodules, so counting that edge would put every submodule in a cycle. A private name is taken
+either by importing it or by reading it off an imported module (``runner._recorders``). Checked:
+trnblas, trnfft, trntensor and trncore, the emulator ``trncore.sim`` included, whose modules also
+follow the layer table ``SIM_LAYERS`` below. A further check: only trncore.config touches the
+environment.
 """
 
 from __future__ import annotations
@@ -43,14 +45,18 @@ def _owner(name: str, modules: dict[str, Path]) -> str | None:
 
 
 def _imports(module: str, path: Path, modules: dict[str, Path]) -> Iterator[tuple[str, str | None, int]]:
-    """(imported module, private name taken from it or None, line) for each import in ``path``."""
+    """(imported module, private name taken from it or None, line) for each import in ``path``,
+    and for each private attribute read off an imported module (``runner._recorders``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     is_package = path.name == "__init__.py"
+    bound: dict[str, str] = {}  # local name -> the module of the package it is bound to
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 target = _owner(alias.name, modules)
                 if target is not None:
+                    if alias.asname and target == alias.name:
+                        bound[alias.asname] = target
                     yield target, None, node.lineno
         elif isinstance(node, ast.ImportFrom):
             if node.level:
@@ -62,6 +68,7 @@ def _imports(module: str, path: Path, modules: dict[str, Path]) -> Iterator[tupl
             for alias in node.names:
                 submodule = f"{source}.{alias.name}"
                 if submodule in modules:
+                    bound[alias.asname or alias.name] = submodule
                     yield submodule, None, node.lineno
                     continue
                 target = _owner(source, modules)
@@ -69,6 +76,11 @@ def _imports(module: str, path: Path, modules: dict[str, Path]) -> Iterator[tupl
                     continue
                 private = alias.name.startswith("_") and not alias.name.startswith("__")
                 yield target, alias.name if private else None, node.lineno
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            owner = bound.get(node.value.id)
+            if owner is not None and node.attr.startswith("_") and not node.attr.startswith("__"):
+                yield owner, node.attr, node.lineno
 
 
 def _graph(package: str, skip: str | None) -> tuple[dict[str, set[str]], list[str]]:
@@ -175,6 +187,22 @@ def _environment_readers(package: str, skip: str | None) -> list[str]:
 def test_only_trncore_config_reads_the_environment(package: str, skip: str | None) -> None:
     """The libraries and trncore (the emulator included) take environment variables from trncore.config."""
     assert _environment_readers(package, skip) == []
+
+
+def test_the_check_sees_a_private_attribute_of_an_imported_module(tmp_path: Path) -> None:
+    """``from demo import a`` then ``a._hidden`` (or ``import demo.a as a``) takes a private name."""
+    pkg = tmp_path / "demo"
+    pkg.mkdir()
+    files = {
+        "__init__.py": "",
+        "a.py": "_hidden = []\n",
+        "b.py": "from demo import a\n\ndef f():\n    a._hidden.append(1)\n",
+        "c.py": "import demo.a as m\n\nm._hidden.clear()\nm.__name__\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(text, encoding="utf-8")
+    _, private = _graph_of(_modules(tmp_path, "demo"), None)
+    assert sorted(private) == ["demo.b:4 takes _hidden from demo.a", "demo.c:3 takes _hidden from demo.a"]
 
 
 def test_the_check_sees_function_level_cycles_and_private_names(tmp_path: Path) -> None:

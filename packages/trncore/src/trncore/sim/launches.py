@@ -117,11 +117,8 @@ class LaunchRecord:
 @contextlib.contextmanager
 def record_launches() -> Iterator[LaunchRecord]:
     """Record every kernel the emulator runs (traced or replayed) inside the block."""
-    from trncore.sim import runner
+    from trncore.sim.runner import recording
 
     record = LaunchRecord()
-    runner._recorders.append(record)
-    try:
+    with recording(record):
         yield record
-    finally:
-        runner._recorders.remove(record)

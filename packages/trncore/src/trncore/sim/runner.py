@@ -37,6 +37,7 @@ __all__ = [
     "count_keys",
     "get_program",
     "jit",
+    "recording",
     "run_kernel",
     "simulate",
     "strict_mode",
@@ -74,6 +75,17 @@ def strict_mode(enabled: bool = True) -> Iterator[None]:
         yield
     finally:
         _strict_override.pop()
+
+
+@contextlib.contextmanager
+def recording(record: Any) -> Iterator[None]:
+    """Inside the block, hand every launch (traced or replayed) to ``record.add`` (the recorder of
+    :func:`trncore.sim.launches.record_launches`)."""
+    _recorders.append(record)
+    try:
+        yield
+    finally:
+        _recorders.remove(record)
 
 
 @contextlib.contextmanager
