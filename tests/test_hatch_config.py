@@ -30,7 +30,8 @@ def _environments() -> dict:
 def _torch_floor() -> str:
     pyproject = ROOT / "packages" / "trncore" / "pyproject.toml"
     project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
-    (spec,) = [Requirement(d).specifier for d in project["dependencies"] if Requirement(d).name == "torch"]
+    torch_extra = project["optional-dependencies"]["torch"]  # trncore[torch]; the libraries say the same
+    (spec,) = [Requirement(d).specifier for d in torch_extra if Requirement(d).name == "torch"]
     (floor,) = [s.version for s in spec if s.operator == ">="]
     return floor
 

@@ -5,10 +5,11 @@ Each case runs ``scripts/check-isolated-install`` (a fresh venv per case, outsid
 environment): every library installed alone, one result on the PyTorch route and one on the
 emulator checked against NumPy. The newest Python's case and the floors' case then also run the
 pure-PyTorch tests against the installed packages (the other Pythons get the smoke test only, which
-keeps the cost at about a minute per Python with uv's cache warm). The expectations come from the
-packages' own metadata (their declared floors and Python classifiers) and from the registry's
-answer, not from this script. The versions each case installed appear in the "reported by tests"
-section of pytest's summary.
+keeps the cost at about a minute per Python with uv's cache warm). trncore is also installed alone,
+as a kernel author installs the emulator: no torch comes with it (seconds, nothing large to fetch).
+The expectations come from the packages' own metadata (their declared floors and Python
+classifiers) and from the registry's answer, not from this script. The versions each case
+installed appear in the "reported by tests" section of pytest's summary.
 """
 
 from __future__ import annotations
@@ -45,10 +46,12 @@ def _declared_pythons() -> list[str]:
 
 
 def _floor(name: str) -> str:
-    """The lowest version of ``name`` any of the packages declares (``>=X``)."""
+    """The lowest version of ``name`` any of the packages declares (``>=X``), extras included."""
     floors = set()
     for lib in LIBRARIES:
-        for dep in _metadata(lib)["dependencies"]:
+        project = _metadata(lib)
+        extras = [dep for deps in project.get("optional-dependencies", {}).values() for dep in deps]
+        for dep in project["dependencies"] + extras:
             req = Requirement(dep)
             if req.name.lower().replace("_", "-") == name.replace("_", "-"):
                 floors |= {s.version for s in req.specifier if s.operator == ">="}
@@ -120,3 +123,25 @@ def test_lowest_declared_versions_on_the_lowest_python(report: Callable[[str], N
         assert f"python {python}." in line
     assert re.search(rf"^tests on torch {re.escape(_floor('torch'))}", stdout, re.M), stdout
     assert f"isolated install (lowest-direct, python {python}): ok" in stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lowest", [False, True], ids=["newest", "floors"])
+def test_trncore_alone_is_the_emulator_without_torch(lowest: bool, report: Callable[[str], None]) -> None:
+    """``pip install trncore``: no torch in the venv (it is the ``torch`` extra), a kernel and the
+    command line run on the emulator against NumPy, and dispatch names the extra to install. The
+    newest NumPy and ml_dtypes on the newest Python, and their declared floors on the oldest."""
+    assert "torch" not in {Requirement(d).name for d in _metadata("trncore")["dependencies"]}
+    python = _declared_pythons()[0 if lowest else -1]
+    stdout = _run("--python", python, *(["--lowest"] if lowest else []), "trncore")
+    report(_versions(stdout))
+    line = re.search(r"^trncore \S+ alone \(no torch\): .*$", stdout, re.M)
+    assert line, stdout
+    assert "kernels match NumPy" in line.group(0) and f"python {python}." in line.group(0), line.group(0)
+    if lowest:
+        for name in ("numpy", "ml_dtypes"):
+            assert _release(_installed(line.group(0), name)) == _release(_floor(name)), (name, line)
+    else:
+        assert _release(_installed(line.group(0), "numpy")) >= (2,), line.group(0)
+    resolution = "lowest-direct" if lowest else "highest"
+    assert f"isolated install ({resolution}, python {python}): ok" in stdout

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -57,3 +59,70 @@ def test_library_names_still_resolve_from_the_top_level() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+# Each module of trncore that imports torch, and the message it must give where torch is absent.
+TORCH_MODULES = (
+    "trncore.dispatch",
+    "trncore.gemm_driver",
+    "trncore.marshal",
+    "trncore.padding",
+    "trncore.precision",
+    "trncore.xla",
+)
+
+
+def test_without_torch_each_module_that_needs_it_names_what_to_install() -> None:
+    # sys.modules["torch"] = None makes `import torch` fail as on a machine without it
+    # (ModuleNotFoundError, name "torch") and importlib.util.find_spec("torch") return None.
+    done = _run(
+        f"""
+        import importlib, subprocess, sys
+        sys.modules["torch"] = None
+        import numpy as np
+        import trncore, trncore.sim
+        from trncore.kernels import gemm_kernel
+
+        a = np.arange(6 * 5, dtype=np.float32).reshape(6, 5)
+        b = np.ones((5, 3), dtype=np.float32)
+        got = trncore.sim.simulate(gemm_kernel)(a, b, 0, 0, 1.0)
+        assert np.allclose(got, a @ b), got
+        for name in {TORCH_MODULES!r}:
+            try:
+                importlib.import_module(name)
+            except ImportError as exc:
+                assert f"{{name}} needs PyTorch" in str(exc), str(exc)
+                assert 'pip install "trncore[torch]"' in str(exc), str(exc)
+                assert exc.name == "torch" and isinstance(exc.__cause__, ModuleNotFoundError)
+            else:
+                raise AssertionError(name + " imported without torch")
+        try:
+            trncore.TilePolicy
+        except ImportError as exc:
+            assert "trncore.padding needs PyTorch" in str(exc), str(exc)
+        else:
+            raise AssertionError("trncore.TilePolicy resolved without torch")
+        from trncore import doctor
+        assert doctor.collect()["target"] in ("trn1", "trn2")
+        from trncore.sim import cli
+        try:
+            cli.main(["conform", "."])
+        except SystemExit as exc:
+            assert "python -m trncore.sim conform needs PyTorch" in str(exc.code), exc.code
+        else:
+            raise AssertionError("the conformance runner started without torch")
+        print("ok")
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_a_broken_torch_keeps_its_own_error() -> None:
+    from trncore import platform
+
+    broken = ModuleNotFoundError("No module named 'torch._C'", name="torch._C")
+    assert platform.missing_torch("trncore.dispatch", broken) is None  # the caller re-raises it
+    absent = ModuleNotFoundError("No module named 'torch'", name="torch")
+    with pytest.raises(ImportError, match=r'trncore\.dispatch needs PyTorch.*trncore\[torch\]'):
+        platform.missing_torch("trncore.dispatch", absent)

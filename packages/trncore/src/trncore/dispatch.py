@@ -43,9 +43,16 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
-import torch
 
-from trncore import config, marshal, platform, simulator, xla
+from trncore import platform
+
+try:
+    import torch
+except ModuleNotFoundError as exc:  # trncore installed without its torch extra
+    platform.missing_torch(__name__, exc)
+    raise
+
+from trncore import config, marshal, simulator, xla
 from trncore.errors import CallerError, NkiDispatchError, NkiFallbackWarning
 from trncore.padding import TilePolicy
 

@@ -1,4 +1,8 @@
-"""``python -m trncore doctor``: versions, device, and what each installed library would do."""
+"""``python -m trncore doctor``: versions, device, and what each installed library would do.
+
+It runs without torch too (trncore installed alone, as the emulator): dispatch, which needs torch,
+is imported only when a library is installed, and every library brings torch.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import platform as py_platform
 import sys
 from importlib import metadata
 
-from trncore import config, dispatch, platform, simulator
+from trncore import config, platform, simulator
 
 __all__ = ["collect", "main"]
 
@@ -47,6 +51,8 @@ def collect() -> dict[str, object]:
         except ImportError:
             libs[name] = {"installed": False}
             continue
+        from trncore import dispatch  # needs torch, which the library brings
+
         lib = dispatch.libraries()[name]
         try:
             route, why = lib.explain()

@@ -22,7 +22,13 @@ or launches of ``batch_chunk`` entries at most, the batch of each padded to a po
 
 from __future__ import annotations
 
-import torch
+from trncore import platform
+
+try:
+    import torch
+except ModuleNotFoundError as exc:  # trncore installed without its torch extra
+    platform.missing_torch(__name__, exc)
+    raise
 
 from trncore.dispatch import KernelContext
 from trncore.kernels.gemm import gemm_kernel

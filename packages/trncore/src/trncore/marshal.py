@@ -12,7 +12,14 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
-import torch
+
+from trncore import platform
+
+try:
+    import torch
+except ModuleNotFoundError as exc:  # trncore installed without its torch extra
+    platform.missing_torch(__name__, exc)
+    raise
 
 __all__ = [
     "complex_from_planes",

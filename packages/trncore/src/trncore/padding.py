@@ -10,8 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import torch
-import torch.nn.functional as F
+from trncore import platform
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ModuleNotFoundError as exc:  # trncore installed without its torch extra
+    platform.missing_torch(__name__, exc)
+    raise
 
 from trncore.keys import bucket_dim
 

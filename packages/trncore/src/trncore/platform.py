@@ -1,6 +1,8 @@
-"""What this host has: the real NKI package, torch-xla, a Neuron device.
+"""What this host has: PyTorch, the real NKI package, torch-xla, a Neuron device.
 
-Every probe is lazy and cached: importing a trnsci library never imports torch-xla or nki.
+Every probe is lazy and cached: importing a trnsci library never imports torch-xla or nki. torch is
+an extra of trncore (``pip install trncore`` is the NKI emulator alone, on NumPy and ml_dtypes), so
+the modules that need it say what to install where it is absent (:func:`missing_torch`).
 """
 
 from __future__ import annotations
@@ -14,11 +16,49 @@ import sys
 from trncore import config
 
 __all__ = [
+    "TORCH_INSTALL",
+    "missing_torch",
     "neuron_device_present",
     "nki_version",
     "real_nki_available",
+    "torch_available",
+    "torch_message",
     "torch_xla_available",
 ]
+
+#: How to get torch where trncore was installed alone. The three libraries declare torch themselves.
+TORCH_INSTALL = 'pip install "trncore[torch]", or any of trnblas, trnfft, trntensor (they bring torch)'
+
+
+def torch_available() -> bool:
+    """True where ``torch`` can be imported (without importing it)."""
+    return importlib.util.find_spec("torch") is not None
+
+
+def torch_message(needed_by: str, why: str = "") -> str:
+    """The one message for a part of trncore that needs torch where torch is not installed."""
+    because = f" ({why})" if why else ""
+    return (
+        f"{needed_by} needs PyTorch{because}, which is not installed: {TORCH_INSTALL}. "
+        "Without torch, trncore is the NKI emulator (trncore.sim, trncore.kernels) on NumPy."
+    )
+
+
+def missing_torch(needed_by: str, error: ModuleNotFoundError) -> None:
+    """Raise :func:`torch_message` as an ImportError if ``error`` is torch's absence.
+
+    Called by each module that imports torch, from the ``except`` of that import::
+
+        try:
+            import torch
+        except ModuleNotFoundError as exc:
+            platform.missing_torch(__name__, exc)
+            raise
+
+    Any other missing module (a broken torch installation) returns, and the caller re-raises it.
+    """
+    if error.name == "torch":
+        raise ImportError(torch_message(needed_by), name="torch") from error
 
 
 def _is_trncore_emulator(module: object) -> bool:

@@ -18,7 +18,13 @@ import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
 
-import torch
+from trncore import platform
+
+try:
+    import torch
+except ModuleNotFoundError as exc:  # trncore installed without its torch extra
+    platform.missing_torch(__name__, exc)
+    raise
 
 from trncore import config
 from trncore.dispatch import KernelUnsupported

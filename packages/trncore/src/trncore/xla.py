@@ -17,9 +17,13 @@ import contextvars
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import torch
-
 from trncore import platform
+
+try:
+    import torch
+except ModuleNotFoundError as exc:  # trncore installed without its torch extra
+    platform.missing_torch(__name__, exc)
+    raise
 
 __all__ = [
     "barrier",

@@ -15,6 +15,8 @@ recorded as CRASH and a new child continues with the rest.
 
 Counted cases are those that ran (not SKIP); the pass count is PASS over counted.
 This runner is for users and for us, by hand: it is never part of CI (the checkout is not here).
+It needs torch, which the emulator alone does not (``pip install "trncore[torch]"``): the harness
+builds its inputs and references with it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from trncore import platform
 
 __all__ = ["CaseResult", "ConformRun", "add_arguments", "main", "run_conformance", "select"]
 
@@ -237,8 +241,16 @@ class _Watch:
             self._record(CaseResult(started[0], outcome, reason, elapsed))
 
 
+def _require_torch() -> None:
+    """Stop with what to install where torch is absent (trncore installed alone)."""
+    if not platform.torch_available():
+        why = "nki-library's tests build their inputs and references with torch"
+        raise SystemExit(platform.torch_message("python -m trncore.sim conform", why))
+
+
 def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
     """Collect, select and run the checkout's cases; returns every result (prints lines if echo)."""
+    _require_torch()
     checkout: Path = args.path.resolve()
     tests = checkout / args.tests
     if not tests.is_dir():
@@ -296,6 +308,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run the ``conform`` subcommand; exit code 0 when every counted case passes."""
+    _require_torch()
     if args.workdir is None:
         args.workdir = Path(tempfile.mkdtemp(prefix="trncore-conform-"))
     args.workdir.mkdir(parents=True, exist_ok=True)
