@@ -1,8 +1,9 @@
 """What this host has: PyTorch, the real NKI package, torch-xla, a Neuron device.
 
-Every probe is lazy and cached: importing a trnsci library never imports torch-xla or nki. torch is
-an extra of trncore (``pip install trncore`` is the NKI emulator alone, on NumPy and ml_dtypes), so
-the modules that need it say what to install where it is absent (:func:`missing_torch`).
+Every probe is lazy (the nki and device probes cached): importing a trnsci library never imports
+torch-xla or nki. torch is an extra of trncore (``pip install trncore`` is the NKI emulator alone, on
+NumPy and ml_dtypes), so the modules that need it say what to install where it is absent
+(:func:`missing_torch`).
 """
 
 from __future__ import annotations
