@@ -175,11 +175,12 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "lnc2-control-flow", "LNC=2 kernels", ("0.3.0",),
         "each physical core must run identical dynamic control flow; otherwise deadlock or "
         "wrong results (not enforced at compile time)",
-        "none documented; keep register-driven control flow identical on both cores",
-        "not emulated",
-        "the emulator does not compare the two cores' register-driven loops (dynamic_range, "
-        "while reg:, fori_loop / while_loop on registers); branches on nl.program_id are "
-        "resolved when tracing",
+        "none documented; ours: keep dynamic control flow (dynamic_range trip counts, register "
+        "tests) identical on both cores, e.g. the same register count on each",
+        "refused",
+        "the two cores' dynamic control flow compared event by event (dynamic_range trip "
+        "counts, while reg: / if reg: outcomes; trncore.sim.lnc_control), refused where they "
+        "first differ; branches on nl.program_id are resolved when tracing (not dynamic)",
     ),
     KnownIssue(
         "kernel-cache-purity", "nki.jit cache", ("0.3.0",),

@@ -15,7 +15,9 @@ Rules checked at the kernel line: ``register_load``/``register_store`` move one 
 an int or a register; ``dynamic_range``'s step is a positive compile-time int; reading a
 register that was never written is an error. Two Known Issues of the NKI release notes are
 applied by target release (:mod:`trncore.sim.known_issues`): ``dynamic-range-index`` (0.3.0) and
-``nested-dynamic-range`` (0.4.0-0.6.0).
+``nested-dynamic-range`` (0.4.0-0.6.0); the loops and register tests are also the events that
+``lnc2-control-flow`` (0.3.0) compares between the cores of an LNC=2 launch
+(:mod:`trncore.sim.lnc_control`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import context, dtypes, known_issues
+from trncore.sim import context, dtypes, known_issues, lnc_control
 from trncore.sim.errors import LanguageError, ShapeError
 from trncore.sim.isa_common import _begin
 from trncore.sim.nki_object import NKIObject
@@ -69,7 +71,9 @@ class VirtualRegister(NKIObject):
 
         site = context.user_site()
         versions.require("while reg:", site)
-        return bool(self.read(site))
+        taken = bool(self.read(site))
+        lnc_control.record("test", taken, site)  # LNC=2: both cores must test alike (0.3.0)
+        return taken
 
     def __repr__(self) -> str:
         return f"VirtualRegister({self.value!r})"
@@ -228,4 +232,5 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[int]:
         return int(v.read(site)) if isinstance(v, VirtualRegister) else int(v)
 
     lo, hi = (0, bound(start)) if stop is None else (bound(start), bound(stop))
+    lnc_control.record("nl.dynamic_range", len(builtins.range(lo, hi, int(step))), site)
     return _loop(lo, hi, int(step), state)
