@@ -168,8 +168,9 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "the induction variable is a scalar, not a register: it cannot be a scalar_offset or "
         "take part in offset arithmetic",
         "nl.affine_range or nl.static_range when offsets come from the loop variable",
-        "refused", "+ - * // % with the induction variable of an nl.dynamic_range loop (its use "
-        "as a .ap(scalar_offset=) is not detected)",
+        "refused", "+ - * // % with the induction variable of an nl.dynamic_range loop, and "
+        "the variable as .ap(scalar_offset=) (the 0.4.0 notes: it became a register usable as "
+        "a scalar_offset)",
     ),
     KnownIssue(
         "lnc2-control-flow", "LNC=2 kernels", ("0.3.0",),

@@ -154,10 +154,11 @@ _SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 class ScalarInduction(int):
     """A ``dynamic_range`` induction variable under NKI 0.3.0: a scalar, not a register.
 
-    The 0.3.0 notes list as a Known Issue (``dynamic-range-index``) that it cannot take part in
-    arithmetic computing tile offsets; the arithmetic operators apply that rule at the kernel's
-    line (:func:`trncore.sim.known_issues.check`), then compute as ints. Plain use (a slice
-    bound, a comparison) is unaffected.
+    The 0.3.0 notes list as a Known Issue (``dynamic-range-index``) that it cannot be a
+    ``scalar_offset`` in access patterns or take part in arithmetic computing tile offsets; the
+    arithmetic operators and ``.ap(scalar_offset=)`` apply that rule at the kernel's line
+    (:func:`trncore.sim.known_issues.check`), then compute as ints. Plain use (a slice bound, a
+    comparison) is unaffected. The 0.4.0 notes fix it (the variable became a register).
     """
 
     def _arith(self, other: Any, op: str, fn: Any) -> Any:
@@ -165,6 +166,12 @@ class ScalarInduction(int):
         if not sys._getframe(2).f_code.co_filename.startswith(_SIM_DIR):
             known_issues.check("dynamic-range-index", f"the induction variable in '{op}'")
         return fn(int(self), other)
+
+    def as_scalar_offset(self) -> int:
+        """Its value as ``.ap(scalar_offset=...)``: the 0.3.0 notes name that use too (called by
+        :meth:`trncore.sim.tensor.NkiTensor.ap`)."""
+        known_issues.check("dynamic-range-index", "the induction variable as .ap(scalar_offset=)")
+        return int(self)
 
     def __add__(self, o: Any) -> Any:
         return self._arith(o, "+", int.__add__)
