@@ -187,10 +187,12 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "kernel-cache-purity", "nki.jit cache", ("0.3.0",),
         "the kernel cache assumes a kernel is a pure function of its arguments; one reading "
         "globals or mutable closures may get a stale compiled kernel",
-        "make outputs depend on the kernel's arguments only",
-        "not emulated",
-        "not a rule: the emulator's program cache behaves alike (one trace per kernel key, "
-        "replayed); captured plain values are part of its key",
+        "make outputs depend on the kernel's arguments only (pass the value as an argument)",
+        "refused",
+        "a module global or a captured mutable the kernel's code reads (plain data) that "
+        "changed since its program was traced, at the line reading it; warn/off replay the "
+        "stale program as the hardware's cache would; later releases trace again "
+        "(trncore.sim.cache_purity)",
     ),
     KnownIssue(
         "address-rotation", "compiler", ("0.3.0",),

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from trncore.keys import KernelKey
-from trncore.sim import context, dtypes, versions
+from trncore.sim import cache_purity, context, dtypes, versions
 from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
@@ -104,6 +104,7 @@ def clear_cache() -> None:
     with _cache_lock:
         _cache.clear()
         _stats.update(traces=0, replays=0)
+    cache_purity.forget()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -334,15 +335,21 @@ def get_program(
         if execute:
             record.add(digest, fn, arrays, params, lnc if grid else None)
     prog = _cache.get(digest)
+    # a global or captured mutable the kernel reads changed since the trace: Known Issue
+    # kernel-cache-purity under 0.3.0 (stale replay or refusal), a new trace after it
+    if prog is not None and not cache_purity.stale_replay(fn, digest):
+        prog = None
     if prog is not None:
         _stats["replays"] += 1
         _cache.move_to_end(digest)
         return prog, arrays, NOT_RUN
     with _cache_lock:
         prog = _cache.get(digest)
-        if prog is not None:
+        if prog is not None and cache_purity.changed(fn, digest) is None:
             return prog, arrays, NOT_RUN
+        external = cache_purity.before_trace(fn)
         prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release)
+        cache_purity.remember(fn, digest, external)
         # collect the traced run's results before other threads can replay the program
         result = prog.collect(arrays) if execute else NOT_RUN
         _stats["traces"] += 1
