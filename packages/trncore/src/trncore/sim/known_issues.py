@@ -218,8 +218,10 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "reinterpret-cast-vector-select", "NkiTensor.reinterpret_cast + vector_select",
         ("0.5.0", "0.6.0"),
         "combining the two views is not supported",
-        "none documented",
-        "not emulated", "neither view method is emulated",
+        "none documented; ours: one .ap(pattern, vector_offset=offsets, indirect_dim=0, "
+        "dtype=...) (the access-pattern page's indirect access with a dtype reinterpret)",
+        "refused", "vector_select on a reinterpreted tensor (reinterpret_cast / view(dtype)), "
+        "or reinterpret_cast of a vector_select view (trncore.sim.views)",
     ),
     KnownIssue(
         "local-gather-elem-per-idx", "nisa.local_gather", ("0.6.0",),
