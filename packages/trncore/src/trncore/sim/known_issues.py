@@ -130,8 +130,10 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "nl-rand-engine", "nl.rand / nl.random_seed", _ALL,
         "before trn3, rand uses nisa.rng, which may run on another engine than random_seed, "
         "so the seed may have no effect on rand's output",
-        "none documented",
-        "not emulated", "nl.rand and random state are not emulated",
+        "none documented; ours: seed and draw on one engine with nisa.set_rng_seed and "
+        "nisa.rng (Vector engine)",
+        "refused", "nl.rand after nl.random_seed in the kernel, on trn1/trn2 (NeuronCore-v2/v3); "
+        "warn/off let the seed take effect (trncore.sim.isa_random)",
     ),
     KnownIssue(
         "nl-matmul-transpose-x", "nl.matmul", _ALL,

@@ -242,6 +242,9 @@ def _trace(
     acc = ctx.engine_state.get("vector_acc")
     if acc is not None:
         prog.registers.append(acc)
+    rng_state = ctx.engine_state.get("rng")  # random generator states (isa_random), reset per run
+    if rng_state is not None:
+        prog.registers.append(rng_state)
     prog.data_dependent = bool(ctx.engine_state.get("data_dependent"))
     return prog
 
