@@ -200,13 +200,17 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "address-rotation", "compiler", ("0.3.0",),
         "address rotation cannot be disabled",
         "none",
-        "not emulated", "no effect on results; the emulator allocates every tensor apart",
+        "not emulated", "no rule can show it: no release documents a switch to disable it (no "
+        "call to check), rotation changes where tensors live, not what a correct kernel "
+        "computes, and the emulator already gives every allocation its own storage",
     ),
     KnownIssue(
         "all-to-all-v-rdispls", "nki.collectives.all_to_all_v", ("0.3.0",),
         "has_rdispls=True has no effect on NeuronSwitch systems (Trainium3 UltraServer)",
         "none documented",
-        "not emulated", "nki.collectives and trn3 are not emulated",
+        "not emulated", "no rule can show it: only NeuronSwitch systems (Trainium3 "
+        "UltraServer) are affected, the emulated targets are trn1/trn2, and the collectives "
+        "raise NotImplementedError",
     ),
     KnownIssue(
         "nested-dynamic-range", "nl.dynamic_range", ("0.4.0", "0.5.0", "0.6.0"),
