@@ -206,3 +206,62 @@ def test_page_constraints(kernel, target, error, rule) -> None:
         _run(kernel, np.zeros((1, 1), np.float32), target=target)
     assert info.value.rule == rule
     assert info.value.filename == __file__
+
+
+# ------------------------------------------------------------------ dropout
+def dropout_rows(x, probs):
+    """nisa.dropout with one drop probability per partition."""
+    t, p = nl.load(x), nl.load(probs)
+    out = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+    nisa.dropout(dst=out, data=t, prob=p)
+    return _store_all([out], t.dtype)
+
+
+def dropout_scalar(x, rate=0.3):
+    t = nl.load(x)
+    return _store_all([nl.dropout(t, rate)], t.dtype)
+
+
+def dropout_then_bits(x, rate=0.3):
+    """The same seed before a dropout and before an rng draw: the dropped elements are those whose
+    uniform value (24 high bits of the draw times 2^-24) is below the rate."""
+    seed = nl.full((1, 1), 9, dtype=nl.int32, buffer=nl.sbuf)
+    nisa.set_rng_seed(seed)
+    kept = nl.dropout(nl.load(x), rate)
+    nisa.set_rng_seed(seed)
+    bits = _bits(nl.uint32)
+    return _store_all([kept], nl.float32), _store_all([bits], nl.uint32)
+
+
+def test_dropout_per_partition_probabilities() -> None:
+    x = np.random.default_rng(4).uniform(1.0, 2.0, (P, F)).astype(np.float32)
+    probs = np.where(np.arange(P) % 2 == 0, 0.0, 1.0).astype(np.float32).reshape(P, 1)
+    probs[5, 0] = 0.25
+    got = _run(dropout_rows, x, probs)[0]
+    even = np.arange(P) % 2 == 0
+    np.testing.assert_array_equal(got[even], x[even])  # probability 0.0 keeps every element
+    odd = ~even
+    odd[5] = False
+    assert not got[odd].any()  # probability 1.0 replaces every element with zero
+    kept = got[5] != 0
+    np.testing.assert_array_equal(got[5][kept], x[5][kept])
+    assert 0.1 < 1 - kept.mean() < 0.4
+
+
+def test_dropout_rate_and_reproducibility() -> None:
+    x = np.ones((P, F), np.float32)
+    got = _run(dropout_scalar, x)[0]
+    dropped = (got == 0).mean()
+    assert abs(dropped - 0.3) < 0.01  # binomial sd ~ 0.003 over 32768 elements
+    kept, bits = _run(dropout_then_bits, x)
+    uniform = (bits[0] >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)
+    np.testing.assert_array_equal(kept[0] == 0, uniform < np.float32(0.3))
+
+
+def test_dropout_integer_data_needs_float32_prob() -> None:
+    x = np.arange(P * F, dtype=np.int32).reshape(P, F)
+    ok = _run(dropout_rows, x, np.zeros((P, 1), np.float32))[0]
+    np.testing.assert_array_equal(ok, x)
+    with pytest.raises(errors.DtypeError) as info:
+        _run(dropout_rows, x, np.zeros((P, 1), np.float16))
+    assert info.value.rule == "dropout-prob-dtype" and info.value.filename == __file__

@@ -122,7 +122,6 @@ _NOT_EMULATED = (
     "nc_find_index8",
     "nc_match_replace8",
     "range_select",
-    "dropout",
     "nc_n_gather",
     "local_gather",
     "nc_stream_shuffle",
@@ -146,6 +145,7 @@ from trncore.sim.isa_dma_compute import dma_compute  # noqa: E402, F401
 from trncore.sim.isa_gather import nc_n_gather  # noqa: E402, F401
 from trncore.sim.isa_nonzero import nonzero_with_count  # noqa: E402, F401
 from trncore.sim.isa_random import (  # noqa: E402, F401
+    dropout,
     rand_get_state,
     rand_set_state,
     rng,

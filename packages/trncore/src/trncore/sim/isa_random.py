@@ -1,6 +1,7 @@
 """Random numbers: ``nisa.rng``, ``nisa.set_rng_seed``, ``nisa.rand_set_state``,
-``nisa.rand_get_state`` and ``nl.rand`` / ``nl.random_seed`` (nki.isa and nki.language API
-reference; all listed since NKI 0.1.0, so in every emulated release 0.3.0-0.6.0).
+``nisa.rand_get_state``, ``nisa.dropout`` and ``nl.rand`` / ``nl.random_seed`` / ``nl.dropout``
+(nki.isa and nki.language API reference; all listed since NKI 0.1.0, so in every emulated release
+0.3.0-0.6.0).
 
 The hardware's bits cannot be reproduced (AWS does not document how seeds map to each engine's
 XORWOW lanes). What the emulator guarantees instead:
@@ -15,7 +16,8 @@ XORWOW lanes). What the emulator guarantees instead:
 - ``nisa.rng`` writes 32 random bits per element, truncated to the destination's width (its
   least significant bits), as the page says; every bit pattern is equally likely;
 - ``nl.rand`` gives float values uniform on [0, 1): the 24 high bits of a 32-bit draw times 2^-24
-  (exactly representable in float32), then cast to the tensor's dtype;
+  (exactly representable in float32), then cast to the tensor's dtype; ``dropout`` zeroes an
+  element when such a draw (Vector engine) is below its drop probability;
 - ``set_rng_seed(seed)`` and ``nl.random_seed(seed)`` set the Vector engine's state to
   ``[seed, 0, 0, 0, 0, 0]`` ("using the same seed will generate the same sequence of random
   numbers", both pages); ``rand_set_state`` sets an engine's state from partition 0 of
@@ -48,6 +50,7 @@ from trncore.sim.isa_common import _begin, _elementwise_meta, engine
 from trncore.sim.tensor import NkiTensor
 
 __all__ = [
+    "dropout",
     "nl_rand",
     "nl_random_seed",
     "nl_random_seed_number",
@@ -195,6 +198,56 @@ def rand_get_state(dst: Any, engine: Any = engine.gpsimd, name: str | None = Non
         d_op.write(np.broadcast_to(state[row], (out.partitions, _WORDS)).reshape(shape).copy())
 
     ctx.emit("rand_get_state", "gpsimd", site, [], [out], run, _elementwise_meta(out))
+
+
+def dropout(dst: Any, data: Any, prob: Any, name: str | None = None) -> None:
+    """``nisa.dropout`` on the Vector engine: element ``i`` of ``data`` becomes 0 when the ``i``-th
+    uniform draw on [0, 1) of the Vector engine's generator is below its partition's drop
+    probability, so probability 1.0 zeroes everything and 0.0 keeps everything (the page).
+
+    Checked from the page: ``dst`` has ``data``'s dtype and shape; ``prob`` a number in [0, 1] or
+    a ``(data.shape[0], 1)`` tile, float32 when ``data`` is an integer type, any float type else.
+    """
+    ctx, site = _begin()
+    data = check_compute_operand(data, "dropout", "data", site)
+    dst = check_compute_operand(dst, "dropout", "dst", site)
+    if dst.dtype != data.dtype or dst.shape != data.shape:
+        raise DtypeError("dropout-dst", "nisa.dropout dst must match data's dtype and shape: "
+                         f"{data.describe()} -> {dst.describe()}", site)  # fmt: skip
+    reads = [data]
+    if isinstance(prob, NkiTensor):
+        prob = check_compute_operand(prob, "dropout", "prob", site)
+        if prob.shape != (data.partitions, 1):
+            raise ShapeError("dropout-prob-shape", "nisa.dropout prob tile must have shape "
+                             f"({data.partitions}, 1), got {prob.describe()}", site)  # fmt: skip
+        wanted = "float32" if dtypes.is_int(data.dtype) else "a float type"
+        if (dtypes.is_int(data.dtype) and prob.dtype != "float32") or not dtypes.is_float(prob.dtype):
+            raise DtypeError("dropout-prob-dtype", f"nisa.dropout prob must be {wanted} for "
+                             f"{data.dtype} data, got {prob.describe()}", site)  # fmt: skip
+        reads.append(prob)
+        p_op: Any = prob.operand(site)
+        fixed = None
+    else:
+        if isinstance(prob, bool) or not isinstance(prob, (int, float, np.floating, np.integer)):
+            raise TypeError(f"nisa.dropout: prob must be a number or a (P, 1) tile, got {prob!r}")
+        if not 0.0 <= float(prob) <= 1.0:
+            raise ValueError(f"nisa.dropout: prob must be in [0, 1], got {prob!r}")
+        p_op, fixed = None, np.float32(prob)
+    state = _state(ctx)
+    s_op, d_op = data.operand(site), dst.operand(site)
+    p, n = data.partitions, int(np.prod(data.shape))
+
+    def run() -> None:
+        u = (_draw(state[0], n) >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)
+        x = np.array(s_op.read())
+        rate: Any = fixed
+        if p_op is not None:
+            rate = np.asarray(p_op.read(), dtype=np.float32).reshape(p, 1)
+        drop = u.reshape(p, -1) < rate
+        x.reshape(p, -1)[drop] = 0
+        d_op.write(x)
+
+    ctx.emit("dropout", "vector", site, reads, [dst], run, _elementwise_meta(data))
 
 
 # ------------------------------------------------------------------ nki.language
