@@ -9,6 +9,8 @@ passes the gate from its own release on.
 from __future__ import annotations
 
 import inspect
+import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -237,3 +239,23 @@ def test_docs_table_is_the_versions_table() -> None:
     assert text[start:end].strip() == versions.markdown_table()
     for row in CHANGES:  # every row is a line of the page
         assert f"| `{row.api}` |" in text
+
+
+def test_import_with_the_oldest_release_in_the_environment() -> None:
+    """``import trncore.sim`` under TRNSCI_NKI_VERSION=0.3.0: nki.dtype must not read the 0.5.0
+    dtype float8_e8m0fnu at import (it is served per read, through the release gate)."""
+    import subprocess
+
+    code = (
+        "import trncore.sim.modules as m\n"
+        "from trncore.sim.versions import VersionError\n"
+        "print(m.nki_dtype.float32)\n"
+        "try:\n"
+        "    m.nki_dtype.float8_e8m0fnu\n"
+        "except VersionError as e:\n"
+        "    print('refused', 'needs NKI 0.5.0' in str(e))\n"
+    )
+    env = {**os.environ, "TRNSCI_NKI_VERSION": "0.3.0"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["float32", "refused", "True"]

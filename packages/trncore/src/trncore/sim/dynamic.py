@@ -16,7 +16,7 @@ from trncore.sim import dtypes
 from trncore.sim.arrays import strided_view
 from trncore.sim.errors import BoundsError, BufferError, ShapeError
 
-__all__ = ["ScalarOffset", "VectorOffset"]
+__all__ = ["ScalarOffset", "SelectedRows", "VectorOffset"]
 
 
 def _index_tensor(t: Any, site: Any, what: str) -> None:
@@ -111,6 +111,11 @@ class VectorOffset:
     def operand(self, view: Any, site: Any, oob_skip: bool) -> Any:
         """An operand gathering/scattering the indexed rows at run time (``oob_skip``: skip, not raise)."""
         return _VectorOperand(view, self, site, oob_skip)
+
+
+class SelectedRows(VectorOffset):
+    """The offsets of a ``NkiTensor.vector_select`` view (the same access as ``vector_offset``;
+    kept apart so the Known Issue on ``reinterpret_cast`` of such a view can name it)."""
 
 
 class _VectorOperand:

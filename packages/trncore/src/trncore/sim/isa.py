@@ -126,16 +126,11 @@ _NOT_EMULATED = (
     "nc_find_index8",
     "nc_match_replace8",
     "range_select",
-    "dropout",
     "nc_n_gather",
     "local_gather",
     "nc_stream_shuffle",
     "sequence_bounds",
     "nonzero_with_count",
-    "rng",
-    "set_rng_seed",
-    "rand_set_state",
-    "rand_get_state",
     "rand2",
     "register_alloc",
     "register_move",
@@ -153,6 +148,13 @@ for _api in _NOT_EMULATED:
 from trncore.sim.isa_dma_compute import dma_compute  # noqa: E402, F401
 from trncore.sim.isa_gather import nc_n_gather  # noqa: E402, F401
 from trncore.sim.isa_nonzero import nonzero_with_count  # noqa: E402, F401
+from trncore.sim.isa_random import (  # noqa: E402, F401
+    dropout,
+    rand_get_state,
+    rand_set_state,
+    rng,
+    set_rng_seed,
+)
 from trncore.sim.isa_range_select import range_select  # noqa: E402, F401
 from trncore.sim.isa_select import nc_find_index8, nc_match_replace8, nc_stream_shuffle  # noqa: E402, F401
 from trncore.sim.lnc import core_barrier, sendrecv  # noqa: E402, F401

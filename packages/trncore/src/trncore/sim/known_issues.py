@@ -130,8 +130,10 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "nl-rand-engine", "nl.rand / nl.random_seed", _ALL,
         "before trn3, rand uses nisa.rng, which may run on another engine than random_seed, "
         "so the seed may have no effect on rand's output",
-        "none documented",
-        "not emulated", "nl.rand and random state are not emulated",
+        "none documented; ours: seed and draw on one engine with nisa.set_rng_seed and "
+        "nisa.rng (Vector engine)",
+        "refused", "nl.rand after nl.random_seed in the kernel, on trn1/trn2 (NeuronCore-v2/v3); "
+        "warn/off let the seed take effect (trncore.sim.isa_random)",
     ),
     KnownIssue(
         "nl-matmul-transpose-x", "nl.matmul", _ALL,
@@ -168,39 +170,47 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "the induction variable is a scalar, not a register: it cannot be a scalar_offset or "
         "take part in offset arithmetic",
         "nl.affine_range or nl.static_range when offsets come from the loop variable",
-        "refused", "+ - * // % with the induction variable of an nl.dynamic_range loop (its use "
-        "as a .ap(scalar_offset=) is not detected)",
+        "refused", "+ - * // % with the induction variable of an nl.dynamic_range loop, and "
+        "the variable as .ap(scalar_offset=) (the 0.4.0 notes: it became a register usable as "
+        "a scalar_offset)",
     ),
     KnownIssue(
         "lnc2-control-flow", "LNC=2 kernels", ("0.3.0",),
         "each physical core must run identical dynamic control flow; otherwise deadlock or "
         "wrong results (not enforced at compile time)",
-        "none documented; keep register-driven control flow identical on both cores",
-        "not emulated",
-        "the emulator does not compare the two cores' register-driven loops (dynamic_range, "
-        "while reg:, fori_loop / while_loop on registers); branches on nl.program_id are "
-        "resolved when tracing",
+        "none documented; ours: keep dynamic control flow (dynamic_range trip counts, register "
+        "tests) identical on both cores, e.g. the same register count on each",
+        "refused",
+        "the two cores' dynamic control flow compared event by event (dynamic_range trip "
+        "counts, while reg: / if reg: outcomes; trncore.sim.lnc_control), refused where they "
+        "first differ; branches on nl.program_id are resolved when tracing (not dynamic)",
     ),
     KnownIssue(
         "kernel-cache-purity", "nki.jit cache", ("0.3.0",),
         "the kernel cache assumes a kernel is a pure function of its arguments; one reading "
         "globals or mutable closures may get a stale compiled kernel",
-        "make outputs depend on the kernel's arguments only",
-        "not emulated",
-        "not a rule: the emulator's program cache behaves alike (one trace per kernel key, "
-        "replayed); captured plain values are part of its key",
+        "make outputs depend on the kernel's arguments only (pass the value as an argument)",
+        "refused",
+        "a module global or a captured mutable the kernel's code reads (plain data) that "
+        "changed since its program was traced, at the line reading it; warn/off replay the "
+        "stale program as the hardware's cache would; later releases trace again "
+        "(trncore.sim.cache_purity)",
     ),
     KnownIssue(
         "address-rotation", "compiler", ("0.3.0",),
         "address rotation cannot be disabled",
         "none",
-        "not emulated", "no effect on results; the emulator allocates every tensor apart",
+        "not emulated", "no rule can show it: no release documents a switch to disable it (no "
+        "call to check), rotation changes where tensors live, not what a correct kernel "
+        "computes, and the emulator already gives every allocation its own storage",
     ),
     KnownIssue(
         "all-to-all-v-rdispls", "nki.collectives.all_to_all_v", ("0.3.0",),
         "has_rdispls=True has no effect on NeuronSwitch systems (Trainium3 UltraServer)",
         "none documented",
-        "not emulated", "nki.collectives and trn3 are not emulated",
+        "not emulated", "no rule can show it: only NeuronSwitch systems (Trainium3 "
+        "UltraServer) are affected, the emulated targets are trn1/trn2, and the collectives "
+        "raise NotImplementedError",
     ),
     KnownIssue(
         "nested-dynamic-range", "nl.dynamic_range", ("0.4.0", "0.5.0", "0.6.0"),
@@ -214,8 +224,10 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "reinterpret-cast-vector-select", "NkiTensor.reinterpret_cast + vector_select",
         ("0.5.0", "0.6.0"),
         "combining the two views is not supported",
-        "none documented",
-        "not emulated", "neither view method is emulated",
+        "none documented; ours: one .ap(pattern, vector_offset=offsets, indirect_dim=0, "
+        "dtype=...) (the access-pattern page's indirect access with a dtype reinterpret)",
+        "refused", "vector_select on a reinterpreted tensor (reinterpret_cast / view(dtype)), "
+        "or reinterpret_cast of a vector_select view (trncore.sim.views)",
     ),
     KnownIssue(
         "local-gather-elem-per-idx", "nisa.local_gather", ("0.6.0",),

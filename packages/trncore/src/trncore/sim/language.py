@@ -196,20 +196,23 @@ def shared_identity_matrix(n: int, dtype: Any = "uint8", dst: Any = None) -> Nki
     return t
 
 
-def rand(*args: Any, **kwargs: Any) -> NkiTensor:
-    raise NotImplementedError("nl.rand is not emulated (random state is not modelled)")
+def rand(shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
+    """``nl.rand``: a new tensor of values uniform on [0, 1) (:mod:`trncore.sim.isa_random`)."""
+    from trncore.sim.isa_random import nl_rand
+
+    return nl_rand(shape, dtype, buffer, name)
 
 
 def random_seed(seed: Any) -> None:
     """``nl.random_seed``: ``seed`` is a ``[1, 1]`` SBUF/PSUM tensor (a Python number is the known
-    issue ``nl-random-seed-scalar``). The random state is not modelled (``nl.rand`` raises), so
-    the call is recorded and checked only."""
-    from trncore.sim import known_issues
+    issue ``nl-random-seed-scalar``); seeds the generator ``nl.rand`` draws from
+    (:mod:`trncore.sim.isa_random`)."""
+    from trncore.sim import isa_random, known_issues
 
-    ctx, site = _current(), _site()
+    site = _site()
     if not isinstance(seed, NkiTensor):
         known_issues.check("nl-random-seed-scalar", f"seed {seed!r}", site)
-        inputs: list[NkiTensor] = []
+        isa_random.nl_random_seed_number(seed, site)
     elif not seed.on_chip or seed.shape != (1, 1):
         raise _LanguageError(
             "random-seed-tensor",
@@ -217,8 +220,7 @@ def random_seed(seed: Any) -> None:
             site,
         )
     else:
-        inputs = [seed]
-    ctx.emit("random_seed", "debug", site, inputs, [], lambda: None, {})
+        isa_random.nl_random_seed(seed, site)
 
 
 def shared_constant(constant: Any) -> NkiTensor:

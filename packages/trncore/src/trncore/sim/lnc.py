@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import context, dtypes
+from trncore.sim import context, dtypes, lnc_control
 from trncore.sim.checks import as_tensor
 from trncore.sim.errors import BufferError, DtypeError, LanguageError, ShapeError, TargetError
 from trncore.sim.isa_common import begin as _begin
@@ -163,8 +163,10 @@ def run_instances(ctx: Any, lnc: int, body: Callable[[int], Any]) -> list[Any]:
         raise
     finally:
         ctx.engine_state.pop("lnc", None)
+        flows = lnc_control.take(ctx)
     if sched.error is not None and not isinstance(sched.error, _Abort):
         raise sched.error
+    lnc_control.finish(flows, lnc)  # Known Issue lnc2-control-flow (NKI 0.3.0)
     return results
 
 

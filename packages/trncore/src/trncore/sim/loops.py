@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from trncore.sim import context
+from trncore.sim import context, lnc_control
 from trncore.sim.registers import VirtualRegister
 
 __all__ = ["MAX_WHILE_ITERATIONS", "fori_loop", "while_loop"]
@@ -47,6 +47,12 @@ def _value(value: Any, api: str, what: str) -> int:
     return value
 
 
+def _test(taken: bool, site: Any) -> bool:
+    """A run-time condition test (an event of the cores' dynamic control flow under LNC=2)."""
+    lnc_control.record("test", taken, site)
+    return taken
+
+
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[int], Any], step: int = 1) -> None:
     """``for i in range(lower, upper, step): body_fun(i)`` (``step`` a positive constant;
     ``lower``/``upper`` ints or registers)."""
@@ -56,6 +62,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[int], Any], step: int 
         raise ValueError(f"nl.fori_loop: step must be a positive compile-time int, got {step!r}")
     lo = _value(lower, "nl.fori_loop", "lower bound")
     hi = _value(upper, "nl.fori_loop", "upper bound")
+    lnc_control.record("nl.fori_loop", len(range(lo, hi, step)), context.user_site())
     for i in range(lo, hi, step):
         body_fun(i)
 
@@ -70,8 +77,9 @@ def while_loop(init: Any, body_fun: Callable[[Any], Any]) -> None:
         raise TypeError(f"nl.while_loop: body_fun must be callable, got {body_fun!r}")
     r = init
     count = 0
-    while _value(r, "nl.while_loop", "condition" if count == 0 else
-                 "condition returned by body_fun") != 0:  # fmt: skip
+    site = context.user_site()
+    while _test(_value(r, "nl.while_loop", "condition" if count == 0 else
+                       "condition returned by body_fun") != 0, site):  # fmt: skip
         if count >= MAX_WHILE_ITERATIONS:
             raise RuntimeError(
                 f"nl.while_loop: the condition was still nonzero after {MAX_WHILE_ITERATIONS} "

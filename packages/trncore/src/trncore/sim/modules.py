@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.machinery
 import sys
 import types
+from typing import Any
 
 from trncore.sim import binding, collectives, dtypes, isa_constants, nki_typing
 from trncore.sim import isa as nisa
@@ -58,7 +59,19 @@ versions.install({"nl": nl, "nisa": nisa}, NkiTensor, {"nl.float8_e8m0fnu": "flo
 # parameters with it (``dtype: nki.dtype = nl.bfloat16``).
 nki_dtype = types.ModuleType("nki.dtype", "NKI dtype names, as in nki.language (NKI 0.3.0).")
 for _dtype in dtypes.NKI_DTYPES:
-    setattr(nki_dtype, _dtype, getattr(nl, _dtype))
+    if _dtype in vars(nl):  # release-gated names (float8_e8m0fnu) are served below, per read
+        setattr(nki_dtype, _dtype, vars(nl)[_dtype])
+
+
+def _nki_dtype_getattr(name: str) -> Any:
+    # a dtype that only some releases have: read through nl, whose gate checks the target release
+    # at each read (importing under TRNSCI_NKI_VERSION=0.3.0 must not read it)
+    if name in dtypes.NKI_DTYPES:
+        return getattr(nl, name)
+    raise AttributeError(f"module 'nki.dtype' has no attribute {name!r}")
+
+
+nki_dtype.__getattr__ = _nki_dtype_getattr  # type: ignore[method-assign]
 nki.dtype = nki_dtype  # type: ignore[attr-defined]
 nki.collectives = collectives  # type: ignore[attr-defined]
 

@@ -15,7 +15,9 @@ Rules checked at the kernel line: ``register_load``/``register_store`` move one 
 an int or a register; ``dynamic_range``'s step is a positive compile-time int; reading a
 register that was never written is an error. Two Known Issues of the NKI release notes are
 applied by target release (:mod:`trncore.sim.known_issues`): ``dynamic-range-index`` (0.3.0) and
-``nested-dynamic-range`` (0.4.0-0.6.0).
+``nested-dynamic-range`` (0.4.0-0.6.0); the loops and register tests are also the events that
+``lnc2-control-flow`` (0.3.0) compares between the cores of an LNC=2 launch
+(:mod:`trncore.sim.lnc_control`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import context, dtypes, known_issues
+from trncore.sim import context, dtypes, known_issues, lnc_control
 from trncore.sim.errors import LanguageError, ShapeError
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.nki_object import NKIObject
@@ -69,7 +71,9 @@ class VirtualRegister(NKIObject):
 
         site = context.user_site()
         versions.require("while reg:", site)
-        return bool(self.read(site))
+        taken = bool(self.read(site))
+        lnc_control.record("test", taken, site)  # LNC=2: both cores must test alike (0.3.0)
+        return taken
 
     def __repr__(self) -> str:
         return f"VirtualRegister({self.value!r})"
@@ -150,10 +154,11 @@ _SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 class ScalarInduction(int):
     """A ``dynamic_range`` induction variable under NKI 0.3.0: a scalar, not a register.
 
-    The 0.3.0 notes list as a Known Issue (``dynamic-range-index``) that it cannot take part in
-    arithmetic computing tile offsets; the arithmetic operators apply that rule at the kernel's
-    line (:func:`trncore.sim.known_issues.check`), then compute as ints. Plain use (a slice
-    bound, a comparison) is unaffected.
+    The 0.3.0 notes list as a Known Issue (``dynamic-range-index``) that it cannot be a
+    ``scalar_offset`` in access patterns or take part in arithmetic computing tile offsets; the
+    arithmetic operators and ``.ap(scalar_offset=)`` apply that rule at the kernel's line
+    (:func:`trncore.sim.known_issues.check`), then compute as ints. Plain use (a slice bound, a
+    comparison) is unaffected. The 0.4.0 notes fix it (the variable became a register).
     """
 
     def _arith(self, other: Any, op: str, fn: Any) -> Any:
@@ -161,6 +166,12 @@ class ScalarInduction(int):
         if not sys._getframe(2).f_code.co_filename.startswith(_SIM_DIR):
             known_issues.check("dynamic-range-index", f"the induction variable in '{op}'")
         return fn(int(self), other)
+
+    def as_scalar_offset(self) -> int:
+        """Its value as ``.ap(scalar_offset=...)``: the 0.3.0 notes name that use too (called by
+        :meth:`trncore.sim.tensor.NkiTensor.ap`)."""
+        known_issues.check("dynamic-range-index", "the induction variable as .ap(scalar_offset=)")
+        return int(self)
 
     def __add__(self, o: Any) -> Any:
         return self._arith(o, "+", int.__add__)
@@ -228,4 +239,5 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[int]:
         return int(v.read(site)) if isinstance(v, VirtualRegister) else int(v)
 
     lo, hi = (0, bound(start)) if stop is None else (bound(start), bound(stop))
+    lnc_control.record("nl.dynamic_range", len(builtins.range(lo, hi, int(step))), site)
     return _loop(lo, hi, int(step), state)

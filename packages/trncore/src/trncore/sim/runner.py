@@ -18,7 +18,7 @@ import numpy as np
 
 from trncore import config
 from trncore.keys import KernelKey
-from trncore.sim import context, dtypes, versions
+from trncore.sim import cache_purity, context, dtypes, versions
 from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
@@ -116,6 +116,7 @@ def clear_cache() -> None:
     with _cache_lock:
         _cache.clear()
         _stats.update(traces=0, replays=0)
+    cache_purity.forget()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -253,6 +254,9 @@ def _trace(
     acc = ctx.engine_state.get("vector_acc")
     if acc is not None:
         prog.registers.append(acc)
+    rng_state = ctx.engine_state.get("rng")  # random generator states (isa_random), reset per run
+    if rng_state is not None:
+        prog.registers.append(rng_state)
     prog.data_dependent = bool(ctx.engine_state.get("data_dependent"))
     return prog
 
@@ -346,15 +350,21 @@ def get_program(
         if execute:
             record.add(digest, fn, arrays, params, lnc if grid else None)
     prog = _cache.get(digest)
+    # a global or captured mutable the kernel reads changed since the trace: Known Issue
+    # kernel-cache-purity under 0.3.0 (stale replay or refusal), a new trace after it
+    if prog is not None and not cache_purity.stale_replay(fn, digest):
+        prog = None
     if prog is not None:
         _stats["replays"] += 1
         _cache.move_to_end(digest)
         return prog, arrays, NOT_RUN
     with _cache_lock:
         prog = _cache.get(digest)
-        if prog is not None:
+        if prog is not None and cache_purity.changed(fn, digest) is None:
             return prog, arrays, NOT_RUN
+        external = cache_purity.before_trace(fn)
         prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release)
+        cache_purity.remember(fn, digest, external)
         # collect the traced run's results before other threads can replay the program
         result = prog.collect(arrays) if execute else NOT_RUN
         _stats["traces"] += 1

@@ -514,7 +514,10 @@ class NkiTensor:
             if isinstance(scalar_offset, NkiTensor):
                 dynamic = ScalarOffset(scalar_offset, row, site)
             elif hasattr(scalar_offset, "__index__"):
-                base_offset += int(scalar_offset) * row
+                # a dynamic_range induction variable under NKI 0.3.0 applies its Known Issue
+                # (dynamic-range-index: not usable as a scalar_offset) here, at the .ap line
+                as_offset = getattr(scalar_offset, "as_scalar_offset", None)
+                base_offset += (as_offset() if as_offset else int(scalar_offset)) * row
             else:
                 raise NotImplementedError(
                     f"ap(scalar_offset={type(scalar_offset).__name__}): registers are not emulated"

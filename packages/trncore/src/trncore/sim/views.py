@@ -1,6 +1,6 @@
 """The ``NkiTensor`` view methods of NKI 0.5.0: ``slice``, ``select``, ``permute``, ``broadcast``,
 ``expand_dim``, ``squeeze_dim``, ``reshape_dim``, ``flatten_dims``, ``rearrange``,
-``is_contiguous``, ``is_indirect``, ``reinterpret_cast``.
+``is_contiguous``, ``is_indirect``, ``reinterpret_cast``, ``vector_select``.
 
 Each returns a new view of the same allocation (no data moves): the emulator's views are an element
 offset plus ``(step, num)`` pairs, so every method is arithmetic on that list. The constraints are
@@ -256,8 +256,65 @@ def is_indirect(self: NkiTensor) -> bool:
 
 
 def reinterpret_cast(self: NkiTensor, dtype: Any) -> NkiTensor:
-    """The same elements reinterpreted as ``dtype`` (NKI 0.5.0's other name of ``view``)."""
+    """The same elements reinterpreted as ``dtype`` (NKI 0.5.0's other name of ``view``).
+
+    On a :func:`vector_select` view it is the Known Issue ``reinterpret-cast-vector-select``
+    (0.5.0, 0.6.0 notes: "Combined usage is not yet supported"), checked first.
+    """
+    from trncore.sim.dynamic import SelectedRows
+
+    if isinstance(self.dynamic, SelectedRows):
+        from trncore.sim import known_issues
+
+        known_issues.check("reinterpret-cast-vector-select", "reinterpret_cast of a vector_select "
+                           f"view {self.describe()}")  # fmt: skip
     return self.view(dtype)
+
+
+def vector_select(self: NkiTensor, dim: int, vector_offset: Any) -> NkiTensor:
+    """Gather along dim 0 of an HBM tensor: output partition ``p`` addresses row
+    ``vector_offset[p, 0]`` of ``self`` (``nki.language.NkiTensor.vector_select``, NKI 0.5.0).
+
+    The page's constraints, each raised at the kernel's line: ``dim`` must be 0; HBM tensors only;
+    one dynamic select per tensor (not on a view that is already indirect); ``vector_offset`` an
+    SBUF integer tensor of shape ``(num_partitions, 1)``. The result has
+    ``vector_offset.shape[0]`` rows and is the view ``.ap(vector_offset=..., indirect_dim=0)``
+    builds (AWS NKI Access Patterns deep dive: both build the same access pattern); the indices
+    are read when the instruction using the view runs, and bounds are checked then. On a
+    reinterpreted tensor (``reinterpret_cast`` / ``view(dtype)``) it is the Known Issue
+    ``reinterpret-cast-vector-select`` (0.5.0, 0.6.0).
+    """
+    from trncore.sim.dynamic import SelectedRows
+
+    site = user_site()
+    if isinstance(dim, bool) or dim != 0:
+        raise BoundsError("vector-select-dim", f"vector_select(dim={dim!r}): dim must be 0",
+                          site)  # fmt: skip
+    if self.on_chip:
+        raise LanguageError("vector-select-hbm", "vector_select is only supported on HBM "
+                            f"tensors, got {self.describe()}", site)  # fmt: skip
+    if self.dynamic is not None:
+        raise LanguageError("vector-select-indirect", "only one dynamic select per tensor: "
+                            f"{self.describe()} is already indirect (see is_indirect)",
+                            site)  # fmt: skip
+    if not isinstance(vector_offset, NkiTensor):
+        raise TypeError(f"NkiTensor.vector_select: vector_offset must be an SBUF tensor of shape "
+                        f"(num_partitions, 1), got {type(vector_offset).__name__}")  # fmt: skip
+    if vector_offset.ndim != 2 or vector_offset.shape[1] != 1:
+        raise LanguageError("vector-select-offsets", "vector_select vector_offset must have shape "
+                            f"(num_partitions, 1), got {vector_offset.describe()}",
+                            site)  # fmt: skip
+    if self.dtype != self.alloc.dtype:
+        from trncore.sim import known_issues
+
+        known_issues.check("reinterpret-cast-vector-select", f"vector_select on {self.describe()}, "
+                           f"reinterpreted from {self.alloc.dtype}", site)  # fmt: skip
+    step = self.dims[0][0]
+    dims = [(step, vector_offset.shape[0]), *self.dims[1:]]
+    dynamic = SelectedRows(vector_offset, step, site)
+    result = NkiTensor(self.alloc, self.dtype, self.offset, dims, indexed=True, dynamic=dynamic)
+    dynamic.check_static(result)
+    return result
 
 
 METHODS = {
@@ -273,6 +330,7 @@ METHODS = {
     "rearrange": rearrange,
     "is_contiguous": is_contiguous,
     "is_indirect": is_indirect,
+    "vector_select": vector_select,
 }
 
 

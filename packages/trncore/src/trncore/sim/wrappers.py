@@ -486,9 +486,16 @@ def gather_flattened(*args: Any, **kwargs: Any) -> NkiTensor:
     raise NotImplementedError("nl.gather_flattened is not emulated")
 
 
-def dropout(*args: Any, **kwargs: Any) -> NkiTensor:
-    """``nl.dropout(x, rate, dtype=None)``: random zeroing; not emulated (no random state), raises."""
-    raise NotImplementedError("nl.dropout is not emulated (random state is not modelled)")
+def dropout(x: NkiTensor, rate: Any, dtype: Any = None) -> NkiTensor:
+    """``nl.dropout(x, rate, dtype=None)``: ``nisa.dropout`` into a new SBUF tile (then a copy to
+    ``dtype`` if given); the random draws are described in :mod:`trncore.sim.isa_random`."""
+    out = _new(x.shape, x.dtype)
+    nisa.dropout(dst=out, data=x, prob=rate)
+    if dtype is None or dtypes.dtype_name(dtype) == x.dtype:
+        return out
+    cast = _new(x.shape, dtypes.dtype_name(dtype))
+    nisa.tensor_copy(dst=cast, src=out)
+    return cast
 
 
 def rms_norm(

@@ -1,0 +1,202 @@
+"""The kernel cache and the state a kernel reads besides its arguments (Known Issue
+``kernel-cache-purity``).
+
+The NKI 0.3.0 release notes (Known Issues, "Caching"): "NKI kernel caching assumes kernels are
+pure functions of their input arguments. If a kernel's output depends on external state (such as
+global variables or closures over mutable objects), the cache may return stale results. This is
+undefined behavior." The 0.4.0 notes no longer list it.
+
+The emulator's program cache is keyed like ``nki.jit``'s: by the kernel and its arguments
+(:class:`trncore.keys.KernelKey`; plain values captured in closures are keyed too). What the key
+cannot see is the *current value* of a module global the kernel reads, or the contents of a
+mutable object (a list, a dict, an array) it captures. This module remembers those values when a
+program is traced and compares them when the cached program is about to be replayed:
+
+- under a release whose notes list the issue (0.3.0), a changed value is the hardware's stale
+  cache: :func:`trncore.sim.known_issues.check` refuses it at the kernel line that reads the
+  value (``error``), or the cached program is replayed, as the hardware's cache would run it,
+  with a warning (``warn``) or silently (``off``): the result is the stale one;
+- under the later releases the cached program is not used: the kernel is traced again with the
+  new value (the result a pure re-evaluation gives, as AWS's simulator computes it).
+
+What is compared: the names the kernel's own code (and functions defined inside it) loads as
+globals, and its closure cells, whose values are plain data (numbers, strings, bytes, None,
+NumPy arrays and scalars, and lists/tuples/dicts/sets of those). Modules, functions, classes and
+other objects are not compared; nor is state read by helper functions the kernel calls.
+"""
+
+from __future__ import annotations
+
+import dis
+import hashlib
+import threading
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import known_issues
+
+__all__ = ["before_trace", "changed", "forget", "remember", "stale_replay"]
+
+_RULE = "kernel-cache-purity"
+_DEPTH = 4  # nesting levels of containers fingerprinted
+_MAX_ITEMS = 65536  # larger containers are compared by identity only
+
+#: Per code object: [(kind, name or cell index, line of its first load)], kind "global"/"cell".
+_reads: dict[types.CodeType, list[tuple[str, Any, int]]] = {}
+#: Per program digest: {(kind, name): (fingerprint, short repr)} at trace time.
+_snapshots: dict[str, dict[tuple[str, Any], tuple[str, str]]] = {}
+_lock = threading.Lock()
+
+
+def _codes(code: types.CodeType) -> list[types.CodeType]:
+    out = [code]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out.extend(_codes(const))
+    return out
+
+
+def _external_reads(fn: Any) -> list[tuple[str, Any, int]]:
+    """The globals and closure cells ``fn``'s code loads, each with the line of its first load."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    found = _reads.get(code)
+    if found is not None:
+        return found
+    first: dict[tuple[str, Any], int] = {}
+    for sub in _codes(code):
+        current = sub.co_firstlineno
+        for ins in dis.get_instructions(sub):
+            pos = getattr(ins, "positions", None)  # Python 3.11+
+            if pos is not None and pos.lineno is not None:
+                line = pos.lineno
+            else:
+                start = ins.starts_line  # an int on Python 3.10
+                if isinstance(start, int) and not isinstance(start, bool):
+                    current = start
+                line = current
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                first.setdefault(("global", ins.argval), line)
+            elif ins.opname == "LOAD_DEREF" and sub is code and ins.argval in code.co_freevars:
+                first.setdefault(("cell", code.co_freevars.index(ins.argval)), line)
+    found = sorted(((k, n, line) for (k, n), line in first.items()), key=lambda r: r[2])
+    _reads[code] = found
+    return found
+
+
+def _fingerprint(value: Any, depth: int = 0) -> str | None:
+    """A text that changes when plain data changes; None for values not compared."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return f"{type(value).__name__}:{value!r}"
+    if isinstance(value, np.generic):
+        return f"np.{value.dtype}:{value!r}"
+    if isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value).view(np.uint8).reshape(-1).tobytes()
+        return f"nd:{value.dtype}:{value.shape}:{hashlib.sha256(data).hexdigest()}"
+    if not isinstance(value, (list, tuple, dict, set, frozenset)):
+        return None
+    if depth >= _DEPTH or len(value) > _MAX_ITEMS:
+        return f"{type(value).__name__}@{id(value)}:{len(value)}"
+    if isinstance(value, dict):
+        items = sorted((repr(k), _fingerprint(v, depth + 1)) for k, v in value.items())
+        return "dict{" + ",".join(f"{k}={v}" for k, v in items) + "}"
+    parts = [_fingerprint(v, depth + 1) or "?" for v in value]
+    if isinstance(value, (set, frozenset)):
+        parts.sort()
+    return f"{type(value).__name__}[" + ",".join(parts) + "]"
+
+
+def _values(fn: Any) -> dict[tuple[str, Any], tuple[str, str, int]]:
+    """The kernel's external plain data now: {(kind, name): (fingerprint, repr, line)}."""
+    out: dict[tuple[str, Any], tuple[str, str, int]] = {}
+    reads = _external_reads(fn)
+    if not reads:
+        return out
+    glb = getattr(fn, "__globals__", {})
+    cells = getattr(fn, "__closure__", None) or ()
+    for kind, name, line in reads:
+        if kind == "global":
+            if name not in glb:
+                continue
+            value = glb[name]
+            label = name
+        else:
+            try:
+                value = cells[name].cell_contents
+            except (IndexError, ValueError):
+                continue
+            label = fn.__code__.co_freevars[name]
+        fp = _fingerprint(value)
+        if fp is not None:
+            text = repr(value)
+            out[(kind, label)] = (fp, text if len(text) <= 60 else text[:57] + "...", line)
+    return out
+
+
+def before_trace(fn: Callable[..., Any]) -> dict[tuple[str, Any], tuple[str, str, int]]:
+    """The external plain data ``fn`` reads, just before it is traced (pass to :func:`remember`)."""
+    return _values(fn)
+
+
+def remember(
+    fn: Callable[..., Any], digest: str, before: dict[tuple[str, Any], tuple[str, str, int]]
+) -> None:
+    """Record the values the program ``digest`` was traced with. A value the trace itself changed
+    (the kernel mutates it, e.g. a call counter) is not recorded: no single value was compiled in,
+    and a later change is the kernel's own doing, not stale state."""
+    after = _values(fn)
+    kept = {k: (fp, text) for k, (fp, text, _) in before.items() if after.get(k, ("",))[0] == fp}
+    with _lock:
+        if kept:
+            _snapshots[digest] = kept
+        else:
+            _snapshots.pop(digest, None)
+
+
+def forget() -> None:
+    """Drop every snapshot (the program cache was cleared)."""
+    with _lock:
+        _snapshots.clear()
+
+
+def changed(fn: Callable[..., Any], digest: str) -> tuple[str, str, str, tuple[str, int]] | None:
+    """The first external value that differs from its value at trace time, as
+    ``(name, then, now, site)``; None if all are unchanged (or nothing was recorded)."""
+    then = _snapshots.get(digest)
+    if not then:
+        return None
+    now = _values(fn)
+    filename = fn.__code__.co_filename
+    for key, (fp, text) in then.items():
+        cur = now.get(key)
+        if cur is None or cur[0] != fp:
+            line = cur[2] if cur is not None else fn.__code__.co_firstlineno
+            return key[1], text, (cur[1] if cur is not None else "<gone>"), (filename, line)
+    return None
+
+
+def stale_replay(fn: Callable[..., Any], digest: str) -> bool:
+    """Whether the cached program ``digest`` may be replayed for this call.
+
+    True when the kernel's external plain data is as traced, or when it changed under a release
+    listing the issue and the mode lets the stale replay through (``warn``/``off``); raises
+    :class:`trncore.sim.known_issues.KnownIssueError` in ``error`` mode. False when it changed
+    under a release that does not list the issue: the caller traces again.
+    """
+    diff = changed(fn, digest)
+    if diff is None:
+        return True
+    name, then, now, site = diff
+    if not known_issues.listed(_RULE):
+        return False
+    known_issues.check(
+        _RULE,
+        f"{name} read here was {then} when the kernel was compiled and is {now} now; the "
+        f"cached kernel still computes with {then}",
+        site,
+    )
+    return True
