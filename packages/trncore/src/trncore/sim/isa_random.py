@@ -45,8 +45,11 @@ import numpy as np
 
 from trncore.sim import dtypes, known_issues
 from trncore.sim.checks import check_compute_operand
+from trncore.sim.creation import allocate
 from trncore.sim.errors import BufferError, DtypeError, ShapeError, TargetError
-from trncore.sim.isa_common import _begin, _elementwise_meta, engine
+from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import engine
 from trncore.sim.tensor import NkiTensor
 
 __all__ = [
@@ -275,13 +278,11 @@ def nl_random_seed_number(seed: Any, site: Any) -> None:
 
 def nl_rand(shape: Any, dtype: Any, buffer: Any, name: str) -> NkiTensor:
     """``nl.rand``: a new tensor of values uniform on [0, 1), drawn on the Vector engine."""
-    from trncore.sim.language import ndarray
-
     ctx, site = _begin()
     seeded = ctx.engine_state.get("nl_random_seed")
     if seeded is not None and ctx.rules.nc_version < 4:
         known_issues.check("nl-rand-engine", f"nl.random_seed at line {seeded[1]} may not seed "
                            "the engine nl.rand draws on", site)  # fmt: skip
-    t = ndarray(shape, dtype, buffer=buffer, name=name)
+    t = allocate(shape, dtype, buffer, name, "sentinel")  # as nl.ndarray: uninitialized
     _emit_bits(ctx, site, t, 0, "rand", raw=False)
     return t

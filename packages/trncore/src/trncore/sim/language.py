@@ -15,6 +15,8 @@ import typing as _typing
 
 import numpy as _np
 
+from trncore.sim import isa_random as _isa_random
+from trncore.sim import known_issues as _known_issues
 from trncore.sim.alu import ACTIVATIONS as _ACT
 from trncore.sim.alu import BINARY as _BIN
 from trncore.sim.alu import UNARY_BITVEC as _UBV
@@ -196,23 +198,19 @@ def shared_identity_matrix(n: int, dtype: Any = "uint8", dst: Any = None) -> Nki
     return t
 
 
-def rand(shape: Any, dtype: Any, buffer: Any = SBUF, name: str = "") -> NkiTensor:
+def rand(shape: Any, dtype: Any, buffer: Any = sbuf, name: str = "") -> NkiTensor:
     """``nl.rand``: a new tensor of values uniform on [0, 1) (:mod:`trncore.sim.isa_random`)."""
-    from trncore.sim.isa_random import nl_rand
-
-    return nl_rand(shape, dtype, buffer, name)
+    return _isa_random.nl_rand(shape, dtype, buffer, name)
 
 
 def random_seed(seed: Any) -> None:
     """``nl.random_seed``: ``seed`` is a ``[1, 1]`` SBUF/PSUM tensor (a Python number is the known
     issue ``nl-random-seed-scalar``); seeds the generator ``nl.rand`` draws from
     (:mod:`trncore.sim.isa_random`)."""
-    from trncore.sim import isa_random, known_issues
-
     site = _site()
     if not isinstance(seed, NkiTensor):
-        known_issues.check("nl-random-seed-scalar", f"seed {seed!r}", site)
-        isa_random.nl_random_seed_number(seed, site)
+        _known_issues.check("nl-random-seed-scalar", f"seed {seed!r}", site)
+        _isa_random.nl_random_seed_number(seed, site)
     elif not seed.on_chip or seed.shape != (1, 1):
         raise _LanguageError(
             "random-seed-tensor",
@@ -220,7 +218,7 @@ def random_seed(seed: Any) -> None:
             site,
         )
     else:
-        isa_random.nl_random_seed(seed, site)
+        _isa_random.nl_random_seed(seed, site)
 
 
 def shared_constant(constant: Any) -> NkiTensor:
