@@ -9,6 +9,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "simulator: kernels on the trncore.sim emulator")
 
 
+@pytest.fixture(autouse=True)
+def _default_release_and_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The emulator's defaults (newest release, known issues refused), whatever the shell exports:
+    a test that wants another release or mode sets it itself."""
+    monkeypatch.delenv("TRNSCI_NKI_VERSION", raising=False)
+    monkeypatch.delenv("TRNSCI_SIM_KNOWN_ISSUES", raising=False)
+
+
 @pytest.fixture(params=["trn1", "trn2"])
 def target(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The hardware target, also exported as NEURON_PLATFORM_TARGET_OVERRIDE."""
