@@ -185,7 +185,10 @@ def _allocate(
                 f"PSUM address {address} does not start at a 2 KiB bank",
                 site,
             )
-    tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site)
+    placed = None
+    if address is not None and buffer.on_chip:
+        placed = (int(address[0]), int(address[1]))
+    tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site, placed)
     if address is not None and buffer.on_chip:
         # nl.ndarray address=(partition_offset, free_offset) (NKI 0.3.0): the tile occupies
         # partitions [offset, offset + shape[0]); SBUF capacity is counted per partition.
@@ -223,8 +226,8 @@ def ndarray(
 
     AWS NKI docs, NKI CPU Simulator guide (NKI 0.3.0).
 
-    ``address`` is checked (PSUM bank alignment) but the emulator allocates every tensor
-    independently; overlapping explicit addresses are not modelled.
+    ``address`` is checked (PSUM bank alignment, SBUF range); tiles at the same address with
+    the same size share their storage (data), partly overlapping ones share capacity only.
     """
     return _allocate(shape, dtype, buffer, name, "sentinel", address)
 

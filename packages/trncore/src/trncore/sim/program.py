@@ -14,6 +14,7 @@ tile an unrolled loop allocated.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import warnings
@@ -104,6 +105,17 @@ class Program:
             return outs[0]
         return outs if outs else None
 
+    @functools.cached_property
+    def nbytes(self) -> int:
+        """Bytes of tensor storage the program holds (each buffer once, masks included)."""
+        seen: dict[int, int] = {}
+        for alloc in self.allocs:
+            for arr in (alloc.storage, alloc.mask, alloc.mm_flags):
+                if arr is not None:
+                    base = arr.base if isinstance(arr.base, np.ndarray) else arr
+                    seen[id(base)] = base.nbytes
+        return sum(seen.values())
+
     def engine_counts(self) -> dict[str, int]:
         """Instructions per engine (allocation markers excluded)."""
         counts: dict[str, int] = {}
@@ -156,6 +168,9 @@ class TraceContext:
         self.written: set[int] = set()
         self.engine_state: dict[str, Any] = {}
         self.free_storage: dict[int, list[np.ndarray]] = {}
+        #: storage of on-chip tiles placed at an explicit address, by (instance, buffer,
+        #: partition, byte, nbytes): tiles at one address share it (see :meth:`allocate`)
+        self.address_storage: dict[tuple[int, str, int, int, int], np.ndarray] = {}
         #: the NKI release this trace is checked against (set by the runner)
         self.nki_version: str | None = None
 
@@ -168,12 +183,21 @@ class TraceContext:
         name: str,
         init: Any,
         site: tuple[str, int] | None,
+        address: tuple[int, int] | None = None,
     ) -> NkiTensor:
         """A new tensor (``nl.ndarray`` and friends): records an allocation marker instruction.
 
         On-chip storage of dead tensors is reused; under LNC=2 instance 1 gets instance 0's
         k-th ``shared_hbm`` allocation, as the instances share that memory
         (AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0)).
+
+        On-chip tiles given the same explicit ``address=(partition, byte)`` and the same size
+        share one storage, as they share those bytes on the chip (nl.ndarray, NKI 0.3.0:
+        ``address`` places the tile): nkilib's modular allocator builds lists of tiles of which
+        only a few are physically distinct (rotating buffers), and storage per logical tile
+        multiplied a kernel's memory by its loop counts. Such a tile is not filled with the
+        sentinel when allocated (the chip's bytes hold what the last tile there wrote) and is
+        never recycled for other tensors.
         """
         if buffer is SHARED_HBM and self.lnc > 1:
             # AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0): under LNC=2 the instances share
@@ -194,7 +218,17 @@ class TraceContext:
                 return NkiTensor.whole(alloc)
         nbytes = math.prod(shape) * dtypes.itemsize(dtype)
         storage = None
-        if buffer.on_chip:
+        placed = address is not None and buffer.on_chip
+        aliased = False
+        if placed:
+            assert address is not None
+            where = (self.program_id, buffer.name, int(address[0]), int(address[1]), nbytes)
+            storage = self.address_storage.get(where)
+            aliased = storage is not None
+            if storage is None:
+                storage = np.empty(nbytes, dtype=np.uint8)
+                self.address_storage[where] = storage
+        elif buffer.on_chip:
             free = self.free_storage.get(nbytes)
             if free:
                 storage = free.pop()
@@ -211,23 +245,25 @@ class TraceContext:
             storage,
         )
         self.allocs.append(alloc)
-        if buffer.on_chip:
+        if buffer.on_chip and not placed:
             # Recycle the storage once no Python object can name this tensor any more: every
             # later instruction comes after every use, so replays stay correct
             # (docs/emulator.md, Trace once, replay many times).
             alloc.on_death = self._recycle
         if buffer is SHARED_HBM and self.lnc > 1:
             self.shared_allocs.append(alloc)
-        self._emit_alloc(alloc, site)
+        self._emit_alloc(alloc, site, fill=not aliased)
         return NkiTensor.whole(alloc)
 
-    def _emit_alloc(self, alloc: Allocation, site: tuple[str, int] | None) -> None:
-        """An allocation marker: fills the tensor with its sentinel at this point of the program."""
+    def _emit_alloc(self, alloc: Allocation, site: tuple[str, int] | None, fill: bool = True) -> None:
+        """An allocation marker: fills the tensor with its sentinel at this point of the program
+        (unless ``fill`` is false: a tile sharing the storage of an earlier one)."""
         flat = alloc.flat
-        fill = np.nan if dtypes.is_float(alloc.dtype) else SENTINEL_INT
+        value = np.nan if dtypes.is_float(alloc.dtype) else SENTINEL_INT
 
         def run() -> None:
-            flat[...] = fill
+            if fill:
+                flat[...] = value
 
         self.instrs.append(Instr("alloc", "alloc", site, run, {"alloc": alloc.id}))
         if self.execute:

@@ -46,9 +46,12 @@ __all__ = [
 STRICT_ENV = "TRNSCI_SIM_STRICT"
 
 CACHE_ENV = "TRNSCI_SIM_CACHE_SIZE"
+CACHE_BYTES_ENV = "TRNSCI_SIM_CACHE_MIB"
 
 #: Programs by key digest, least recently used first; bounded so long test sessions that touch
-#: many shapes do not keep every program's memory alive (TRNSCI_SIM_CACHE_SIZE, default 128).
+#: many shapes do not keep every program's memory alive (TRNSCI_SIM_CACHE_SIZE programs, default
+#: 128, holding at most TRNSCI_SIM_CACHE_MIB MiB of tensor storage, default 1024; a program
+#: larger than that is run and dropped, not kept).
 _cache: collections.OrderedDict[str, Program] = collections.OrderedDict()
 _cache_lock = threading.Lock()
 #: Marks "the kernel was not executed by this call" (None is a legal kernel result).
@@ -97,6 +100,32 @@ def _capacity() -> int:
         return max(1, int(os.environ.get(CACHE_ENV, "128")))
     except ValueError:
         raise ValueError(f"{CACHE_ENV} must be a positive integer") from None
+
+
+def _byte_budget() -> int:
+    try:
+        mib = int(os.environ.get(CACHE_BYTES_ENV, "1024"))
+    except ValueError:
+        raise ValueError(f"{CACHE_BYTES_ENV} must be a non-negative integer (MiB)") from None
+    if mib < 0:
+        raise ValueError(f"{CACHE_BYTES_ENV} must be a non-negative integer (MiB), got {mib}")
+    return mib * 2**20
+
+
+def _keep(digest: str, prog: Program) -> None:
+    """Cache ``prog`` (caller holds ``_cache_lock``), evicting the least recently used programs
+    beyond the count and byte budgets. A program whose own storage exceeds the byte budget is not
+    kept: holding a large kernel's whole HBM image between calls would multiply a session's
+    memory (one per shape), and tracing it again costs little next to running it."""
+    budget = _byte_budget()
+    size = prog.nbytes
+    if size > budget:
+        return
+    _cache[digest] = prog
+    total = sum(p.nbytes for p in _cache.values())
+    while len(_cache) > _capacity() or total > budget:
+        _, old = _cache.popitem(last=False)
+        total -= old.nbytes
 
 
 def clear_cache() -> None:
@@ -242,6 +271,11 @@ def _trace(
     if acc is not None:
         prog.registers.append(acc)
     prog.data_dependent = bool(ctx.engine_state.get("data_dependent"))
+    for alloc in ctx.allocs:
+        # the strict-mode written masks and PSUM matmul flags serve the checks made while
+        # tracing; replays never read them, and a cached program should not hold them
+        alloc.mask = None
+        alloc.mm_flags = None
     return prog
 
 
@@ -348,9 +382,7 @@ def get_program(
         _stats["traces"] += 1
         if prog.data_dependent:  # register loops over device data: trace again next call
             return prog, arrays, result
-        _cache[digest] = prog
-        while len(_cache) > _capacity():
-            _cache.popitem(last=False)
+        _keep(digest, prog)
     return prog, arrays, result
 
 
