@@ -148,6 +148,7 @@ for _api in _NOT_EMULATED:
 # Instructions emulated in their own modules (they replace the NotImplementedError stand-ins).
 from trncore.sim.isa_dma_compute import dma_compute  # noqa: E402, F401
 from trncore.sim.isa_gather import nc_n_gather  # noqa: E402, F401
+from trncore.sim.isa_local_gather import local_gather  # noqa: E402, F401
 from trncore.sim.isa_nonzero import nonzero_with_count  # noqa: E402, F401
 from trncore.sim.isa_range_select import range_select  # noqa: E402, F401
 from trncore.sim.isa_select import nc_find_index8, nc_match_replace8, nc_stream_shuffle  # noqa: E402, F401
