@@ -378,16 +378,23 @@ class TraceContext:
             # AWS's allocators deliberately place several tiles at one address, so those count
             # by the highest end address live on each partition, not by their sum.
             placed: dict[int, Any] = {}
+            # ... counted by distinct (first row, end row, end byte): hundreds of live logical
+            # tiles of a modular allocator share a few such places (the sweep's cost)
+            places: dict[tuple[int, int, int], int] = {}
 
             auto_banks = 0
             auto_rows: dict[int, slice] = {}
             for _, is_start, amount, a in events:
                 rows = slice(a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1))
                 if a.address_bytes is not None:
+                    where = (rows.start, rows.stop, a.address_bytes + amount)
                     if is_start:
                         placed[a.id] = a
-                    else:
-                        placed.pop(a.id, None)
+                        places[where] = places.get(where, 0) + 1
+                    elif placed.pop(a.id, None) is not None:
+                        places[where] -= 1
+                        if not places[where]:
+                            del places[where]
                 elif unit == "bytes":
                     if is_start:
                         rows = _auto_rows(per_partition, a)
@@ -399,7 +406,7 @@ class TraceContext:
                     auto_banks += amount if is_start else -amount
                 if is_start:
                     live = (
-                        _sbuf_usage(per_partition, placed)
+                        _sbuf_usage(per_partition, places)
                         if unit == "bytes"
                         else auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
                     )
@@ -416,11 +423,6 @@ class TraceContext:
                         )
                     peak = max(peak, live)
                 else:
-                    live = (
-                        _sbuf_usage(per_partition, placed)
-                        if unit == "bytes"
-                        else auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
-                    )
                     live_set.pop(a.id, None)
             peaks.append(peak)
         psum_bytes = self._psum_bytes_peak()
@@ -440,13 +442,15 @@ class TraceContext:
         return peak
 
 
-def _sbuf_usage(auto: np.ndarray, placed: dict[int, Any]) -> int:
+def _sbuf_usage(auto: np.ndarray, places: dict[tuple[int, int, int], int]) -> int:
     """Bytes used on the fullest partition: auto-placed tiles summed, plus the highest end
-    address of the tiles placed at explicit addresses on that partition."""
+    address of the tiles placed at explicit addresses on that partition (``places``: the live
+    placed tiles' (first row, end row, end byte))."""
+    if not places:
+        return int(auto.max())
     ends = np.zeros_like(auto)
-    for b in placed.values():
-        rows = slice(b.partition_start, b.partition_start + (b.shape[0] if b.shape else 1))
-        ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
+    for start, stop, end in places:
+        np.maximum(ends[start:stop], end, out=ends[start:stop])
     return int((auto + ends).max())
 
 
