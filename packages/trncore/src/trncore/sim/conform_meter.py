@@ -113,7 +113,7 @@ def release_memory() -> None:
     from trncore.sim.runner import clear_cache
 
     clear_cache()
-    gc.collect()
+    gc.collect(1)  # the young generations: a full collection of the harness costs seconds
     libc = ctypes.util.find_library("c")
     if libc:
         try:
