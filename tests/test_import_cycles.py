@@ -242,14 +242,15 @@ SIM_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("instructions", ("isa_movement", "isa_scalar", "isa_vector", "isa_statistics",
                       "isa_tensor_engine", "isa_dma_compute", "isa_gather", "isa_nonzero",
                       "isa_range_select", "isa_reduce_chain", "isa_select", "isa_topk",
-                      "isa_random", "registers", "lnc")),
+                      "isa_local_gather", "isa_random", "registers", "lnc")),
     ("namespaces", ("isa", "isa_constants", "wrappers", "hbm_constants", "language", "loops",
                     "collectives")),
     ("program", ("program", "schedule")),
     ("runner", ("binding", "runner")),
     ("reports", ("report", "timeline", "launches")),
     ("nki module", ("modules",)),
-    ("package and tools", ("", "__main__", "cli", "conform", "conform_plugin", "conform_stubs")),
+    ("package and tools", ("", "__main__", "cli", "conform", "conform_meter", "conform_plugin",
+                           "conform_stubs")),
 )  # fmt: skip
 
 

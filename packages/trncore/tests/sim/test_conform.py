@@ -103,6 +103,11 @@ def test_runner_on_a_miniature_checkout(tmp_path: Path, capsys: pytest.CaptureFi
     assert stuck.outcome == "TIMEOUT" and stuck.reason.startswith("killed after")
     assert [e.nodeid for e in run.collect_errors] == ["test/integration/test_broken_import.py"]
     assert run.passed == 6 and len(run.counted) == 13
-    assert lines[-1] == run.summary() and lines[-1].startswith("conformance: 6 of 13 counted")
+    assert lines[-2] == run.summary() and lines[-2].startswith("conformance: 6 of 13 counted")
+    assert lines[-1] == run.timing() and lines[-1].startswith("timing of 6 passing cases")
+    # every passing case was metered: its seconds inside the emulator are part of its seconds
+    for case in (c for c in run.cases if c.outcome == "PASS"):
+        inside = case.emulator_seconds
+        assert inside is not None and 0 < inside <= case.seconds
     assert sum(line.startswith(("PASS", "FAIL", "RULE", "NOTIMPL", "TIMEOUT", "CRASH", "SKIP",
                                 "ERROR")) for line in lines) == 14  # fmt: skip

@@ -230,6 +230,28 @@ def nested_dynamic_workaround(a, b):
     return _out(acc)
 
 
+def _gather_inputs(a):
+    src = nl.load(a)
+    index = nl.ndarray((a.shape[0], 1), nl.uint16, buffer=nl.sbuf)
+    nisa.memset(dst=index, value=8)  # every index: element 8 of each partition's row
+    return src, index
+
+
+def local_gather_elems(a, b):
+    src, index = _gather_inputs(a)
+    dst = nl.ndarray((a.shape[0], 32), nl.float32, buffer=nl.sbuf)  # sized for all 16 indices
+    nisa.memset(dst=dst, value=0.0)
+    nisa.local_gather(dst=dst, src_buffer=src, index=index, num_elem_per_idx=2, num_valid_indices=4)  # ISSUE
+    return _out(dst[:, 0:8])
+
+
+def local_gather_workaround(a, b):
+    src, index = _gather_inputs(a)
+    dst = nl.ndarray((a.shape[0], 8), nl.float32, buffer=nl.sbuf)  # 4 indices x 2 elements
+    nisa.local_gather(dst=dst, src_buffer=src, index=index, num_elem_per_idx=2, num_valid_indices=4)
+    return _out(dst)
+
+
 def _data(name: str) -> tuple[np.ndarray, np.ndarray]:
     a = rng.uniform(0.5, 4.0, (16, 24)).astype(F32)
     if name == "fmod":
@@ -271,6 +293,8 @@ REFUSED = [
      lambda a, b: a),
     ("nested-dynamic-range", nested_dynamic, nested_dynamic_workaround, "pos",
      lambda a, b: a + a + a + a + a + a),
+    ("local-gather-elem-per-idx", local_gather_elems, local_gather_workaround, "pos",
+     lambda a, b: np.tile(a[:, 8:10], 4)),
 ]
 IDS = [k.__name__ for _, k, *_ in REFUSED]
 

@@ -144,14 +144,14 @@ def scalar_reader(x: Any, site: Any) -> Any:
     if isinstance(x, NkiTensor):
         operand = x.operand(site)
         p = x.partitions
-        return lambda: np.asarray(operand.read(), dtype=F32).reshape(p, 1)
+        return lambda: dtypes.to_f32(np.asarray(operand.read())).reshape(p, 1)
     value = F32(x)
     return lambda: value
 
 
 def read_f32(arr: np.ndarray, p: int) -> np.ndarray:
     """``arr`` as float32 shaped ``(p, free)``: the engines' internal fp32 view of a ``p``-partition tile."""
-    return np.asarray(arr, dtype=F32).reshape(p, -1)
+    return dtypes.to_f32(np.asarray(arr)).reshape(p, -1)
 
 
 def require_float_dst(t: NkiTensor, op: str, site: Any) -> None:

@@ -36,17 +36,29 @@ from trncore import platform
 
 __all__ = ["CaseResult", "ConformRun", "add_arguments", "main", "run_conformance", "select"]
 
-OUTCOMES = ("PASS", "FAIL", "RULE", "NOTIMPL", "TIMEOUT", "MEMORY", "CRASH", "ERROR", "SKIP")
+OUTCOMES = ("PASS", "FAIL", "RULE", "NOTIMPL", "TIMEOUT", "MEMORY", "DATA", "CRASH", "ERROR", "SKIP")
 
 
 @dataclass
 class CaseResult:
-    """One case: pytest node id, outcome (see :data:`OUTCOMES`), reason, seconds."""
+    """One case: pytest node id, outcome (see :data:`OUTCOMES`), reason, seconds.
+
+    ``meter`` holds the case's :class:`trncore.sim.conform_meter.CaseMeter` fields when the child
+    reported them: seconds inside the emulator, input/output bytes, resident memory.
+    """
 
     nodeid: str
     outcome: str
     reason: str = ""
     seconds: float = 0.0
+    meter: dict[str, object] | None = None
+
+    @property
+    def emulator_seconds(self) -> float | None:
+        """Seconds the case spent inside the emulator (None when not measured)."""
+        if not self.meter:
+            return None
+        return float(str(self.meter.get("emulator_seconds", 0.0)))
 
     def line(self) -> str:
         """The case as the runner prints it: outcome, seconds, node id and (unless it passed) why."""
@@ -84,6 +96,28 @@ class ConformRun:
             f"conformance: {self.passed} of {len(self.counted)} counted cases pass ({parts}); "
             f"{skipped} skipped by the harness; {self.selected} selected of {self.collected} collected"
         )
+
+    def timing(self) -> str:
+        """Per-case seconds of the passing cases: whole case and inside the emulator."""
+        passed = [c for c in self.cases if c.outcome == "PASS"]
+        if not passed:
+            return "timing: no passing case"
+        whole = sorted(c.seconds for c in passed)
+        emu = sorted(e for c in passed if (e := c.emulator_seconds) is not None)
+
+        def describe(xs: list[float]) -> str:
+            over = sum(x > 1.0 for x in xs)
+            return f"median {_median(xs):.2f} s, max {xs[-1]:.2f} s, {over} over 1 s"
+
+        text = f"timing of {len(passed)} passing cases: whole case {describe(whole)}"
+        if emu:
+            text += f"; inside the emulator {describe(emu)}"
+        return text
+
+
+def _median(xs: Sequence[float]) -> float:
+    n = len(xs)
+    return (xs[n // 2] + xs[(n - 1) // 2]) / 2
 
 
 def _function_of(nodeid: str) -> str:
@@ -177,11 +211,20 @@ def _run_child(cmd: list[str], env: dict[str, str], cwd: Path, log: Path, limit:
 
 
 def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
+    from trncore.sim.conform_meter import rss_bytes
+
+    return rss_bytes(pid)
+
+
+def _killed_for_memory(rss: int, last_meter: dict[str, object] | None, limit: int) -> str:
+    """``OUTCOME:reason`` for a child killed past the hard memory limit, judged by its last phase."""
+    from trncore.sim.conform_meter import CaseMeter, memory_verdict
+
+    if last_meter is None:  # the case never reached the emulator
+        last_meter = {"phase": "inputs"}
+    fields = {k: v for k, v in last_meter.items() if k in CaseMeter.__dataclass_fields__}
+    outcome, reason = memory_verdict(limit, CaseMeter(**fields))  # type: ignore[arg-type]
+    return f"{outcome}:killed at {rss / 2**30:.1f} GiB resident; {reason}"
 
 
 class _Watch:
@@ -190,7 +233,8 @@ class _Watch:
     The child stops a case itself (SIGALRM, memory watchdog) between Python bytecodes; a case
     stuck inside one long NumPy/torch call is killed from here after twice its time limit plus
     ``--grace`` seconds, or when the child's resident memory passes 1.25 times the limit, and recorded as
-    TIMEOUT / MEMORY; a new child then carries on with the remaining cases.
+    TIMEOUT / MEMORY (or DATA, judged by the case's last ``phase`` record); a new child then
+    carries on with the remaining cases.
     """
 
     def __init__(self, args: argparse.Namespace, run: ConformRun, echo: bool) -> None:
@@ -207,6 +251,7 @@ class _Watch:
         hard_time = 2 * self.args.timeout + self.args.grace if self.args.timeout > 0 else None
         hard_mem = int(1.25 * self.args.memory * 2**30) if self.args.memory > 0 else None
         started: tuple[str, float] | None = None
+        last_meter: dict[str, object] | None = None
         seen = 0
         killed: str | None = None
         with open(log, "ab") as fh:
@@ -217,9 +262,13 @@ class _Watch:
                 for r in records[seen:]:
                     if r["event"] == "start":
                         started = (str(r["nodeid"]), time.monotonic())
+                        last_meter = None
+                    elif r["event"] == "phase":
+                        last_meter = r["meter"]  # type: ignore[assignment]
                     elif r["event"] == "result" and r["nodeid"] not in self.done:
                         self._record(CaseResult(str(r["nodeid"]), str(r["outcome"]),
-                                                str(r["reason"]), float(str(r["seconds"]))))  # fmt: skip
+                                                str(r["reason"]), float(str(r["seconds"])),
+                                                r.get("meter")))  # type: ignore[arg-type]  # fmt: skip
                         started = None
                 seen = len(records)
                 if finished:
@@ -228,8 +277,9 @@ class _Watch:
                     elapsed = time.monotonic() - started[1]
                     if hard_time is not None and elapsed > hard_time:
                         killed = f"TIMEOUT:killed after {elapsed:.0f} s (stuck in one call)"
-                    elif hard_mem is not None and _rss(proc.pid) > hard_mem:
-                        killed = f"MEMORY:killed at {_rss(proc.pid) / 2**30:.1f} GiB resident"
+                    elif hard_mem is not None and (rss := _rss(proc.pid)) > hard_mem:
+                        limit = int(self.args.memory * 2**30)
+                        killed = _killed_for_memory(rss, last_meter, limit)
                     if killed is not None:
                         proc.kill()
                         proc.wait()
@@ -238,7 +288,7 @@ class _Watch:
         if started is not None and started[0] not in self.done:
             outcome, _, reason = (killed or "CRASH:the test process died (see pytest.log)").partition(":")
             elapsed = time.monotonic() - started[1]
-            self._record(CaseResult(started[0], outcome, reason, elapsed))
+            self._record(CaseResult(started[0], outcome, reason, elapsed, last_meter))
 
 
 def _require_torch() -> None:
@@ -274,9 +324,14 @@ def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
     todo = select(collected, args.per_test)
     run.selected = len(todo)
     watch = _Watch(args, run, echo)
+    selection = args.workdir / "selected.txt"
+    run_env = dict(env, TRNCORE_CONFORM_SELECT=str(selection))
     while todo:
         results.unlink(missing_ok=True)
-        watch.child(_pytest_cmd(args, ["-p", "no:randomly", *todo]), env, checkout, log, results)
+        selection.write_text("\n".join(todo) + "\n", encoding="utf-8")
+        # the same collection as above, narrowed by the plugin to ``todo`` (see SELECT_ENV)
+        run_extra = ["-p", "no:randomly", str(tests)] + (["-k", args.k] if args.k else [])
+        watch.child(_pytest_cmd(args, run_extra), env=run_env, cwd=checkout, log=log, results=results)
         remaining = [n for n in todo if n not in watch.done]
         if len(remaining) == len(todo):
             # the child died before it started a case (nothing to blame): record the first
@@ -285,6 +340,7 @@ def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
         todo = remaining
     if echo:
         print(run.summary(), flush=True)
+        print(run.timing(), flush=True)
     return run
 
 
@@ -319,6 +375,7 @@ def main(args: argparse.Namespace) -> int:
     if args.json is not None:
         payload = {
             "summary": run.summary(),
+            "timing": run.timing(),
             "cases": [c.__dict__ for c in run.collect_errors + run.cases],
         }
         args.json.write_text(json.dumps(payload, indent=1), encoding="utf-8")

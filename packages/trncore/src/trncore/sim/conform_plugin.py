@@ -8,12 +8,17 @@ per case in the file named by ``TRNCORE_CONFORM_RESULTS``:
 - each test call runs under a wall-clock limit (``TRNCORE_CONFORM_TIMEOUT`` seconds, SIGALRM)
   and a resident-memory limit (``TRNCORE_CONFORM_MEMORY`` bytes, a watchdog thread reading
   ``/proc/self/statm``): crossing one raises :class:`CaseTimeout` / :class:`CaseMemoryExceeded`
-  in the test, which records TIMEOUT / MEMORY;
-- a ``start`` record precedes each case, so the parent knows which case a crash interrupted.
+  in the test, which records TIMEOUT, or MEMORY / DATA as :func:`trncore.sim.conform_meter.memory_verdict`
+  decides (inside the emulator, or the test's own inputs / reference);
+- a ``start`` record precedes each case, so the parent knows which case a crash interrupted, and
+  a ``phase`` record marks each entry into and exit from the emulator (with the case's meter);
+- each result carries the case's meter: seconds inside the emulator, bytes of its inputs and
+  outputs, resident memory at entry and exit and the peaks.
 
 The outcome classes (:func:`classify`): PASS, FAIL (ran; the results differ from the reference),
 RULE (an emulator rule refused the kernel: ``NkiValidationError``), NOTIMPL (an API trncore.sim
-does not emulate), TIMEOUT, MEMORY, ERROR (anything else, e.g. a bug in the checkout), SKIP.
+does not emulate), TIMEOUT, MEMORY (the emulator passed the memory limit), DATA (the test's own
+data passed it outside the emulator), ERROR (anything else, e.g. a bug in the checkout), SKIP.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from typing import Any
 import pytest
 
 from trncore import config
+from trncore.config import read_verbatim
+from trncore.sim import conform_meter
 from trncore.sim.conform_stubs import install_finder
 from trncore.sim.modules import install
 
@@ -38,6 +45,8 @@ __all__ = ["CaseMemoryExceeded", "CaseTimeout", "classify"]
 RESULTS_ENV = "TRNCORE_CONFORM_RESULTS"
 TIMEOUT_ENV = "TRNCORE_CONFORM_TIMEOUT"
 MEMORY_ENV = "TRNCORE_CONFORM_MEMORY"
+#: A file of node ids, one a line: the cases a run child keeps of what it collects.
+SELECT_ENV = "TRNCORE_CONFORM_SELECT"
 
 
 class CaseTimeout(BaseException):
@@ -45,7 +54,15 @@ class CaseTimeout(BaseException):
 
 
 class CaseMemoryExceeded(BaseException):
-    """The process's resident memory passed the runner's per-case limit."""
+    """The process's resident memory passed the runner's per-case limit.
+
+    ``outcome`` is ``MEMORY`` (the emulator's) or ``DATA`` (the test's own data), see
+    :func:`trncore.sim.conform_meter.memory_verdict`.
+    """
+
+    def __init__(self, reason: str, outcome: str = "MEMORY") -> None:
+        super().__init__(reason)
+        self.outcome = outcome
 
 
 def _chain(exc: BaseException | None) -> Iterator[BaseException]:
@@ -63,9 +80,11 @@ def classify(exc: BaseException | None) -> tuple[str, str]:
     if exc is None:
         return "PASS", ""
     chain = list(_chain(exc))
+    for e in chain:
+        if isinstance(e, CaseMemoryExceeded):
+            return e.outcome, _first_line(e)
     for kind, label in (
         (CaseTimeout, "TIMEOUT"),
-        (CaseMemoryExceeded, "MEMORY"),
         (MemoryError, "MEMORY"),
         (NkiValidationError, "RULE"),
         (NotImplementedError, "NOTIMPL"),
@@ -109,14 +128,6 @@ def _write(record: dict[str, Any]) -> None:
         fh.flush()
 
 
-def _rss_bytes() -> int:
-    try:
-        with open("/proc/self/statm", encoding="ascii") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 class _Guard:
     """Per-case wall-clock and resident-memory limits, raised in the main thread."""
 
@@ -128,14 +139,19 @@ class _Guard:
         self.hit_memory = False
 
     def _on_alarm(self, signum: int, frame: Any) -> None:
-        raise CaseTimeout(f"case ran longer than {self.timeout:g} s")
+        where = conform_meter.meter().where()
+        raise CaseTimeout(f"case ran longer than {self.timeout:g} s ({where})")
 
     def _on_memory(self, signum: int, frame: Any) -> None:
-        raise CaseMemoryExceeded(f"resident memory passed {self.memory / 2**30:.1f} GiB")
+        outcome, reason = conform_meter.memory_verdict(self.memory)
+        raise CaseMemoryExceeded(reason, outcome)
 
     def _watch(self) -> None:
+        meter = conform_meter.meter()
         while not self._stop.wait(0.05):
-            if _rss_bytes() > self.memory:
+            rss = conform_meter.rss_bytes()
+            meter.sample(rss)
+            if self.memory > 0 and rss > self.memory:
                 self.hit_memory = True
                 os.kill(os.getpid(), signal.SIGUSR1)
                 return
@@ -146,8 +162,8 @@ class _Guard:
             signal.setitimer(signal.ITIMER_REAL, self.timeout)
         if self.memory > 0:
             signal.signal(signal.SIGUSR1, self._on_memory)
-            self._thread = threading.Thread(target=self._watch, daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -205,11 +221,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if marker is not None:
             reason = f"marked {marker}: the harness runs it through the Neuron compiler, not a simulator"
             item.add_marker(pytest.mark.skip(reason=reason))
+    select = read_verbatim(SELECT_ENV)  # this hook's `config` is pytest's
+    if select and not config.getoption("collectonly", False):
+        # The run child collects what the collect child did (same folder, same -k) and keeps the
+        # selected cases: nki-library draws some parameters with `random` at import time, so
+        # importing only the selected files would draw other parameters (other node ids).
+        with open(select, encoding="utf-8") as fh:
+            wanted = set(fh.read().splitlines())
+        keep = [item for item in items if item.nodeid in wanted]
+        dropped = [item for item in items if item.nodeid not in wanted]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+        return
     if not config.getoption("collectonly", False):
         return
     for item in items:
         skip = item.get_closest_marker("skip")
         _write({"event": "collected", "nodeid": item.nodeid, "skip": skip is not None})
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # nki-library's harness collects thousands of parametrized cases; every full collection of
+    # the cyclic garbage collector then walks them all (0.65 s each, 14 s of a 21 s attention
+    # case). They live until the session ends: move them out of the collector's sight.
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collectreport(report: pytest.CollectReport) -> None:
@@ -221,9 +260,17 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    conform_meter.release_memory()
     _write({"event": "start", "nodeid": item.nodeid})
+    conform_meter.reset()
+
+    def phase(m: conform_meter.CaseMeter) -> None:
+        _write({"event": "phase", "nodeid": item.nodeid, "meter": m.record()})
+
+    conform_meter.on_phase = phase
     item.stash[_START] = time.perf_counter()
     yield
+    conform_meter.on_phase = None
 
 
 _START = pytest.StashKey[float]()
@@ -253,7 +300,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if result[0] == "PASS":
                 result = ("ERROR", "setup failed")
         _write({"event": "result", "nodeid": item.nodeid, "outcome": result[0],
-                "reason": result[1], "seconds": elapsed})  # fmt: skip
+                "reason": result[1], "seconds": elapsed,
+                "meter": conform_meter.meter().record()})  # fmt: skip
     elif report.when == "call":
         if report.skipped:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
@@ -263,4 +311,5 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if report.passed:
                 result = ("PASS", "")
         _write({"event": "result", "nodeid": item.nodeid, "outcome": result[0],
-                "reason": result[1], "seconds": elapsed})  # fmt: skip
+                "reason": result[1], "seconds": elapsed,
+                "meter": conform_meter.meter().record()})  # fmt: skip

@@ -199,10 +199,14 @@ class _CpuSimulate:
         return _CpuSimulate(self.kernel, int(grid))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from trncore.sim.conform_meter import emulator_call
         from trncore.sim.runner import run_kernel
 
         func = getattr(self.kernel, "func", self.kernel)
-        return run_kernel(func, args, kwargs, lnc=self.grid)
+        with emulator_call(args, kwargs) as result:
+            out = run_kernel(func, args, kwargs, lnc=self.grid)
+            result(out)
+        return out
 
 
 def _unsupported_module(name: str) -> types.ModuleType:

@@ -73,7 +73,10 @@ def allocate(
                 f"PSUM address {address} does not start at a 2 KiB bank",
                 site,
             )
-    tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site)
+    placed = None
+    if address is not None and buffer.on_chip:
+        placed = (int(address[0]), int(address[1]))
+    tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site, placed)
     if address is not None and buffer.on_chip:
         # nl.ndarray address=(partition_offset, free_offset) (NKI 0.3.0): the tile occupies
         # partitions [offset, offset + shape[0]); SBUF capacity is counted per partition.

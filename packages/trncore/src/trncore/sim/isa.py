@@ -147,6 +147,7 @@ for _api in _NOT_EMULATED:
 # Instructions emulated in their own modules (they replace the NotImplementedError stand-ins).
 from trncore.sim.isa_dma_compute import dma_compute  # noqa: E402, F401
 from trncore.sim.isa_gather import nc_n_gather  # noqa: E402, F401
+from trncore.sim.isa_local_gather import local_gather  # noqa: E402, F401
 from trncore.sim.isa_nonzero import nonzero_with_count  # noqa: E402, F401
 from trncore.sim.isa_random import (  # noqa: E402, F401
     dropout,

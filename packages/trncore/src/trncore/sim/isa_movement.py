@@ -10,7 +10,6 @@ import numpy as np
 
 from trncore.sim import dtypes, hooks
 from trncore.sim.checks import (
-    F32,
     as_tensor,
     check_compute_operand,
     check_partitions,
@@ -104,7 +103,7 @@ def dma_copy(
     else:
 
         def run() -> None:
-            vals = np.asarray(s_op.read(), dtype=F32).reshape(dshape)
+            vals = dtypes.to_f32(np.asarray(s_op.read())).reshape(dshape)
             d_op.write(dtypes.cast(vals, dname))
 
     nbytes = src.size * dtypes.itemsize(src.dtype)
@@ -202,7 +201,7 @@ def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | No
     else:
 
         def run() -> None:
-            write(np.asarray(s_op.read(), dtype=F32))
+            write(dtypes.to_f32(np.asarray(s_op.read())))
 
     ctx.emit("tensor_copy", eng.name, site, [src], [dst], run, _elementwise_meta(dst))
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from trncore.sim import dtypes
 from trncore.sim.checks import (
-    F32,
     check_compute_operand,
 )
 from trncore.sim.errors import (
@@ -159,8 +159,8 @@ def nc_matmul(
         k = 2 * k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows
 
     def run() -> None:
-        s = np.asarray(s_arr, dtype=F32).reshape(k, m)
-        v = np.asarray(m_arr, dtype=F32).reshape(k, n)
+        s = dtypes.to_f32(s_arr).reshape(k, m)
+        v = dtypes.to_f32(m_arr).reshape(k, n)
         res = (s.T @ v).reshape(dshape)
         if mode == "overwrite":
             d_arr[...] = res

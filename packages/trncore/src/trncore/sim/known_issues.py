@@ -234,7 +234,7 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "num_elem_per_idx is ignored unless num_valid_indices * num_elem_per_idx == "
         "dst.size / dst.shape[0]",
         "pass both num_valid_indices and num_elem_per_idx and size dst to match",
-        "not emulated", "nisa.local_gather is not emulated (raises NotImplementedError)",
+        "refused", "when num_elem_per_idx is not 1 (ignoring 1 changes nothing)",
     ),
 )
 _BY_RULE = {k.rule: k for k in CATALOGUE}

@@ -153,8 +153,8 @@ def ndarray(
 
     AWS NKI docs, NKI CPU Simulator guide (NKI 0.3.0).
 
-    ``address`` is checked (PSUM bank alignment) but the emulator allocates every tensor
-    independently; overlapping explicit addresses are not modelled.
+    ``address`` is checked (PSUM bank alignment, SBUF range); tiles at the same address with
+    the same size share their storage (data), partly overlapping ones share capacity only.
     """
     return _allocate(shape, dtype, buffer, name, "sentinel", address)
 

@@ -14,6 +14,7 @@ tile an unrolled loop allocated.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -103,6 +104,17 @@ class Program:
             return outs[0]
         return outs if outs else None
 
+    @functools.cached_property
+    def nbytes(self) -> int:
+        """Bytes of tensor storage the program holds (each buffer once, masks included)."""
+        seen: dict[int, int] = {}
+        for alloc in self.allocs:
+            for arr in (alloc.storage, alloc.mask, alloc.mm_flags):
+                if arr is not None:
+                    base = arr.base if isinstance(arr.base, np.ndarray) else arr
+                    seen[id(base)] = base.nbytes
+        return sum(seen.values())
+
     def engine_counts(self) -> dict[str, int]:
         """Instructions per engine (allocation markers excluded)."""
         counts: dict[str, int] = {}
@@ -153,6 +165,9 @@ class TraceContext:
         self.written: set[int] = set()
         self.engine_state: dict[str, Any] = {}
         self.free_storage: dict[int, list[np.ndarray]] = {}
+        #: storage of on-chip tiles placed at an explicit address, by (instance, buffer,
+        #: partition, byte, nbytes): tiles at one address share it (see :meth:`allocate`)
+        self.address_storage: dict[tuple[int, str, int, int, int], np.ndarray] = {}
         #: the NKI release this trace is checked against (set by the runner)
         self.nki_version: str | None = None
 
@@ -165,12 +180,21 @@ class TraceContext:
         name: str,
         init: Any,
         site: tuple[str, int] | None,
+        address: tuple[int, int] | None = None,
     ) -> NkiTensor:
         """A new tensor (``nl.ndarray`` and friends): records an allocation marker instruction.
 
         On-chip storage of dead tensors is reused; under LNC=2 instance 1 gets instance 0's
         k-th ``shared_hbm`` allocation, as the instances share that memory
         (AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0)).
+
+        On-chip tiles given the same explicit ``address=(partition, byte)`` and the same size
+        share one storage, as they share those bytes on the chip (nl.ndarray, NKI 0.3.0:
+        ``address`` places the tile): nkilib's modular allocator builds lists of tiles of which
+        only a few are physically distinct (rotating buffers), and storage per logical tile
+        multiplied a kernel's memory by its loop counts. Such a tile is not filled with the
+        sentinel when allocated (the chip's bytes hold what the last tile there wrote) and is
+        never recycled for other tensors.
         """
         if buffer is SHARED_HBM and self.lnc > 1:
             # AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0): under LNC=2 the instances share
@@ -191,7 +215,17 @@ class TraceContext:
                 return NkiTensor.whole(alloc)
         nbytes = math.prod(shape) * dtypes.itemsize(dtype)
         storage = None
-        if buffer.on_chip:
+        placed = address is not None and buffer.on_chip
+        aliased = False
+        if placed:
+            assert address is not None
+            where = (self.program_id, buffer.name, int(address[0]), int(address[1]), nbytes)
+            storage = self.address_storage.get(where)
+            aliased = storage is not None
+            if storage is None:
+                storage = np.empty(nbytes, dtype=np.uint8)
+                self.address_storage[where] = storage
+        elif buffer.on_chip:
             free = self.free_storage.get(nbytes)
             if free:
                 storage = free.pop()
@@ -208,23 +242,25 @@ class TraceContext:
             storage,
         )
         self.allocs.append(alloc)
-        if buffer.on_chip:
+        if buffer.on_chip and not placed:
             # Recycle the storage once no Python object can name this tensor any more: every
             # later instruction comes after every use, so replays stay correct
             # (docs/emulator.md, Trace once, replay many times).
             alloc.on_death = self._recycle
         if buffer is SHARED_HBM and self.lnc > 1:
             self.shared_allocs.append(alloc)
-        self._emit_alloc(alloc, site)
+        self._emit_alloc(alloc, site, fill=not aliased)
         return NkiTensor.whole(alloc)
 
-    def _emit_alloc(self, alloc: Allocation, site: tuple[str, int] | None) -> None:
-        """An allocation marker: fills the tensor with its sentinel at this point of the program."""
+    def _emit_alloc(self, alloc: Allocation, site: tuple[str, int] | None, fill: bool = True) -> None:
+        """An allocation marker: fills the tensor with its sentinel at this point of the program
+        (unless ``fill`` is false: a tile sharing the storage of an earlier one)."""
         flat = alloc.flat
-        fill = np.nan if dtypes.is_float(alloc.dtype) else SENTINEL_INT
+        value = np.nan if dtypes.is_float(alloc.dtype) else SENTINEL_INT
 
         def run() -> None:
-            flat[...] = fill
+            if fill:
+                flat[...] = value
 
         self.instrs.append(Instr("alloc", "alloc", site, run, {"alloc": alloc.id}))
         if self.execute:
@@ -339,16 +375,23 @@ class TraceContext:
             # AWS's allocators deliberately place several tiles at one address, so those count
             # by the highest end address live on each partition, not by their sum.
             placed: dict[int, Any] = {}
+            # ... counted by distinct (first row, end row, end byte): hundreds of live logical
+            # tiles of a modular allocator share a few such places (the sweep's cost)
+            places: dict[tuple[int, int, int], int] = {}
 
             auto_banks = 0
             auto_rows: dict[int, slice] = {}
             for _, is_start, amount, a in events:
                 rows = slice(a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1))
                 if a.address_bytes is not None:
+                    where = (rows.start, rows.stop, a.address_bytes + amount)
                     if is_start:
                         placed[a.id] = a
-                    else:
-                        placed.pop(a.id, None)
+                        places[where] = places.get(where, 0) + 1
+                    elif placed.pop(a.id, None) is not None:
+                        places[where] -= 1
+                        if not places[where]:
+                            del places[where]
                 elif unit == "bytes":
                     if is_start:
                         rows = _auto_rows(per_partition, a)
@@ -360,7 +403,7 @@ class TraceContext:
                     auto_banks += amount if is_start else -amount
                 if is_start:
                     live = (
-                        _sbuf_usage(per_partition, placed)
+                        _sbuf_usage(per_partition, places)
                         if unit == "bytes"
                         else auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
                     )
@@ -377,11 +420,6 @@ class TraceContext:
                         )
                     peak = max(peak, live)
                 else:
-                    live = (
-                        _sbuf_usage(per_partition, placed)
-                        if unit == "bytes"
-                        else auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
-                    )
                     live_set.pop(a.id, None)
             peaks.append(peak)
         psum_bytes = self._psum_bytes_peak()
@@ -401,13 +439,15 @@ class TraceContext:
         return peak
 
 
-def _sbuf_usage(auto: np.ndarray, placed: dict[int, Any]) -> int:
+def _sbuf_usage(auto: np.ndarray, places: dict[tuple[int, int, int], int]) -> int:
     """Bytes used on the fullest partition: auto-placed tiles summed, plus the highest end
-    address of the tiles placed at explicit addresses on that partition."""
+    address of the tiles placed at explicit addresses on that partition (``places``: the live
+    placed tiles' (first row, end row, end byte))."""
+    if not places:
+        return int(auto.max())
     ends = np.zeros_like(auto)
-    for b in placed.values():
-        rows = slice(b.partition_start, b.partition_start + (b.shape[0] if b.shape else 1))
-        ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
+    for start, stop, end in places:
+        np.maximum(ends[start:stop], end, out=ends[start:stop])
     return int((auto + ends).max())
 
 

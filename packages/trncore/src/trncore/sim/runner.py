@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import gc
 import inspect
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -47,9 +48,12 @@ __all__ = [
 STRICT_ENV = "TRNSCI_SIM_STRICT"
 
 CACHE_ENV = "TRNSCI_SIM_CACHE_SIZE"
+CACHE_BYTES_ENV = "TRNSCI_SIM_CACHE_MIB"
 
 #: Programs by key digest, least recently used first; bounded so long test sessions that touch
-#: many shapes do not keep every program's memory alive (TRNSCI_SIM_CACHE_SIZE, default 128).
+#: many shapes do not keep every program's memory alive (TRNSCI_SIM_CACHE_SIZE programs, default
+#: 128, holding at most TRNSCI_SIM_CACHE_MIB MiB of tensor storage, default 1024; a program
+#: larger than that is run and dropped, not kept).
 _cache: collections.OrderedDict[str, Program] = collections.OrderedDict()
 _cache_lock = threading.Lock()
 #: Marks "the kernel was not executed by this call" (None is a legal kernel result).
@@ -109,6 +113,32 @@ def _capacity() -> int:
         return max(1, int(config.read_verbatim(CACHE_ENV, "128")))
     except ValueError:
         raise ValueError(f"{CACHE_ENV} must be a positive integer") from None
+
+
+def _byte_budget() -> int:
+    try:
+        mib = int(config.read_verbatim(CACHE_BYTES_ENV, "1024"))
+    except ValueError:
+        raise ValueError(f"{CACHE_BYTES_ENV} must be a non-negative integer (MiB)") from None
+    if mib < 0:
+        raise ValueError(f"{CACHE_BYTES_ENV} must be a non-negative integer (MiB), got {mib}")
+    return mib * 2**20
+
+
+def _keep(digest: str, prog: Program) -> None:
+    """Cache ``prog`` (caller holds ``_cache_lock``), evicting the least recently used programs
+    beyond the count and byte budgets. A program whose own storage exceeds the byte budget is not
+    kept: holding a large kernel's whole HBM image between calls would multiply a session's
+    memory (one per shape), and tracing it again costs little next to running it."""
+    budget = _byte_budget()
+    size = prog.nbytes
+    if size > budget:
+        return
+    _cache[digest] = prog
+    total = sum(p.nbytes for p in _cache.values())
+    while len(_cache) > _capacity() or total > budget:
+        _, old = _cache.popitem(last=False)
+        total -= old.nbytes
 
 
 def clear_cache() -> None:
@@ -258,6 +288,11 @@ def _trace(
     if rng_state is not None:
         prog.registers.append(rng_state)
     prog.data_dependent = bool(ctx.engine_state.get("data_dependent"))
+    for alloc in ctx.allocs:
+        # the strict-mode written masks and PSUM matmul flags serve the checks made while
+        # tracing; replays never read them, and a cached program should not hold them
+        alloc.mask = None
+        alloc.mm_flags = None
     return prog
 
 
@@ -298,6 +333,33 @@ def _target(target: str | None) -> str:
 
         target = current_target()
     return rules_for(target).name
+
+
+_frozen_depth = 0
+
+
+@contextlib.contextmanager
+def _older_objects_frozen() -> Iterator[None]:
+    """Keep the objects that existed before a trace out of the cyclic collector while it runs.
+
+    A trace creates many objects (instructions, closures, views), which triggers collections; each
+    full collection walks every object of the process, and in a large test session (nkilib's
+    harness collects 9000 cases) those walks took more time than the kernel itself: 17 s of
+    collection in a 23 s case. ``gc.freeze`` moves the existing objects to the permanent
+    generation, so collections during the trace walk only the trace's own objects; tiles are
+    recycled by reference counting, not by the collector, so memory is unaffected. Callers hold
+    ``_cache_lock``, so traces do not nest across threads.
+    """
+    global _frozen_depth
+    if _frozen_depth == 0:
+        gc.freeze()
+    _frozen_depth += 1
+    try:
+        yield
+    finally:
+        _frozen_depth -= 1
+        if _frozen_depth == 0:
+            gc.unfreeze()
 
 
 def get_program(
@@ -363,16 +425,15 @@ def get_program(
         if prog is not None and cache_purity.changed(fn, digest) is None:
             return prog, arrays, NOT_RUN
         external = cache_purity.before_trace(fn)
-        prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release)
+        with _older_objects_frozen():
+            prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release)
         cache_purity.remember(fn, digest, external)
         # collect the traced run's results before other threads can replay the program
         result = prog.collect(arrays) if execute else NOT_RUN
         _stats["traces"] += 1
         if prog.data_dependent:  # register loops over device data: trace again next call
             return prog, arrays, result
-        _cache[digest] = prog
-        while len(_cache) > _capacity():
-            _cache.popitem(last=False)
+        _keep(digest, prog)
     return prog, arrays, result
 
 

@@ -155,8 +155,9 @@ class NkiTensor:
     """
 
     __slots__ = (
-        "__weakref__", "_array", "_unchecked", "alloc", "dims", "dtype", "dynamic", "indexed", "offset"
-    )
+        "__weakref__", "_array", "_shape", "_unchecked", "alloc", "dims", "dtype", "dynamic",
+        "indexed", "offset",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -171,6 +172,8 @@ class NkiTensor:
         self.dtype = dtype
         self.offset = offset
         self.dims = tuple(dims)
+        # asked for by every check of every instruction (~1 M times in a large nkilib kernel)
+        self._shape = tuple(n for _, n in self.dims)
         self.indexed = indexed
         self.dynamic = dynamic
         self._array: np.ndarray | None = None
@@ -187,7 +190,7 @@ class NkiTensor:
     def shape(self) -> tuple[int, ...]:
         """The view's shape (``t.shape``, AWS NKI Language Guide (NKI 0.3.0)); dim 0 is the partition dim on
         chip."""
-        return tuple(n for _, n in self.dims)
+        return self._shape
 
     @property
     def ndim(self) -> int:
@@ -227,7 +230,7 @@ class NkiTensor:
     @property
     def free_size(self) -> int:
         """Elements per partition of an on-chip view."""
-        return math.prod(n for _, n in self.dims[1:])
+        return math.prod(self._shape[1:])
 
     def start_partition(self) -> int:
         """The first partition this on-chip view touches (for the start-partition rules, AWS

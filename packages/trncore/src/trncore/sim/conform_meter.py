@@ -1,0 +1,211 @@
+"""Where a conformance case's time and memory go: the test's own data or the emulator.
+
+nki-library's test cases build their inputs (often in float64 first, then cast), call the
+simulator once, then compute their torch reference lazily. A case that passes the runner's
+memory limit may do so while building its inputs, inside the emulator, or while computing its
+reference; only the middle one is the emulator's fault. The harness's simulator entry point
+(``nki.cpu_simulate(kernel)[lnc](**inputs)``, :mod:`trncore.sim.conform_stubs`) runs inside
+:func:`emulator_call`, which moves the case's :class:`CaseMeter` from phase ``inputs`` to
+``emulator`` and then ``reference``, and records the bytes of the inputs and outputs, the
+resident memory at the kernel's entry and exit, the highest resident memory sampled inside the
+emulator and the seconds spent there. :func:`memory_verdict` turns a crossed limit into an
+outcome: ``MEMORY`` (the emulator) or ``DATA`` (the test's own data alone passed the limit).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "CaseMeter", "emulator_call", "memory_verdict", "meter", "release_memory", "reset", "rss_bytes",
+]  # fmt: skip
+
+GIB = 2**30
+
+#: Memory the emulator may still hold after its call returned (beyond the output arrays it hands
+#: back) for a limit crossed in the reference phase to be the test's: allocator slack, imports.
+RETAINED_SLACK = 256 * 2**20
+
+
+def rss_bytes(pid: int | str = "self") -> int:
+    """Resident bytes of process ``pid`` (``/proc/PID/statm``); 0 where unreadable."""
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@dataclass
+class CaseMeter:
+    """One case's phases, bytes and seconds (see the module docstring)."""
+
+    phase: str = "inputs"  # "inputs" -> "emulator" -> "reference"
+    calls: int = 0
+    emulator_seconds: float = 0.0
+    input_bytes: int = 0  # arrays passed to the largest emulator call
+    output_bytes: int = 0  # arrays the emulator returned (all calls)
+    rss_start: int = 0  # resident bytes when the case started
+    rss_entry: int = 0  # at the first emulator call
+    rss_exit: int = 0  # after the last emulator call returned
+    emulator_peak: int = 0  # highest resident bytes sampled during emulator calls
+    peak: int = 0  # highest resident bytes sampled during the case
+    entered: float = 0.0  # perf_counter() at the current emulator call's start
+
+    def seconds_inside(self) -> float:
+        """Seconds spent inside the emulator so far (the current call included)."""
+        running = time.perf_counter() - self.entered if self.phase == "emulator" else 0.0
+        return self.emulator_seconds + running
+
+    def where(self) -> str:
+        """Where the case is, in words: for TIMEOUT reasons."""
+        place = {
+            "inputs": "building the test's inputs",
+            "emulator": "inside the emulator",
+            "reference": "in the test's reference and comparison",
+        }[self.phase]
+        return f"{place}; {self.seconds_inside():.1f} s inside the emulator"
+
+    def sample(self, rss: int) -> None:
+        """Record one resident-memory sample (the guard's watchdog calls this)."""
+        self.peak = max(self.peak, rss)
+        if self.phase == "emulator":
+            self.emulator_peak = max(self.emulator_peak, rss)
+
+    def record(self) -> dict[str, Any]:
+        """The JSON-ready fields of the meter."""
+        return asdict(self)
+
+
+_meter = CaseMeter()
+_lock = threading.Lock()
+
+#: Called with the meter when a case enters and leaves the emulator (the plugin writes a record,
+#: so that the runner can judge a case it had to kill from outside).
+on_phase: Callable[[CaseMeter], None] | None = None
+
+
+def meter() -> CaseMeter:
+    """The current case's meter (one case runs at a time in a conformance child)."""
+    return _meter
+
+
+def release_memory() -> None:
+    """Return freed memory to the system before a case starts, so that its figures are its own.
+
+    The emulator's program cache is emptied (each conformance case is a new kernel; a cached
+    program would hold the previous case's HBM image), garbage collected, and glibc's
+    ``malloc_trim`` hands freed heap pages back (NumPy's mid-size arrays come from the heap,
+    which otherwise keeps a previous case's peak resident).
+    """
+    import ctypes
+    import ctypes.util
+    import gc
+
+    from trncore.sim.runner import clear_cache
+
+    clear_cache()
+    gc.collect(1)  # the young generations: a full collection of the harness costs seconds
+    libc = ctypes.util.find_library("c")
+    if libc:
+        try:
+            ctypes.CDLL(libc).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
+def reset() -> CaseMeter:
+    """Start a new case: a fresh meter in phase ``inputs``."""
+    global _meter
+    with _lock:
+        _meter = CaseMeter(rss_start=rss_bytes())
+        _meter.peak = _meter.rss_start
+    return _meter
+
+
+def _nbytes(values: Sequence[Any] | Mapping[str, Any]) -> int:
+    items = values.values() if isinstance(values, Mapping) else values
+    return sum(v.nbytes for v in items if isinstance(v, np.ndarray))
+
+
+def _outputs_nbytes(result: Any) -> int:
+    if isinstance(result, np.ndarray):
+        return result.nbytes
+    if isinstance(result, (tuple, list)):
+        return _nbytes(result)
+    return 0
+
+
+@contextmanager
+def emulator_call(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Iterator[Callable[[Any], None]]:
+    """Meter one simulator call; yields a function to hand the call's result to."""
+    m = _meter
+    rss = rss_bytes()
+    m.sample(rss)
+    if m.calls == 0:
+        m.rss_entry = rss
+    m.calls += 1
+    m.input_bytes = max(m.input_bytes, _nbytes(args) + _nbytes(kwargs))
+    m.phase = "emulator"
+    m.emulator_peak = max(m.emulator_peak, rss)
+    if on_phase is not None:
+        on_phase(m)
+    start = m.entered = time.perf_counter()
+
+    def result(value: Any) -> None:
+        m.output_bytes += _outputs_nbytes(value)
+
+    try:
+        yield result
+    finally:
+        m.emulator_seconds += time.perf_counter() - start
+        m.rss_exit = rss_bytes()
+        m.sample(m.rss_exit)
+        m.emulator_peak = max(m.emulator_peak, m.rss_exit)
+        m.phase = "reference"
+        if on_phase is not None:
+            on_phase(m)
+
+
+def _gib(n: int) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def memory_verdict(limit: int, m: CaseMeter | None = None) -> tuple[str, str]:
+    """``(outcome, reason)`` for a case whose resident memory passed ``limit`` bytes.
+
+    ``DATA`` when the limit was passed before the emulator ran (the test's inputs) or after it
+    returned while it held no more than its outputs plus :data:`RETAINED_SLACK` (the test's
+    reference); ``MEMORY`` when it was passed inside the emulator or while the emulator still
+    held memory. The reason states the measured figures either way.
+    """
+    m = m or _meter
+    if m.phase == "inputs":
+        return "DATA", (
+            f"the test's own inputs passed {_gib(limit)} before the kernel ran "
+            f"(started at {_gib(m.rss_start)})"
+        )
+    figures = (
+        f"inputs {_gib(m.input_bytes)}, resident at kernel entry {_gib(m.rss_entry)}, "
+        f"emulator peak {_gib(m.emulator_peak)}"
+    )
+    if m.phase == "emulator":
+        return "MEMORY", f"resident memory passed {_gib(limit)} inside the emulator ({figures})"
+    retained = m.rss_exit - m.rss_entry - m.output_bytes
+    if retained <= RETAINED_SLACK:
+        return "DATA", (
+            f"the test's reference passed {_gib(limit)} after the kernel returned "
+            f"({figures}, at exit {_gib(m.rss_exit)})"
+        )
+    return "MEMORY", (
+        f"resident memory passed {_gib(limit)} after the kernel returned, the emulator still "
+        f"holding {_gib(retained)} ({figures})"
+    )
