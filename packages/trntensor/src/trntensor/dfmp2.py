@@ -444,6 +444,11 @@ def _run(
     # Pair blocks: every block is broadcast once by its owner (two block buffers per rank), and
     # each rank forms the pairs (k, l) of the blocks k it owns.
     todo = [(sj, l) for sj, s in enumerate(spins) for l in range(len(s.blocks))]
+    # The two block buffers (the block in use and the next one travelling), and with B on disk a
+    # third for the own block read back: allocated once, so the loop allocates nothing that size.
+    largest = max((b1 - b0) * s.c_vir.shape[1] * naux for s in spins for b0, b1 in s.blocks)
+    slots = [torch.empty(largest, dtype=dtype) for _ in range(2 if comm.size > 1 or store.streamed else 0)]
+    own_slot = torch.empty(largest, dtype=dtype) if store.streamed else None
 
     def start(step: int) -> tuple[torch.Tensor, Any]:
         """Begin receiving (or sending) the block of ``todo[step]``; the pairs of the current block
@@ -452,10 +457,13 @@ def _run(
         sl = spins[sj]
         b0, b1 = sl.blocks[l]
         src = owner(l, comm.size)
-        if comm.rank == src:
+        shape = (b1 - b0, sl.c_vir.shape[1], naux)
+        if comm.rank == src and not store.streamed:
             buf = store.get((sj, l))
         else:
-            buf = torch.empty(b1 - b0, sl.c_vir.shape[1], naux, dtype=dtype)
+            buf = slots[step % 2][: math.prod(shape)].view(shape)
+            if comm.rank == src:
+                store.read_into((sj, l), buf)
         return buf, comm.broadcast_async(buf, src)
 
     pending = start(0) if todo else None
@@ -475,7 +483,12 @@ def _run(
             if si == sj and k == l:
                 os_part, ss_part = _diagonal_block_energy(bl, d[si][a0:a1])
             else:
-                bk = store.get((si, k))
+                if own_slot is None:
+                    bk = store.get((si, k))
+                else:
+                    shape = (a1 - a0, s.c_vir.shape[1], naux)
+                    bk = own_slot[: math.prod(shape)].view(shape)
+                    store.read_into((si, k), bk)
                 os_part, ss_part = _block_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj)
                 del bk
             energies[n, 0], energies[n, 1] = os_part, ss_part
