@@ -139,10 +139,11 @@ def memory_plan(
     npair = nbasis * (nbasis + 1) // 2
     chunk = min(aux_chunk, naux) + 16  # whole shells may run past AUX_CHUNK by a shell
     # packed (μν|P) of one chunk (PySCF's output buffer), our transformed rows and a received
-    # chunk, and the transform's workspace: a few functions at a time transposed, unpacked, half-
-    # and fully transformed (trntensor._pytorch.REFERENCE_UNPACK_BYTES)
+    # chunk, and the transform's workspace for a few functions at a time
+    # (trntensor._pytorch.REFERENCE_UNPACK_BYTES): at its peak the unpacked (μ, ν) block with
+    # either the transposed triangles it is gathered from or the half-transformed (i, ν)
     unpacked = max(1, min(chunk, REFERENCE_UNPACK_BYTES // max(1, _F64 * nbasis * nbasis)))
-    work = unpacked * (npair + nbasis * nbasis + 2 * nbasis * max(nocc, default=0))
+    work = unpacked * (nbasis * nbasis + max(npair, nbasis * max(nocc, default=0)))
     integrals = _F64 * (chunk * (npair + 2 * sum(o * v for o, v in zip(nocc, nvir))) + work)
     own = biggest = row = 0
     for o, v in zip(nocc, nvir):
