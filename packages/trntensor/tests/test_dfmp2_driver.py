@@ -365,3 +365,11 @@ def test_heap_release_returns_free_pages_only_above_the_threshold(tmp_path):
         size = 64 * 2**20
         assert kept > before - size // 2  # below the threshold: still resident
         assert after < before - size // 2  # above it: the free block's pages went back
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["memory", "hdf5"])
+def test_no_active_occupied_orbital_gives_zero(tmp_path, stream):
+    # H2 with its one occupied orbital frozen: no pairs, so E_corr is zero by definition.
+    mf = _scf("H 0 0 0; H 0 0 0.74")
+    r = dfmp2_energy(mf, AUX, frozen=1, stream=stream, scratch=str(tmp_path))
+    assert r.nocc == (0,) and (r.e_os, r.e_ss) == (0.0, 0.0)

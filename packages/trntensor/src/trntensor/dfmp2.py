@@ -446,7 +446,7 @@ def _run(
     todo = [(sj, l) for sj, s in enumerate(spins) for l in range(len(s.blocks))]
     # The two block buffers (the block in use and the next one travelling), and with B on disk a
     # third for the own block read back: allocated once, so the loop allocates nothing that size.
-    largest = max((b1 - b0) * s.c_vir.shape[1] * naux for s in spins for b0, b1 in s.blocks)
+    largest = max(((b1 - b0) * s.c_vir.shape[1] * naux for s in spins for b0, b1 in s.blocks), default=0)
     slots = [torch.empty(largest, dtype=dtype) for _ in range(2 if comm.size > 1 or store.streamed else 0)]
     own_slot = torch.empty(largest, dtype=dtype) if store.streamed else None
 
