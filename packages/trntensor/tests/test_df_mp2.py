@@ -112,7 +112,7 @@ def test_ao_to_mo_packed_layout_matches_the_dense_result(n):
 def test_ao_to_mo_packed_layout_in_several_auxiliary_chunks(monkeypatch):
     from trntensor import _pytorch
 
-    monkeypatch.setattr(_pytorch, "UNPACK_BUDGET", 3 * 7 * 7 * 8)  # three aux functions per chunk
+    monkeypatch.setattr(_pytorch, "REFERENCE_UNPACK_BYTES", 3 * 7 * 7 * 8)  # three aux functions per chunk
     rng = _rng(8)
     n, naux = 7, 10
     eri = rng.standard_normal((naux, n, n))

@@ -288,3 +288,88 @@ def test_a_metric_without_a_cholesky_factor_is_fitted_with_its_inverse_square_ro
     r = dfmp2_energy(water, AUX)
     assert calls == [(r.naux, r.naux)]
     assert abs(r.e_corr - ref.e_corr) < 1e-8 and abs(r.e_os - ref.e_corr_os) < 1e-8
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["memory", "hdf5"])
+def test_block_store_reads_a_block_into_a_given_buffer(tmp_path, streamed):
+    # The pair loop reads blocks into buffers it allocated once: the numbers written, whichever store.
+    from trntensor._dfmp2_store import BlockStore
+
+    store = BlockStore(streamed, str(tmp_path))
+    try:
+        block = torch.arange(2 * 3 * 4, dtype=torch.float64).reshape(2, 3, 4)
+        store.create((0, 1), (2, 3, 4))
+        store.write_columns((0, 1), 0, 4, block)
+        out = torch.full((2, 3, 4), -1.0, dtype=torch.float64)
+        store.read_into((0, 1), out)
+        assert torch.equal(out, block)
+        with pytest.raises(ValueError, match=r"read_into needs a contiguous \(2, 3, 4\) tensor"):
+            store.read_into((0, 1), torch.empty(3, 2, 4, dtype=torch.float64))
+    finally:
+        store.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+_HEAP_CHECK = """
+import ctypes, importlib.util, sys
+from pathlib import Path
+
+spec = importlib.util.spec_from_file_location("heap", sys.argv[1])
+heap = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(heap)
+try:
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2
+except (OSError, AttributeError):  # not glibc >= 2.33: the release must be a harmless no-op
+    heap.release_free_memory()
+    print("no glibc")
+    raise SystemExit(0)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+
+
+def rss():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+
+
+size = 64 * 2**20
+libc.mallopt(-3, 2**30)  # M_MMAP_THRESHOLD: the block comes from the heap, as the driver's do
+libc.mallopt(-1, 2**30)  # M_TRIM_THRESHOLD: free() trims nothing by itself
+block = libc.malloc(size)
+keep = libc.malloc(4096)  # live memory after the block: it is not at the top of the heap
+ctypes.memset(block, 1, size)
+libc.free(block)
+before = rss()
+heap.RELEASE_ABOVE = 2**40  # far above what is free: nothing is given back
+heap.release_free_memory()
+kept = rss()
+heap.RELEASE_ABOVE = 16 * 2**20
+heap.release_free_memory()
+print(before, kept, rss())
+"""
+
+
+def test_heap_release_returns_free_pages_only_above_the_threshold(tmp_path):
+    # glibc keeps a freed block in the middle of its heap resident; the driver gives such pages
+    # back once more than RELEASE_ABOVE bytes are free. In a fresh process: the check changes the
+    # allocator's settings.
+    import trntensor._dfmp2_heap as heap
+
+    out = subprocess.run([sys.executable, "-c", _HEAP_CHECK, heap.__file__], capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()
+    if out != ["no", "glibc"]:
+        before, kept, after = map(int, out)
+        size = 64 * 2**20
+        assert kept > before - size // 2  # below the threshold: still resident
+        assert after < before - size // 2  # above it: the free block's pages went back
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["memory", "hdf5"])
+def test_no_active_occupied_orbital_gives_zero(tmp_path, stream):
+    # H2 with its one occupied orbital frozen: no pairs, so E_corr is zero by definition.
+    mf = _scf("H 0 0 0; H 0 0 0.74")
+    r = dfmp2_energy(mf, AUX, frozen=1, stream=stream, scratch=str(tmp_path))
+    assert r.nocc == (0,) and (r.e_os, r.e_ss) == (0.0, 0.0)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from trntensor._pytorch import REFERENCE_UNPACK_BYTES
+
 __all__ = ["AUX_CHUNK", "OCC_BLOCK", "MemoryPlan", "blocks", "memory_plan", "owned", "owner"]
 
 #: Auxiliary functions per integral chunk (whole shells): fixed, so the chunks do not depend on
@@ -57,18 +59,19 @@ class MemoryPlan:
     budget: int | None
     streamed: bool = False  #: the own blocks live in an HDF5 file, read one block at a time
     disk: int = 0  #: bytes of that file (the rank's own B blocks)
-    b_block: int = 0  #: the largest block (the fit's temporaries; a block read from disk when streamed)
+    b_block: int = 0  #: the largest block (a block read from disk when streamed)
+    b_row: int = 0  #: one occupied row of B (the fit works row by row, in place)
 
     @property
     def phases(self) -> dict[str, int]:
         """Peak bytes of each phase."""
-        work = self.b_block if self.streamed else 0  # a block read from disk to pair with
+        work = self.b_block if self.streamed else 0  # an own block read from disk to pair with
         return {
             "integrals": self.integrals + self.b_own,
             "metric": self.b_own + self.metric_build,  # on rank 0, after the integrals
-            # the solver's column-major copy of the block, its result, and that in C order
-            # (plus the block itself when it was read from disk)
-            "fit": self.metric + self.b_own + (4 if self.streamed else 3) * self.b_block,
+            # the solver's column-major copy of a row and its result (plus the block itself when
+            # it was read from disk)
+            "fit": self.metric + self.b_own + work + 2 * self.b_row,
             "pairs": self.b_own + self.b_visiting + work + self.energy,  # the factor is gone
         }
 
@@ -135,11 +138,16 @@ def memory_plan(
     """
     npair = nbasis * (nbasis + 1) // 2
     chunk = min(aux_chunk, naux) + 16  # whole shells may run past AUX_CHUNK by a shell
-    # packed (μν|P) and the transform's transposed copy, its dense unpacking, our transformed rows
-    # and a received chunk
-    integrals = _F64 * chunk * (2 * npair + nbasis * nbasis + 2 * sum(o * v for o, v in zip(nocc, nvir)))
-    own = biggest = 0
+    # packed (μν|P) of one chunk (PySCF's output buffer), our transformed rows and a received
+    # chunk, and the transform's workspace for a few functions at a time
+    # (trntensor._pytorch.REFERENCE_UNPACK_BYTES): at its peak the unpacked (μ, ν) block with
+    # either the transposed triangles it is gathered from or the half-transformed (i, ν)
+    unpacked = max(1, min(chunk, REFERENCE_UNPACK_BYTES // max(1, _F64 * nbasis * nbasis)))
+    work = unpacked * (nbasis * nbasis + max(npair, nbasis * max(nocc, default=0)))
+    integrals = _F64 * (chunk * (npair + 2 * sum(o * v for o, v in zip(nocc, nvir))) + work)
+    own = biggest = row = 0
     for o, v in zip(nocc, nvir):
+        row = max(row, _F64 * v * naux)
         sizes = [b - a for a, b in blocks(o, occ_block)]
         per_rank = [sum(sizes[k] for k in owned(len(sizes), r, ranks)) for r in range(ranks)]
         own += _F64 * max(per_rank, default=0) * v * naux
@@ -150,7 +158,7 @@ def memory_plan(
     # One process with B in memory pairs its blocks in place; otherwise two block buffers travel.
     in_memory = MemoryPlan(
         metric, metric_build, integrals, own, 2 * biggest if ranks > 1 else 0, energy, budget,
-        b_block=biggest,
+        b_block=biggest, b_row=row,
     )
     if stream is None:
         stream = not in_memory.fits()
@@ -158,5 +166,5 @@ def memory_plan(
         return in_memory
     return MemoryPlan(
         metric, metric_build, integrals, 0, 2 * biggest, energy, budget,
-        streamed=True, disk=own, b_block=biggest,
+        streamed=True, disk=own, b_block=biggest, b_row=row,
     )

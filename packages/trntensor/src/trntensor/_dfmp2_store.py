@@ -79,6 +79,18 @@ class BlockStore:
         self._file[_name(key)].read_direct(out.numpy())
         return out
 
+    def read_into(self, key: Key, out: torch.Tensor) -> None:
+        """Copy the block into ``out`` (a C-contiguous float64 tensor of its shape): the pair loop
+        reads blocks from disk into buffers it allocated once."""
+        if tuple(out.shape) != self._shapes[key] or not out.is_contiguous():
+            raise ValueError(
+                f"read_into needs a contiguous {self._shapes[key]} tensor, got {tuple(out.shape)}"
+            )
+        if self.streamed:
+            self._file[_name(key)].read_direct(out.numpy())
+        else:
+            out.copy_(self._memory[key])
+
     def put(self, key: Key, block: torch.Tensor) -> None:
         """Replace the block (after the fit)."""
         if self.streamed:

@@ -17,7 +17,10 @@ import math
 
 import torch
 
-__all__ = ["UNPACK_BUDGET", "ao_to_mo", "gemm", "mp2_energy", "tril_pair_index", "unpack_tril"]
+__all__ = [
+    "REFERENCE_UNPACK_BYTES", "UNPACK_BUDGET", "ao_to_mo", "gemm", "mp2_energy", "tril_pair_index",
+    "unpack_tril",
+]
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -25,7 +28,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.matmul(a, b)
 
 
-# Unpacking PySCF's triangle layout materialises (chunk, nbasis, nbasis); this bounds the chunk.
+# The NKI driver's unpacking of PySCF's triangle layout materialises (chunk, nbasis, nbasis); this
+# bounds its chunk (the reference below unpacks REFERENCE_UNPACK_BYTES at a time).
 UNPACK_BUDGET = 256 * 2**20
 
 
@@ -53,9 +57,35 @@ def unpack_tril(packed: torch.Tensor, index: torch.Tensor, n: int) -> torch.Tens
     return packed.mT.contiguous().index_select(0, index).view(n, n, packed.shape[0])
 
 
-def _aux_chunk(n: int, itemsize: int) -> int:
-    """Auxiliary functions per unpacked chunk of PySCF's triangle layout (bounded memory)."""
-    return max(1, UNPACK_BUDGET // max(1, n * n * itemsize))
+#: Bytes of the dense ``(n, n, chunk)`` block the PyTorch reference unpacks at a time. Small, so
+#: that transforming PySCF's packed triangles needs little beyond the integrals and the result
+#: (the transform's GEMMs run as fast with a few auxiliary functions at a time as with hundreds).
+REFERENCE_UNPACK_BYTES = 8 * 2**20
+
+
+def _ao_to_mo_packed(packed: torch.Tensor, c_occ: torch.Tensor, c_vir: torch.Tensor) -> torch.Tensor:
+    """``B[i,a,P]`` from packed ``(naux, n(n+1)/2)`` triangles, a few auxiliary functions at a time.
+
+    Per chunk of ``q`` functions: the triangles transposed (``(pairs, q)``), gathered by whole
+    rows into the dense ``(μ, ν·q)``, then two GEMMs with ``q`` folded into their columns,
+    ``C_occᵀ (μ, ν·q)`` and ``C_virᵀ (ν, i·q)``, so neither GEMM is skinny. Temporaries are of the
+    order of ``REFERENCE_UNPACK_BYTES``.
+    """
+    n, nocc, nvir = c_occ.shape[0], c_occ.shape[1], c_vir.shape[1]
+    naux = packed.shape[0]
+    b = torch.empty(nocc, nvir, naux, dtype=packed.dtype, device=packed.device)
+    q = max(1, REFERENCE_UNPACK_BYTES // max(1, n * n * packed.dtype.itemsize))
+    index = tril_pair_index(n, packed.device)
+    c_occ_t, c_vir_t = c_occ.mT.contiguous(), c_vir.mT.contiguous()
+    for p0 in range(0, naux, q):
+        p1 = min(p0 + q, naux)
+        dense = unpack_tril(packed[p0:p1], index, n).view(n, n * (p1 - p0))  # (μ, ν·p)
+        half = torch.matmul(c_occ_t, dense).view(nocc, n, p1 - p0)  # (i, ν, p)
+        del dense
+        half = half.permute(1, 0, 2).reshape(n, nocc * (p1 - p0))  # (ν, i·p)
+        out = torch.matmul(c_vir_t, half).view(nvir, nocc, p1 - p0)  # (a, i, p)
+        b[:, :, p0:p1] = out.permute(1, 0, 2)
+    return b
 
 
 def ao_to_mo(eri3c: torch.Tensor, c_occ: torch.Tensor, c_vir: torch.Tensor) -> torch.Tensor:
@@ -66,15 +96,7 @@ def ao_to_mo(eri3c: torch.Tensor, c_occ: torch.Tensor, c_vir: torch.Tensor) -> t
     """
     if eri3c.dim() == 3:
         return _ao_to_mo_dense(eri3c, c_occ, c_vir)
-    n = c_occ.shape[0]
-    naux = eri3c.shape[0]
-    b = torch.empty(c_occ.shape[1], c_vir.shape[1], naux, dtype=eri3c.dtype, device=eri3c.device)
-    chunk = _aux_chunk(n, eri3c.dtype.itemsize)
-    index = tril_pair_index(n, eri3c.device)
-    for p0 in range(0, naux, chunk):
-        dense = unpack_tril(eri3c[p0 : p0 + chunk], index, n)  # (μ, ν, p)
-        b[:, :, p0 : p0 + chunk] = _ao_to_mo_dense(dense, c_occ, c_vir)
-    return b
+    return _ao_to_mo_packed(eri3c, c_occ, c_vir)
 
 
 def _mp2_energy_block_reference(

@@ -48,6 +48,7 @@ from typing import Any
 import torch
 
 from trntensor._dfmp2_comm import Comm, RankFailure
+from trntensor._dfmp2_heap import release_free_memory
 from trntensor._dfmp2_plan import AUX_CHUNK, OCC_BLOCK, MemoryPlan, memory_plan, owned, owner
 from trntensor._dfmp2_plan import blocks as _blocks
 from trntensor._dfmp2_store import BlockStore
@@ -350,6 +351,7 @@ def _run(
 ) -> tuple[float, float]:
     """The stages of :func:`dfmp2_energy` after the plan (integrals and transform, metric, fit,
     pair energies, sum); returns ``(e_os, e_ss)``."""
+    import numpy as np
     from pyscf import df
 
     dtype = torch.float64
@@ -364,16 +366,21 @@ def _run(
     comm.stage = "integrals"
     chunks = _aux_chunks(auxmol, aux_chunk)
     nbas = mol.nbas
+    # One buffer for PySCF's integrals of every chunk (sized for the largest): the chunks differ in
+    # size, and fresh arrays of changing sizes would leave the heap fragmented (resident memory
+    # that is free but not returned, counted against every rank).
+    npair = int(mol.nao) * (int(mol.nao) + 1) // 2
+    eri_buffer = np.empty(npair * max((p1 - p0 for _, _, p0, p1 in chunks), default=0))
     for first in bar(range(0, len(chunks), comm.size), desc="integrals + transform"):
         mine: list[torch.Tensor] | None = None
         c = first + comm.rank
         if c < len(chunks):
             sh0, sh1, _, _ = chunks[c]
             shells = (0, nbas, 0, nbas, sh0, sh1)
-            eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", shls_slice=shells)
+            eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", shls_slice=shells, out=eri_buffer)
             # (P, μν) lower triangles; PySCF's (μν, P) comes Fortran-ordered, so this view is in
             # C order without a copy (either order gives the transform the same numbers)
-            packed = torch.from_numpy(eri.T).to(dtype)
+            packed = torch.from_numpy(eri.T)
             del eri
             mine = [ao_to_mo_transform(packed, s.c_occ, s.c_vir) for s in spins]
             del packed
@@ -391,6 +398,8 @@ def _run(
                         store.write_columns(key, p0, p1, part[i0:i1])
                 del part
         del mine
+        release_free_memory()  # the round's temporaries (see _dfmp2_heap)
+    del eri_buffer
     # The metric's factor once, on rank 0, then broadcast (with which factor it is): every rank
     # fits with the same numbers. It is made after the integrals, so that it never coexists with
     # an integral chunk. Cholesky (J = L Lᵀ; the fit is a triangular solve, at about a
@@ -411,19 +420,19 @@ def _run(
     comm.broadcast(kind, 0)
     comm.broadcast(fit, 0)
     cholesky = float(kind[0]) == 0.0
-    comm.stage = "fit"  # block by block (the same shapes whatever the number of ranks)
+    comm.stage = "fit"  # block by block, row by row (the same shapes whatever the number of ranks)
     for key in bar(store.keys(), desc="fit"):
         b = store.get(key)
-        flat = b.reshape(-1, naux)
-        if cholesky:  # B Lᵀ⁻¹: B B'ᵀ = b J⁻¹ b'ᵀ
-            fitted = torch.linalg.solve_triangular(fit, flat, upper=True, left=False)
-        else:
-            fitted = torch.matmul(flat, fit)
-        # C order whatever the solver returned (LAPACK's column-major): the pair GEMMs then see
-        # the same layout in memory and from disk, so they round the same way at any thread count.
-        store.put(key, fitted.reshape(b.shape).contiguous())
-        del flat, fitted
+        for row in b:  # (nvir, naux), fitted in place: temporaries of one row, not of the block
+            if cholesky:  # B Lᵀ⁻¹: B B'ᵀ = b J⁻¹ b'ᵀ
+                row.copy_(torch.linalg.solve_triangular(fit, row, upper=True, left=False))
+            else:
+                row.copy_(torch.matmul(row, fit))
+        # The block keeps its C order whatever the solver returned (LAPACK's column-major): the pair
+        # GEMMs then see the same layout in memory and from disk, so they round the same way.
+        store.put(key, b)
         del b
+        release_free_memory()
     del fit
 
     comm.stage = "pairs"
@@ -435,6 +444,11 @@ def _run(
     # Pair blocks: every block is broadcast once by its owner (two block buffers per rank), and
     # each rank forms the pairs (k, l) of the blocks k it owns.
     todo = [(sj, l) for sj, s in enumerate(spins) for l in range(len(s.blocks))]
+    # The two block buffers (the block in use and the next one travelling), and with B on disk a
+    # third for the own block read back: allocated once, so the loop allocates nothing that size.
+    largest = max(((b1 - b0) * s.c_vir.shape[1] * naux for s in spins for b0, b1 in s.blocks), default=0)
+    slots = [torch.empty(largest, dtype=dtype) for _ in range(2 if comm.size > 1 or store.streamed else 0)]
+    own_slot = torch.empty(largest, dtype=dtype) if store.streamed else None
 
     def start(step: int) -> tuple[torch.Tensor, Any]:
         """Begin receiving (or sending) the block of ``todo[step]``; the pairs of the current block
@@ -443,10 +457,13 @@ def _run(
         sl = spins[sj]
         b0, b1 = sl.blocks[l]
         src = owner(l, comm.size)
-        if comm.rank == src:
+        shape = (b1 - b0, sl.c_vir.shape[1], naux)
+        if comm.rank == src and not store.streamed:
             buf = store.get((sj, l))
         else:
-            buf = torch.empty(b1 - b0, sl.c_vir.shape[1], naux, dtype=dtype)
+            buf = slots[step % 2][: math.prod(shape)].view(shape)
+            if comm.rank == src:
+                store.read_into((sj, l), buf)
         return buf, comm.broadcast_async(buf, src)
 
     pending = start(0) if todo else None
@@ -466,11 +483,17 @@ def _run(
             if si == sj and k == l:
                 os_part, ss_part = _diagonal_block_energy(bl, d[si][a0:a1])
             else:
-                bk = store.get((si, k))
+                if own_slot is None:
+                    bk = store.get((si, k))
+                else:
+                    shape = (a1 - a0, s.c_vir.shape[1], naux)
+                    bk = own_slot[: math.prod(shape)].view(shape)
+                    store.read_into((si, k), bk)
                 os_part, ss_part = _block_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj)
                 del bk
             energies[n, 0], energies[n, 1] = os_part, ss_part
         del bl
+        release_free_memory()
     comm.stage = "sum"
     comm.sum_exact(energies)
 
