@@ -118,6 +118,15 @@ def check_gpsimd_psum(eng: engine, op: str, site: Any, *tensors: NkiTensor) -> N
                 )
 
 
+def require_sbuf(op: str, rule: str, site: Any, **operands: NkiTensor) -> None:
+    """GpSimd-only instructions read and write SBUF: a BufferError ``rule`` at ``site`` naming the
+    first operand (keyword = the parameter's name) that is elsewhere."""
+    for what, t in operands.items():
+        if t.buffer.name != "sbuf":
+            raise BufferError(rule, f"{op} {what} must be in SBUF (GpSimd cannot access PSUM): "
+                              f"{t.describe()}", site)  # fmt: skip
+
+
 def op_token(op: Any, name: str, site: Any, allowed: dict[str, Op]) -> Op:
     """The operator token ``op`` if ``allowed`` for parameter ``name``, else a LanguageError at ``site``."""
     if isinstance(op, Op) and op.name in allowed and allowed[op.name] is op:

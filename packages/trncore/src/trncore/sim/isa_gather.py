@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from trncore.sim.checks import check_compute_operand
-from trncore.sim.errors import BoundsError, BufferError, DtypeError, ShapeError
+from trncore.sim.errors import BoundsError, DtypeError, ShapeError
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import require_sbuf
 
 __all__ = ["nc_n_gather"]
 
@@ -28,10 +29,7 @@ def nc_n_gather(dst: Any, data: Any, indices: Any, name: str | None = None) -> N
     data = check_compute_operand(data, "nc_n_gather", "data", site)
     idx = check_compute_operand(indices, "nc_n_gather", "indices", site)
     dst = check_compute_operand(dst, "nc_n_gather", "dst", site)
-    for t, what in ((data, "data"), (idx, "indices"), (dst, "dst")):
-        if t.buffer.name != "sbuf":
-            raise BufferError("n-gather-sbuf", f"nc_n_gather {what} must be in SBUF (GpSimd "
-                              f"cannot access PSUM): {t.describe()}", site)  # fmt: skip
+    require_sbuf("nc_n_gather", "n-gather-sbuf", site, data=data, indices=idx, dst=dst)
     if idx.dtype != "uint32":
         raise DtypeError("n-gather-index-dtype", f"nc_n_gather indices must be uint32, got "
                          f"{idx.describe()}", site)  # fmt: skip

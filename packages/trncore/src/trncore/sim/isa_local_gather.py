@@ -34,7 +34,8 @@ import numpy as np
 from trncore.sim import known_issues
 from trncore.sim.checks import check_compute_operand
 from trncore.sim.context import current, user_site
-from trncore.sim.errors import BoundsError, BufferError, DtypeError, ShapeError
+from trncore.sim.errors import BoundsError, DtypeError, ShapeError
+from trncore.sim.isa_common import require_sbuf
 
 __all__ = ["local_gather"]
 
@@ -57,10 +58,7 @@ def local_gather(
     src = check_compute_operand(src_buffer, "local_gather", "src_buffer", site)
     idx = check_compute_operand(index, "local_gather", "index", site)
     dst = check_compute_operand(dst, "local_gather", "dst", site)
-    for t, what in ((src, "src_buffer"), (idx, "index"), (dst, "dst")):
-        if t.buffer.name != "sbuf":
-            raise BufferError("local-gather-sbuf", f"local_gather {what} must be in SBUF (GpSimd "
-                              f"cannot access PSUM): {t.describe()}", site)  # fmt: skip
+    require_sbuf("local_gather", "local-gather-sbuf", site, src_buffer=src, index=idx, dst=dst)
     if idx.dtype != "uint16":
         raise DtypeError("local-gather-index-dtype", "local_gather indices must be uint16, got "
                          f"{idx.describe()}", site)  # fmt: skip
