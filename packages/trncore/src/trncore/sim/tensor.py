@@ -87,6 +87,9 @@ class Allocation:
         self.last_use = position
         self.first_use: int | None = None  # first instruction touching it (live range start)
         self.size = math.prod(shape)
+        #: elements per partition (row) in the allocation's own dtype; asked for by every
+        #: partition check of every instruction
+        self.row_elems = math.prod(shape[1:])
         np_dtype = dtypes.storage_dtype(dtype)
         if storage is None:
             storage = np.empty(self.size * np_dtype.itemsize, dtype=np.uint8)
@@ -200,7 +203,7 @@ class NkiTensor:
     @property
     def size(self) -> int:
         """Number of elements in the view (``t.size``)."""
-        return math.prod(self.shape)
+        return math.prod(self._shape)
 
     @property
     def buffer(self) -> Buffer:
@@ -240,8 +243,11 @@ class NkiTensor:
 
     def _partition_elems(self) -> int:
         """Elements per partition of the allocation, in this view's dtype."""
-        scale = dtypes.itemsize(self.alloc.dtype) / dtypes.itemsize(self.dtype)
-        return int(math.prod(self.alloc.shape[1:]) * scale)
+        alloc = self.alloc
+        if self.dtype == alloc.dtype:
+            return alloc.row_elems
+        scale = dtypes.itemsize(alloc.dtype) / dtypes.itemsize(self.dtype)
+        return int(alloc.row_elems * scale)
 
     def describe(self) -> str:
         """The view and the tensor it belongs to, for error messages."""
@@ -267,9 +273,10 @@ class NkiTensor:
         return self._array
 
     def _strided(self, flat: np.ndarray) -> np.ndarray:
-        if self.size == 0:
-            return np.empty(self.shape, dtype=flat.dtype)
-        return strided_view(flat, self.offset, self.shape, [s for s, _ in self.dims])
+        shape = self._shape
+        if 0 in shape:
+            return np.empty(shape, dtype=flat.dtype)
+        return strided_view(flat, self.offset, shape, [s for s, _ in self.dims])
 
     def mask_array(self) -> np.ndarray | None:
         """The strict-mode written-mask view (None when not tracked for this view)."""
@@ -349,28 +356,34 @@ class NkiTensor:
             )
         if not isinstance(key, tuple):
             key = (key,)
+        ndim = len(self.dims)
+        # (not `Ellipsis in key`: that compares with ==, which a tensor index refuses)
         n_ell = sum(1 for k in key if k is Ellipsis)
         if n_ell > 1:
             raise BoundsError("index", "at most one '...' in an index", user_site())
         explicit = len(key) - n_ell
-        if explicit > self.ndim:
+        if explicit > ndim:
             raise BoundsError(
                 "index",
-                f"{explicit} indices for a {self.ndim}-d tensor {self.describe()}",
+                f"{explicit} indices for a {ndim}-d tensor {self.describe()}",
                 user_site(),
             )
         full: list[Any] = []
-        for k in key:
-            if k is Ellipsis:
-                full.extend([slice(None)] * (self.ndim - explicit))
-            else:
-                full.append(k)
-        full.extend([slice(None)] * (self.ndim - len(full)))
+        if n_ell:
+            for k in key:
+                if k is Ellipsis:
+                    full.extend([slice(None)] * (ndim - explicit))
+                else:
+                    full.append(k)
+        else:
+            full.extend(key)
+        full.extend([slice(None)] * (ndim - len(full)))
+        on_chip = self.alloc.buffer.on_chip
         offset = self.offset
         dims: list[tuple[int, int]] = []
         last_dropped: tuple[int, int] | None = None
         for axis, (k, (step, num)) in enumerate(zip(full, self.dims)):
-            if isinstance(k, slice):
+            if type(k) is slice:
                 start, stop, st = k.start, k.stop, k.step
                 st = 1 if st is None else _static_int(st, "slice step")
                 start = 0 if start is None else _static_int(start, "slice start")
@@ -386,8 +399,8 @@ class NkiTensor:
                         "(negative or out-of-range bounds; NumPy would clip, NKI does not)",
                         user_site(),
                     )
-                count = len(range(start, stop, st))
-                if axis == 0 and self.on_chip and st != 1 and count > 1:
+                count = (stop - start + st - 1) // st  # len(range(start, stop, st)), start <= stop
+                if axis == 0 and on_chip and st != 1 and count > 1:
                     raise PartitionError(
                         "partition-contiguous",
                         f"partition dim accessed with step {st} on {self.describe()}; partition "
@@ -405,13 +418,13 @@ class NkiTensor:
                         user_site(),
                     )
                 offset += idx * step
-                if axis == 0 and self.on_chip:
+                if axis == 0 and on_chip:
                     # AWS NKI docs, Indexing overview (NKI 0.3.0): an integer on the partition dim of an
                     # on-chip tensor keeps a size-1 dim.
                     dims.append((step, 1))
-                elif self.on_chip:
+                elif on_chip:
                     last_dropped = (step, 1)
-        if self.on_chip and len(dims) < 2 and self.ndim >= 2 and last_dropped is not None:
+        if on_chip and len(dims) < 2 and ndim >= 2 and last_dropped is not None:
             # On-chip views stay at least 2-D: a free-dim integer index that would leave fewer
             # keeps the last free dim at size 1 (t[:, 0, 10] is (P, 1)). NKI language guide,
             # "Tensor Indexing", SDK 2.31; AWS's 2.29-era library relies on it (t[:p, k][:p, :1]).
@@ -611,6 +624,8 @@ class NkiTensor:
 
 
 def _static_int(value: Any, what: str) -> int:
+    if type(value) is int:  # the common case (~1.5 M calls in a large nkilib kernel): no checks
+        return value
     if isinstance(value, NkiTensor):
         raise NotImplementedError(
             f"a tensor as {what} (dynamic indexing) is not emulated; use .ap(scalar_offset=...)"
