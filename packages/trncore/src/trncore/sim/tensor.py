@@ -104,13 +104,18 @@ class Allocation:
         self.is_input = False
         self.live_views = 0
         self.on_death: Any = None
+        # one weak reference per live view, whose callback counts the view's death: a plain
+        # weakref.ref costs a fraction of a weakref.finalize, and a kernel makes a view for
+        # nearly every operand of every instruction
+        self._view_refs: set[weakref.ref[NkiTensor]] = set()
 
     def _view_created(self, view: NkiTensor) -> None:
         if self.on_death is not None:
             self.live_views += 1
-            weakref.finalize(view, self._view_died)
+            self._view_refs.add(weakref.ref(view, self._view_died))
 
-    def _view_died(self) -> None:
+    def _view_died(self, ref: weakref.ref[NkiTensor]) -> None:
+        self._view_refs.discard(ref)
         self.live_views -= 1
         if self.live_views == 0 and self.on_death is not None:
             callback, self.on_death = self.on_death, None
