@@ -130,6 +130,10 @@ class _VectorOperand:
             shape[axis] = num
             inner = inner + (np.arange(num, dtype=np.int64) * step).reshape(shape)
         self.inner = view.offset + inner.reshape(-1)
+        # the flat index of (row r, element j) is r * row + inner[j] with row >= 0: the bounds of
+        # all of them follow from the smallest and largest row index (checked per run, cheaply)
+        self.inner_lo = int(self.inner.min()) if self.inner.size else 0
+        self.inner_hi = int(self.inner.max()) if self.inner.size else 0
         self.p = view.shape[0]
         self.shape = view.shape
         self.view = view
@@ -140,6 +144,11 @@ class _VectorOperand:
     def _indices(self) -> tuple[np.ndarray, np.ndarray | None]:
         rows = self.idx.reshape(-1)[: self.p].astype(np.int64)
         flat_idx = rows[:, None] * self.row + self.inner[None, :]
+        if rows.size and self.inner.size:
+            lo = int(rows.min()) * self.row + self.inner_lo
+            hi = int(rows.max()) * self.row + self.inner_hi
+            if lo >= 0 and hi < self.flat.size:
+                return flat_idx, None  # every index in bounds (the common case)
         bad = (flat_idx < 0) | (flat_idx >= self.flat.size)
         if bad.any():
             if not self.skip:
