@@ -359,6 +359,23 @@ class NkiTensor:
             raise LanguageError(
                 "index-dynamic-view", "cannot index a view with a dynamic offset", user_site()
             )
+        if type(key) is tuple and len(key) == len(self.dims):
+            # The common key: one unit-step slice with int (or no) bounds inside the dim for
+            # every dim. Anything else (an int, a step, '...', a bound out of range, a
+            # non-int bound) takes the general path below, which checks and reports it.
+            offset = self.offset
+            fast: list[tuple[int, int]] = []
+            for k, (step, num) in zip(key, self.dims):
+                if type(k) is not slice or k.step is not None:
+                    break
+                start = 0 if k.start is None else k.start
+                stop = num if k.stop is None else k.stop
+                if type(start) is not int or type(stop) is not int or not 0 <= start <= stop <= num:
+                    break
+                offset += start * step
+                fast.append((step, stop - start))
+            else:
+                return NkiTensor(self.alloc, self.dtype, offset, fast, indexed=True)
         if not isinstance(key, tuple):
             key = (key,)
         ndim = len(self.dims)
