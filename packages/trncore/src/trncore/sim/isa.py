@@ -33,6 +33,7 @@ from trncore.sim.isa_common import (
     vector_engine,
 )
 from trncore.sim.isa_movement import dma_copy, dma_transpose, iota, memset, tensor_copy
+from trncore.sim.isa_reduce_chain import tensor_scalar_reduce
 from trncore.sim.isa_scalar import activation, activation_reduce, exponential
 from trncore.sim.isa_statistics import (
     bn_aggr,
@@ -40,7 +41,6 @@ from trncore.sim.isa_statistics import (
     max8,
     tensor_copy_predicated,
     tensor_partition_reduce,
-    tensor_scalar_reduce,
 )
 from trncore.sim.isa_tensor_engine import nc_matmul, nc_transpose
 from trncore.sim.isa_vector import (

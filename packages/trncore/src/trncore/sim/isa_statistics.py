@@ -1,5 +1,5 @@
-"""Further reductions and selections: ``tensor_partition_reduce``, ``tensor_scalar_reduce``,
-``tensor_copy_predicated``, ``bn_stats``, ``bn_aggr``, ``max8``
+"""Further reductions and selections: ``tensor_partition_reduce``, ``tensor_copy_predicated``,
+``bn_stats``, ``bn_aggr``, ``max8`` (``tensor_scalar_reduce`` is in :mod:`trncore.sim.isa_reduce_chain`)
 (AWS NKI docs, nki.isa, NKI 0.3.0: one page per instruction)."""
 
 from __future__ import annotations
@@ -9,14 +9,12 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.alu import BINARY, UNARY_ALU
+from trncore.sim.alu import BINARY
 from trncore.sim.checks import (
     F32,
     check_compute_operand,
     check_same_layout,
-    check_vector_operand,
     read_f32,
-    scalar_reader,
 )
 from trncore.sim.errors import BufferError, DtypeError, ShapeError
 from trncore.sim.isa_common import begin as _begin
@@ -31,7 +29,6 @@ __all__ = [
     "max8",
     "tensor_copy_predicated",
     "tensor_partition_reduce",
-    "tensor_scalar_reduce",
 ]
 
 _PARTITION_REDUCE = {"add": np.add, "maximum": np.maximum, "bitwise_or": np.bitwise_or,
@@ -63,53 +60,6 @@ def tensor_partition_reduce(dst: Any, op: Any, data: Any, name: str | None = Non
 
     ctx.emit("tensor_partition_reduce", "gpsimd", site, [data], [dst], run,
              _elementwise_meta(data))  # fmt: skip
-
-
-def tensor_scalar_reduce(
-    dst: Any,
-    data: Any,
-    op0: Any,
-    operand0: Any,
-    reduce_op: Any,
-    reduce_res: Any,
-    reverse0: bool = False,
-    name: str | None = None,
-) -> None:
-    """AWS NKI docs, nki.isa.tensor_scalar_reduce (NKI 0.3.0): ``dst = data op0 operand0`` and ``reduce_res =
-    reduce_op`` over all free dims."""
-    ctx, site = _begin()
-    if reverse0:
-        raise NotImplementedError("nisa.tensor_scalar_reduce(reverse0=True) (not supported yet)")
-    data = check_compute_operand(data, "tensor_scalar_reduce", "data", site)
-    dst = check_compute_operand(dst, "tensor_scalar_reduce", "dst", site)
-    res = check_compute_operand(reduce_res, "tensor_scalar_reduce", "reduce_res", site)
-    check_same_layout(data, dst, "tensor_scalar_reduce", "data and dst", site)
-    if res.partitions != data.partitions or res.free_size != 1:
-        raise ShapeError("reduce-res-shape", f"reduce_res must be ({data.partitions}, 1), got "
-                         f"{res.describe()}", site)  # fmt: skip
-    # op0 is an arithmetic ALU op: the binary ones and abs, which the NKI 0.3.0 ALU-operator table
-    # (nki.isa API reference) lists as arithmetic; bitwise and comparison ops stay refused.
-    arith = {k: v for k, v in BINARY.items() if v.kind == "arith"}
-    arith["abs"] = UNARY_ALU["abs"]
-    t0 = _op_token(op0, "op0", site, arith)
-    reducers = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
-                "minimum": np.minimum}  # fmt: skip
-    tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in reducers})
-    operand0 = check_vector_operand(operand0, data, "tensor_scalar_reduce", "operand0", site)
-    o_read, red = scalar_reader(operand0, site), reducers[tr.name]
-    unary = t0.fn
-    fn = (lambda x, _o: unary(x)) if t0.name == "abs" else t0.fn  # a unary op ignores operand0
-    x_op, write, res_write, p = data.operand(site), _writer(dst, site), _writer(res, site), \
-        data.partitions  # fmt: skip
-
-    def run() -> None:
-        y = fn(read_f32(x_op.read(), p), o_read())
-        write(y)
-        res_write(red.reduce(y, axis=1, keepdims=True))
-
-    extra = [operand0] if isinstance(operand0, NkiTensor) else []
-    ctx.emit("tensor_scalar_reduce", "vector", site, [data, *extra], [dst, res], run,
-             _elementwise_meta(dst))  # fmt: skip
 
 
 def tensor_copy_predicated(

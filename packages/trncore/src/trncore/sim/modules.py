@@ -44,14 +44,12 @@ for _name in ("baremetal", "benchmark", "profile", "simulate_kernel"):
 # NKI 0.4.0-0.6.0 additions, then the release table applied to the namespaces (one gate per API,
 # trncore.sim.versions): an API the target release lacks raises at the kernel's line.
 from trncore.sim import loops, versions, views  # noqa: E402
-from trncore.sim.isa_reduce_chain import tensor_scalar_reduce  # noqa: E402
 from trncore.sim.isa_topk import topk  # noqa: E402
 from trncore.sim.tensor import NkiTensor  # noqa: E402
 
 nl.fori_loop = loops.fori_loop  # type: ignore[attr-defined]
 nl.while_loop = loops.while_loop  # type: ignore[attr-defined]
 nisa.topk = topk  # type: ignore[attr-defined]
-nisa.tensor_scalar_reduce = tensor_scalar_reduce  # type: ignore[assignment]
 views.attach(NkiTensor)
 versions.install({"nl": nl, "nisa": nisa}, NkiTensor, {"nl.float8_e8m0fnu": "float8_e8m0fnu"})
 
