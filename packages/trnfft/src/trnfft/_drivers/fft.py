@@ -39,6 +39,7 @@ import torch
 from trncore.dispatch import KernelContext, KernelUnsupported
 from trncore.keys import KernelKey
 from trnfft._drivers.plan import KernelPlan, kernel_plan
+from trnfft._drivers.refusals import unsupported_dtype
 from trnfft._pytorch import resize as _resize  # zero-pad or crop along a dim: one helper for both
 from trnfft.kernels.fft import fft_onchip3_kernel, fft_onchip_kernel, fft_stages_kernel
 
@@ -190,15 +191,7 @@ def check_input(input: Any, halves: bool = False) -> torch.Tensor:
     if not isinstance(input, torch.Tensor):
         raise KernelUnsupported(f"kernel takes a torch.Tensor, got {type(input).__name__}")
     if input.dtype not in _KERNEL_DTYPES and not (halves and input.dtype in _HALF_DTYPES):
-        hint = (
-            " (float64 stays float64 on the reference; opt into float32 compute with "
-                "TRNFFT_ALLOW_FP32_COMPUTE=1 or TRNSCI_ALLOW_FP32_COMPUTE=1)"
-            if input.dtype in (torch.float64, torch.complex128)
-            else ""
-        )
-        raise KernelUnsupported(
-            f"kernel takes float32 or complex64, got {str(input.dtype).removeprefix('torch.')}{hint}"
-        )
+        raise unsupported_dtype(input.dtype, "float32 or complex64")
     return input
 
 

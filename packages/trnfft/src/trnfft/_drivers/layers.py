@@ -14,6 +14,7 @@ import torch
 
 from trncore.dispatch import KernelContext, KernelUnsupported
 from trncore.kernels.complex_gemm import complex_matmul_kernel, use_gauss
+from trnfft._drivers.refusals import unsupported_dtype
 
 __all__ = ["complex_matmul_driver", "complex_matmul_work", "planes_driver"]
 
@@ -34,15 +35,7 @@ def complex_matmul_driver(
     tensors = [t for t in (ar, ai, br, bi, bias_r, bias_i) if t is not None]
     for t in tensors:
         if t.dtype != torch.float32:
-            hint = (
-                " (float64 stays float64 on the reference; opt into float32 compute with "
-                "TRNFFT_ALLOW_FP32_COMPUTE=1 or TRNSCI_ALLOW_FP32_COMPUTE=1)"
-                if t.dtype == torch.float64
-                else ""
-            )
-            raise KernelUnsupported(
-                f"kernel takes float32 planes, got {str(t.dtype).removeprefix('torch.')}{hint}"
-            )
+            raise unsupported_dtype(t.dtype, "float32 planes")
     if ar.dim() != 2 or br.dim() != 2 or ar.shape != ai.shape or br.shape != bi.shape:
         raise KernelUnsupported("kernel takes 2-D planes of equal shapes")
     m, k = (ar.shape[1], ar.shape[0]) if trans_a else tuple(ar.shape)
@@ -78,15 +71,7 @@ def planes_driver(kernel: Any) -> Any:
     def driver(ctx: KernelContext, *tensors: torch.Tensor, **params: Any) -> Any:
         for t in tensors:
             if t.dtype != torch.float32:
-                hint = (
-                    " (float64 stays float64 on the reference; opt into float32 compute with "
-                "TRNFFT_ALLOW_FP32_COMPUTE=1 or TRNSCI_ALLOW_FP32_COMPUTE=1)"
-                    if t.dtype == torch.float64
-                    else ""
-                )
-                raise KernelUnsupported(
-                    f"kernel takes float32, got {str(t.dtype).removeprefix('torch.')}{hint}"
-                )
+                raise unsupported_dtype(t.dtype, "float32")
         if tensors[0].numel() == 0:
             raise KernelUnsupported("empty input")
         return ctx.launch(kernel, *[t.contiguous() for t in tensors], **params)

@@ -33,6 +33,7 @@ import torch
 from trncore.dispatch import KernelContext, KernelUnsupported
 from trnfft import _pytorch
 from trnfft._drivers import fft as _fft
+from trnfft._drivers.refusals import unsupported_dtype
 from trnfft.kernels.fft import fft_stages_kernel
 from trnfft.kernels.geometry import KernelGeometry, build_matrix_tables, kernel_geometry
 
@@ -146,16 +147,7 @@ def _check_input(x: Any) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise KernelUnsupported(f"kernel takes a torch.Tensor, got {type(x).__name__}")
     if x.dtype not in _KERNEL_DTYPES:
-        hint = (
-            " (float64 stays float64 on the reference; opt into float32 compute with "
-                "TRNFFT_ALLOW_FP32_COMPUTE=1 or TRNSCI_ALLOW_FP32_COMPUTE=1)"
-            if x.dtype in (torch.float64, torch.complex128)
-            else ""
-        )
-        raise KernelUnsupported(
-            f"kernel takes float32, complex64 or a half-precision dtype, got "
-            f"{str(x.dtype).removeprefix('torch.')}{hint}"
-        )
+        raise unsupported_dtype(x.dtype, "float32, complex64 or a half-precision dtype")
     return x
 
 
