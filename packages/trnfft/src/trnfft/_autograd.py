@@ -27,10 +27,9 @@ import torch
 import torch.nn.functional as F
 
 from trnfft._ops import batchnorm_backward, batchnorm_forward, complex_matmul, modrelu, modrelu_backward
+from trnfft._pytorch import Planes
 
 __all__ = ["BatchNormFunction", "Conv1dFunction", "LinearFunction", "MatmulFunction", "ModReLUFunction"]
-
-Planes = tuple[torch.Tensor, torch.Tensor]
 
 
 class MatmulFunction(torch.autograd.Function):

@@ -23,11 +23,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from trnfft._autograd import BatchNormFunction, Conv1dFunction, LinearFunction, ModReLUFunction
+from trnfft._pytorch import Planes
 from trnfft.complex_tensor import ComplexTensor, TensorLike
 
 __all__ = ["ComplexBatchNorm1d", "ComplexConv1d", "ComplexLinear", "ComplexModReLU"]
 
-Planes = tuple[torch.Tensor, torch.Tensor]
 _PARTS = {
     None: None,
     torch.float32: torch.float32,

@@ -15,10 +15,9 @@ import torch
 from trncore.dispatch import KernelContext, KernelUnsupported
 from trncore.kernels.complex_gemm import complex_matmul_kernel, use_gauss
 from trnfft._drivers.refusals import unsupported_dtype
+from trnfft._pytorch import Planes
 
 __all__ = ["complex_matmul_driver", "complex_matmul_work", "planes_driver"]
-
-Planes = tuple[torch.Tensor, torch.Tensor]
 
 
 def complex_matmul_driver(

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from trnfft._pytorch import Planes
 from trnfft.kernels.geometry import (
     KernelGeometry,
     OnChip3Geometry,
@@ -58,8 +59,6 @@ ALGORITHMS = ("dft_gemm", "stockham", "mixed_radix", "bluestein")
 #: Largest length transformed by a single DFT GEMM (the Tensor Engine's contraction rows).
 DFT_GEMM_MAX = 128
 _MIXED_RADIX_PRIMES = (2, 3, 5, 7, 11, 13)
-
-Planes = tuple[torch.Tensor, torch.Tensor]
 
 
 def _power_of_two_radices(n: int) -> tuple[int, ...]:
