@@ -555,3 +555,51 @@ def test_on_chip_access_cannot_run_past_a_partition_row(target: str) -> None:
         _simulate(static_overrun)(a)
     with pytest.raises(BoundsError, match="scalar_offset value 33"):
         _simulate(dynamic)(a, np.array([[33]], dtype=np.int32))
+
+
+def test_dma_copy_oob_skip_drops_a_scalar_offset_transfer_out_of_bounds(target: str) -> None:
+    """nki.isa.dma_copy (NKI 0.3.0): with ``oob_mode=skip`` a dynamic address out of bounds skips
+    the transfer (the destination keeps its contents); with the default mode it is an error."""
+    from trncore.sim.errors import BoundsError
+
+    def scatter(mode):
+        def k(base, rows, start):
+            out = nl.ndarray(base.shape, nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=base)
+            t, s = _load(rows), _load(start)
+            dst = out.ap([[base.shape[1], rows.shape[0]], [1, base.shape[1]]],
+                         scalar_offset=s, indirect_dim=0)
+            nisa.dma_copy(dst=dst, src=t, oob_mode=mode)  # the line a refusal names
+            return out
+
+        return k
+
+    def gather(mode):
+        def k(base, start):
+            fill = nl.ndarray((2, base.shape[1]), nl.float32, buffer=nl.sbuf)
+            nisa.memset(dst=fill, value=7.0)
+            s = _load(start)
+            src = base.ap([[base.shape[1], 2], [1, base.shape[1]]], scalar_offset=s, indirect_dim=0)
+            nisa.dma_copy(dst=fill, src=src, oob_mode=mode)
+            return _store(fill)
+
+        return k
+
+    base, rows = _f32(16, 8), _f32(2, 8)
+    skip = scatter(nisa.oob_mode.skip)
+    for first in (3, 14):  # in bounds: rows first..first+1 replaced
+        want = base.copy()
+        want[first : first + 2] = rows
+        np.testing.assert_array_equal(simulate(skip)(base, rows, np.array([[first]], np.int32)), want)
+    for first in (-1000000, -1, 15, 16):  # any part out of bounds: nothing written
+        got = simulate(skip)(base, rows, np.array([[first]], np.int32))
+        np.testing.assert_array_equal(got, base)
+    got = simulate(gather(nisa.oob_mode.skip))(base, np.array([[15]], np.int32))
+    np.testing.assert_array_equal(got, np.full((2, 8), 7.0, np.float32))
+    np.testing.assert_array_equal(
+        simulate(gather(nisa.oob_mode.skip))(base, np.array([[4]], np.int32)), base[4:6]
+    )
+    line = inspect.getsourcelines(scatter)[1] + 7
+    with pytest.raises(BoundsError, match="scalar_offset value -1000000") as info:
+        _simulate(scatter(nisa.oob_mode.error))(base, rows, np.array([[-1000000]], np.int32))
+    assert f":{line}" in str(info.value)

@@ -48,12 +48,22 @@ class ScalarOffset:
         type(view)(view.alloc, view.dtype, view.offset, view.dims)._check_bounds()
 
     def operand(self, view: Any, site: Any, oob_skip: bool) -> Any:
-        """An operand that reads the offset at run time and bounds-checks the shifted access."""
-        return _ScalarOperand(view, self, site)
+        """An operand that reads the offset at run time and bounds-checks the shifted access
+        (``oob_skip``: an access out of bounds is skipped, not raised)."""
+        return _ScalarOperand(view, self, site, oob_skip)
 
 
 class _ScalarOperand:
-    def __init__(self, view: Any, spec: ScalarOffset, site: Any) -> None:
+    """A ``scalar_offset`` access, resolved each time the program runs.
+
+    With ``oob_mode=skip`` a dynamic address out of bounds skips the whole transfer: AWS's
+    nki.isa.dma_copy page (NKI 0.3.0) says the instruction skips "the DMA transfer for a given
+    dynamic address or index when it is out of bound". ``read`` then returns ``None`` (the
+    caller writes nothing) and ``write`` writes nothing, so the destination keeps its contents.
+    """
+
+    def __init__(self, view: Any, spec: ScalarOffset, site: Any, skip: bool = False) -> None:
+        self.skip = skip
         self.flat = view.alloc.flat_as(view.dtype)
         self.idx = spec.tensor.array()
         self.row = spec.row
@@ -65,10 +75,12 @@ class _ScalarOperand:
         span = sum(max(0, (n - 1) * s) for s, n in view.dims)
         self.span = span
 
-    def _resolve(self) -> np.ndarray:
+    def _resolve(self) -> np.ndarray | None:
         value = int(self.idx.reshape(-1)[0])
         start = self.offset + value * self.row
         problem = self.view.partition_row_problem(start) if start >= 0 else ""
+        if self.skip and (problem or start < 0 or start + self.span >= self.flat.size):
+            return None
         if problem:
             raise BoundsError(
                 "dynamic-offset-in-bounds", f"scalar_offset value {value}: {problem}", self.site
@@ -83,12 +95,13 @@ class _ScalarOperand:
             )
         return strided_view(self.flat, start, self.shape, self.steps)
 
-    def read(self) -> np.ndarray:
+    def read(self) -> np.ndarray | None:
         return self._resolve()
 
     def write(self, values: np.ndarray) -> None:
         arr = self._resolve()
-        arr[...] = values.reshape(arr.shape)
+        if arr is not None:
+            arr[...] = values.reshape(arr.shape)
 
 
 class VectorOffset:
