@@ -1,0 +1,132 @@
+"""Forms that public third-party NKI 0.3+ kernels write (checked against the emulator, see
+docs/emulator.md, "Third-party kernels"), in kernels of our own, each next to its invalid neighbour."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+from trncore.sim import nisa, nl, simulate, strict_mode
+from trncore.sim.errors import AccumulationError, BoundsError, BufferError
+
+pytestmark = pytest.mark.simulator
+
+rng = np.random.default_rng(2027)
+
+
+def _line_of(fn, marker: str) -> int:
+    lines, start = inspect.getsourcelines(fn)
+    hits = [start + i for i, text in enumerate(lines) if marker in text]
+    assert len(hits) == 1, marker
+    return hits[0]
+
+
+def partial_sums(a, b, k_tile):
+    """Snapshots of one PSUM accumulation after every K step (accumulate=None throughout)."""
+    k_total, m = a.shape
+    n = b.shape[1]
+    steps = k_total // k_tile
+    snaps = nl.ndarray((steps, m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+    for s in nl.static_range(steps):
+        at = nl.ndarray((k_tile, m), dtype=a.dtype, buffer=nl.sbuf)
+        bt = nl.ndarray((k_tile, n), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=at, src=a[s * k_tile : (s + 1) * k_tile, 0:m])
+        nisa.dma_copy(dst=bt, src=b[s * k_tile : (s + 1) * k_tile, 0:n])
+        nisa.nc_matmul(dst=acc, stationary=at, moving=bt)  # GROUP
+        snap = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=snap, src=acc)
+        nisa.dma_copy(dst=snaps[s, 0:m, 0:n], src=snap)
+    return snaps
+
+
+def test_reading_psum_mid_accumulation_keeps_the_group(target: str) -> None:
+    # AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0): accumulate=None, "the first write to a PSUM
+    # location overwrites, and subsequent writes to the same location accumulate". Copying the
+    # tile out between matmuls does not end the group: the snapshots are the running sums.
+    a = rng.standard_normal((256, 64)).astype(np.float32)
+    b = rng.standard_normal((256, 96)).astype(np.float32)
+    with pytest.warns(UserWarning, match="accumulation group was already read"):
+        got = simulate(partial_sums)(a, b, 64)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = np.stack([a64[: 64 * (s + 1)].T @ b64[: 64 * (s + 1)] for s in range(4)])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_reading_psum_mid_accumulation_is_refused_in_strict_mode(target: str) -> None:
+    # The likely bug (a tile reused for a new product without accumulate=False) stays catchable.
+    a = np.ones((128, 32), np.float32)
+    b = np.ones((128, 32), np.float32)
+    with strict_mode(), pytest.raises(AccumulationError) as info:
+        simulate(partial_sums)(a, b, 64)
+    assert info.value.rule == "accumulate-group-reuse"
+    assert info.value.lineno == _line_of(partial_sums, "# GROUP")
+
+
+def test_accumulate_false_starts_a_new_group_without_warning(target: str) -> None:
+    def two_products(a, b):
+        out = nl.ndarray((2, 32, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((32, 32), dtype=nl.float32, buffer=nl.psum)
+        for i in nl.static_range(2):
+            at = nl.ndarray((128, 32), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=at, src=a[i])
+            bt = nl.ndarray((128, 32), dtype=b.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=bt, src=b[i])
+            nisa.nc_matmul(dst=acc, stationary=at, moving=bt, accumulate=False)
+            res = nl.ndarray((32, 32), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res, src=acc)
+            nisa.dma_copy(dst=out[i], src=res)
+        return out
+
+    a = rng.standard_normal((2, 128, 32)).astype(np.float32)
+    b = rng.standard_normal((2, 128, 32)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = simulate(two_products)(a, b)
+    want = np.einsum("ikm,ikn->imn", a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def gather_rows(table, idx):
+    """Per partition, pick columns of a [P, 4, 16] table by int32 index (flattened free dims)."""
+    p = table.shape[0]
+    k = idx.shape[1]
+    out = nl.ndarray((p, k), dtype=nl.float32, buffer=nl.shared_hbm)
+    picked = nl.gather_flattened(nl.load(table), nl.load(idx))  # GATHER
+    nl.store(out, value=picked)
+    return out
+
+
+def test_gather_flattened_picks_within_each_partition(target: str) -> None:
+    # AWS NKI docs, nki.language.gather_flattened (NKI 0.3.0): the index value selects from the
+    # free dimension of data (flattened); lowered onto nki.isa.nc_n_gather.
+    table = rng.standard_normal((96, 4, 16)).astype(np.float32)
+    idx = rng.integers(0, 64, (96, 40)).astype(np.int32)
+    got = simulate(gather_rows)(table, idx)
+    want = np.take_along_axis(table.reshape(96, 64), idx.astype(np.int64), axis=1)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_gather_flattened_index_outside_the_partition_is_refused(target: str) -> None:
+    # nki.isa.nc_n_gather: "The indices' values must be within the range
+    # [0, data.size / data.shape[0])"; checked where the kernel gathers.
+    table = np.zeros((8, 4, 16), np.float32)
+    idx = np.full((8, 3), 64, np.int32)
+    with pytest.raises(BoundsError) as info:
+        simulate(gather_rows)(table, idx)
+    assert info.value.lineno == _line_of(gather_rows, "# GATHER")
+
+
+def test_gather_flattened_from_psum_is_refused(target: str) -> None:
+    def gather_psum(idx):
+        data = nl.zeros((8, 16), dtype=nl.float32, buffer=nl.psum)
+        out = nl.ndarray((8, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.gather_flattened(data, nl.load(idx)))  # PSUM
+        return out
+
+    with pytest.raises(BufferError) as info:
+        simulate(gather_psum)(np.zeros((8, 4), np.int32))
+    assert info.value.lineno == _line_of(gather_psum, "# PSUM")
