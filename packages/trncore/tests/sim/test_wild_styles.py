@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl, simulate, strict_mode
-from trncore.sim.errors import AccumulationError, BoundsError, BufferError
+from trncore.sim.errors import AccumulationError, BoundsError, BufferError, LanguageError
 
 pytestmark = pytest.mark.simulator
 
@@ -130,3 +130,93 @@ def test_gather_flattened_from_psum_is_refused(target: str) -> None:
     with pytest.raises(BufferError) as info:
         simulate(gather_psum)(np.zeros((8, 4), np.int32))
     assert info.value.lineno == _line_of(gather_psum, "# PSUM")
+
+
+def row_by_register(table, which):
+    """out[0, :] = table[which[0, 0], :], the row picked on the device through a register."""
+    rows, cols = table.shape
+    w = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w, src=which)
+    reg = nisa.register_alloc()
+    nisa.register_load(dst=reg, src=w)
+    row = nl.ndarray((1, cols), dtype=table.dtype, buffer=nl.sbuf)
+    view = table.ap(pattern=[[cols, 1], [1, cols]], scalar_offset=reg, indirect_dim=0)
+    nisa.dma_copy(dst=row, src=view)  # ROW
+    out = nl.ndarray((1, cols), dtype=table.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=row)
+    return out
+
+
+def test_register_as_scalar_offset(target: str) -> None:
+    # NKI language guide, "Dynamic Control Flow" (SDK 2.29, NKI 0.3.0): a VirtualRegister can be
+    # "a scalar_offset in a tensor access pattern for dynamic indexing".
+    table = rng.standard_normal((10, 24)).astype(np.float32)
+    for r in (0, 7, 9):
+        got = simulate(row_by_register)(table, np.array([[r]], np.int32))
+        np.testing.assert_array_equal(got, table[r : r + 1])
+
+
+def test_register_offset_past_the_tensor_is_refused(target: str) -> None:
+    table = np.zeros((10, 24), np.float32)
+    with pytest.raises(BoundsError) as info:
+        simulate(row_by_register)(table, np.array([[10]], np.int32))
+    assert info.value.lineno == _line_of(row_by_register, "# ROW")
+
+
+def test_unwritten_register_as_scalar_offset_is_refused(target: str) -> None:
+    def unset(table):
+        reg = nisa.register_alloc()
+        row = nl.ndarray((1, 24), dtype=table.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=row, src=table.ap(pattern=[[24, 1], [1, 24]], scalar_offset=reg))  # UNSET
+        return row
+
+    with pytest.raises(LanguageError) as info:
+        simulate(unset)(np.zeros((10, 24), np.float32))
+    assert info.value.rule == "register-uninitialized"
+    assert info.value.lineno == _line_of(unset, "# UNSET")
+
+
+def reversed_rows(x, count):
+    """out[j] = x[n-1-j] for j < count (count from the device), each index kept in SBUF."""
+    n, cols = x.shape
+    c = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=c, src=count)
+    upper = nisa.register_alloc()
+    nisa.register_load(dst=upper, src=c)
+    out = nl.ndarray((n, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    zeros = nl.zeros((n, cols), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=out, src=zeros)
+
+    def body(i):
+        pos = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.register_store(dst=pos, src=i)  # STORE
+        src_row = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=src_row, data=pos, op0=nl.multiply, operand0=-1, op1=nl.add, operand1=n - 1)
+        r = nisa.register_alloc()
+        nisa.register_load(dst=r, src=src_row)
+        row = nl.ndarray((1, cols), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=row, src=x.ap(pattern=[[cols, 1], [1, cols]], scalar_offset=r, indirect_dim=0))
+        nisa.dma_copy(dst=out.ap(pattern=[[cols, 1], [1, cols]], scalar_offset=i, indirect_dim=0), src=row)
+
+    nl.fori_loop(0, upper, body)
+    return out
+
+
+def test_fori_loop_iteration_value_is_a_register(target: str) -> None:
+    # nki.language.fori_loop (NKI 0.6.0): "The body receives the current iteration value i as a
+    # VirtualRegister ... Read it inside the body (for example, as a scalar_offset into a tensor)".
+    x = rng.standard_normal((6, 16)).astype(np.float32)
+    got = simulate(reversed_rows)(x, np.array([[4]], np.int32))
+    want = np.zeros_like(x)
+    want[:4] = x[::-1][:4]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_register_store_of_a_plain_int_is_refused() -> None:
+    def store_int(a):
+        pos = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.register_store(dst=pos, src=3)
+        return pos
+
+    with pytest.raises(TypeError, match="src must be a register"):
+        simulate(store_int)(np.zeros((1, 1), np.float32))

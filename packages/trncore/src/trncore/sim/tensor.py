@@ -551,9 +551,11 @@ class NkiTensor:
             row = int(math.prod(view_shape[indirect_dim + 1 :]) * scale)
             if isinstance(scalar_offset, NkiTensor):
                 dynamic = ScalarOffset(scalar_offset, row, site)
-            elif hasattr(scalar_offset, "__index__"):
+            elif hasattr(scalar_offset, "__index__") or hasattr(scalar_offset, "as_scalar_offset"):
                 # a dynamic_range induction variable under NKI 0.3.0 applies its Known Issue
-                # (dynamic-range-index: not usable as a scalar_offset) here, at the .ap line
+                # (dynamic-range-index: not usable as a scalar_offset) here, at the .ap line; a
+                # VirtualRegister gives its value (NKI language guide, SDK 2.29: a register may be
+                # "a scalar_offset in a tensor access pattern for dynamic indexing")
                 as_offset = getattr(scalar_offset, "as_scalar_offset", None)
                 base_offset += (as_offset() if as_offset else int(scalar_offset)) * row
             else:
