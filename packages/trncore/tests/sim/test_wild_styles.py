@@ -220,3 +220,53 @@ def test_register_store_of_a_plain_int_is_refused() -> None:
 
     with pytest.raises(TypeError, match="src must be a register"):
         simulate(store_int)(np.zeros((1, 1), np.float32))
+
+
+def packed_ids(rows):
+    """The int32 packed in the last two bf16 columns of each row, read through a view of a slice."""
+    n = rows.shape[0]
+    ids = nl.ndarray((n, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ids, src=rows[:, -2:].view(nl.int32))  # VIEW
+    last = nl.ndarray((1, rows.shape[1]), dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=last, src=rows[-1:, :])
+    out = nl.ndarray((n, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=ids)
+    tail = nl.ndarray((1, rows.shape[1]), dtype=rows.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=tail, src=last)
+    return out, tail
+
+
+def test_negative_indices_and_view_of_a_slice(target: str) -> None:
+    # nki.language.NkiTensor (NKI 0.6.0): __getitem__ "Supports ... negative indices"; view(dtype)
+    # needs only "the last dimension ... contiguous in memory".
+    import ml_dtypes
+
+    ids = rng.integers(-5, 1 << 20, 24).astype(np.int32)
+    rows = rng.standard_normal((24, 10)).astype(ml_dtypes.bfloat16)
+    rows[:, 8:] = ids.view(np.uint16).reshape(24, 2).view(ml_dtypes.bfloat16)
+    got_ids, got_tail = simulate(packed_ids)(rows)
+    np.testing.assert_array_equal(got_ids[:, 0], ids)
+    np.testing.assert_array_equal(got_tail, rows[-1:])
+
+
+def test_index_past_the_front_is_refused(target: str) -> None:
+    def too_far(a):
+        t = nl.ndarray((1, 4), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[0:1, -9:-5])  # FAR
+        return t
+
+    with pytest.raises(BoundsError) as info:
+        simulate(too_far)(np.zeros((2, 8), np.float32))
+    assert info.value.lineno == _line_of(too_far, "# FAR")
+
+
+def test_view_of_a_strided_last_dim_is_refused(target: str) -> None:
+    def strided(a):
+        t = nl.ndarray((4, 2), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[:, ::2].view(nl.int32))  # STRIDED
+        return t
+
+    with pytest.raises(LanguageError) as info:
+        simulate(strided)(np.zeros((4, 8), np.float16))
+    assert info.value.rule == "view-contiguous"
+    assert info.value.lineno == _line_of(strided, "# STRIDED")
