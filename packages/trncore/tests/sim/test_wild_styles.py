@@ -270,3 +270,49 @@ def test_view_of_a_strided_last_dim_is_refused(target: str) -> None:
         simulate(strided)(np.zeros((4, 8), np.float16))
     assert info.value.rule == "view-contiguous"
     assert info.value.lineno == _line_of(strided, "# STRIDED")
+
+
+def chunked_cumsum(x, chunk):
+    """Row-wise running sum over free-dim chunks: chunk 0 resets, later chunks continue the
+    VectorE accumulator (reduce_cmd=reduce); a second pass restarts from a carried column."""
+    p, f = x.shape
+    xs = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=xs, src=x)
+    run = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    for c in nl.static_range(f // chunk):
+        cmd = nisa.reduce_cmd.reset_reduce if c == 0 else nisa.reduce_cmd.reduce
+        nisa.tensor_scalar_cumulative(dst=run[:, c * chunk : (c + 1) * chunk],
+                                      src=xs[:, c * chunk : (c + 1) * chunk],
+                                      op0=nl.multiply, op1=nl.add, imm0=1.0, reduce_cmd=cmd)
+    carry = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=carry, src=run[:, f - 1 : f])
+    again = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_cumulative(dst=again, src=xs, op0=nl.add, op1=nl.maximum, imm0=0.5,
+                                  imm1=carry, reduce_cmd=nisa.reduce_cmd.load_reduce)
+    out = nl.ndarray((2, p, f), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[0], src=run)
+    nisa.dma_copy(dst=out[1], src=again)
+    return out
+
+
+def test_tensor_scalar_cumulative(target: str) -> None:
+    # nki.isa.tensor_scalar_cumulative (NKI 0.3.0): reg = op1(op0(src[i], imm0), reg); dst[i] = reg;
+    # reset_reduce / reduce / load_reduce(imm1). The accumulator is the VectorE one (0.6.0 page).
+    x = rng.standard_normal((64, 48)).astype(np.float32)
+    got = simulate(chunked_cumsum)(x, 16)
+    run = np.cumsum(x.astype(np.float64), axis=1)
+    np.testing.assert_allclose(got[0], run, rtol=1e-5, atol=1e-5)
+    again = np.maximum.accumulate(np.concatenate([run[:, -1:], x + 0.5], axis=1), axis=1)[:, 1:]
+    np.testing.assert_allclose(got[1], again, rtol=1e-6, atol=1e-6)
+
+
+def test_tensor_scalar_cumulative_on_int32_is_refused(target: str) -> None:
+    from trncore.sim.errors import DtypeError
+
+    with pytest.raises(DtypeError) as info:
+        simulate(chunked_cumsum)(np.zeros((8, 32), np.int32), 16)
+    assert info.value.rule == "cumulative-dtype"
+    # the first instruction that meets the int32 tile: the chunk loop's call
+    lines, start = inspect.getsourcelines(chunked_cumsum)
+    first = start + next(i for i, t in enumerate(lines) if "nisa.tensor_scalar_cumulative(" in t)
+    assert info.value.lineno == first
