@@ -316,3 +316,82 @@ def test_tensor_scalar_cumulative_on_int32_is_refused(target: str) -> None:
     lines, start = inspect.getsourcelines(chunked_cumsum)
     first = start + next(i for i, t in enumerate(lines) if "nisa.tensor_scalar_cumulative(" in t)
     assert info.value.lineno == first
+
+
+def rmw_scatter_gather(table, rows, idx):
+    """table[idx[p]] += rows[p] (scatter RMW into HBM), then acc[p] = rows[p] + table[idx[p]]
+    (gather RMW into SBUF), both through nisa.dma_compute."""
+    n, h = table.shape
+    out = nl.ndarray((n, h), dtype=table.dtype, buffer=nl.shared_hbm)
+    whole = nl.ndarray((n, h), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=whole, src=table)
+    nisa.dma_copy(dst=out, src=whole)
+    i_sb = nl.ndarray((rows.shape[0], 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i_sb, src=idx)
+    r_sb = nl.ndarray(rows.shape, dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=r_sb, src=rows)
+    view = out.ap(pattern=[[h, rows.shape[0]], [1, h]], offset=0, vector_offset=i_sb, indirect_dim=0)
+    nisa.dma_compute(dst=view, srcs=[view, r_sb], reduce_op=nl.add)
+    acc = nl.ndarray(rows.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=acc, src=r_sb)
+    nisa.dma_compute(dst=acc, srcs=[acc, view], reduce_op=nl.add)
+    got = nl.ndarray(rows.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=got, src=acc)
+    return out, got
+
+
+def test_dma_compute_scatter_and_gather_rmw(target: str) -> None:
+    # nki.isa.dma_compute (NKI 0.3.0): "Scatter RMW: dst(HBM)[indices] = dst(HBM)[indices] +
+    # src(SB)"; "Gather RMW: dst(SB) = dst(SB) + src(HBM)[indices]".
+    table = rng.standard_normal((40, 24)).astype(np.float32)
+    rows = rng.standard_normal((16, 24)).astype(np.float32)
+    idx = rng.permutation(40)[:16].astype(np.int32).reshape(16, 1)
+    out, got = simulate(rmw_scatter_gather)(table, rows, idx)
+    want = table.astype(np.float64).copy()
+    want[idx[:, 0]] += rows
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got, rows + want[idx[:, 0]], rtol=1e-6, atol=1e-6)
+
+
+def test_dma_compute_rmw_outside_the_two_forms_is_refused(target: str) -> None:
+    def three_sources(table, idx):
+        i_sb = nl.ndarray((8, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=i_sb, src=idx)
+        acc = nl.zeros((8, 24), dtype=nl.float32, buffer=nl.sbuf)
+        view = table.ap(pattern=[[24, 8], [1, 24]], offset=0, vector_offset=i_sb, indirect_dim=0)
+        nisa.dma_compute(dst=acc, srcs=[acc, view, acc], reduce_op=nl.add)  # THREE
+        return acc
+
+    from trncore.sim.errors import LanguageError as LE
+
+    with pytest.raises(LE) as info:
+        simulate(three_sources)(np.zeros((40, 24), np.float32), np.zeros((8, 1), np.int32))
+    assert info.value.rule == "dma-compute-rmw"
+    assert info.value.lineno == _line_of(three_sources, "# THREE")
+
+
+def test_dma_compute_gather_rmw_skips_out_of_bounds_rows(target: str) -> None:
+    # nki.isa.dma_compute(oob_mode=) (NKI 0.4.0): oob_mode.skip "Silently skips any operations
+    # involving out-of-bounds indices"; the default raises at the kernel's line.
+    def gather_add(table, idx, skip):
+        i_sb = nl.ndarray((4, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=i_sb, src=idx)
+        acc = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=1.0)
+        view = table.ap(pattern=[[8, 4], [1, 8]], offset=0, vector_offset=i_sb, indirect_dim=0)
+        mode = nisa.oob_mode.skip if skip else nisa.oob_mode.error
+        nisa.dma_compute(dst=acc, srcs=[acc, view], reduce_op=nl.add, oob_mode=mode)  # OOB
+        out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+
+    table = rng.standard_normal((6, 8)).astype(np.float32)
+    idx = np.array([[5], [9], [0], [-1]], np.int32)
+    got = simulate(gather_add)(table, idx, True)
+    want = np.ones((4, 8))
+    want[0] += table[5]
+    want[2] += table[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(BoundsError) as info:
+        simulate(gather_add)(table, idx, False)
+    assert info.value.lineno == _line_of(gather_add, "# OOB")
