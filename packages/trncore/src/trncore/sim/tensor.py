@@ -520,7 +520,7 @@ class NkiTensor:
         # (and not a dynamic view); the outer strides and the offset must land on whole elements
         # of the new dtype.
         steps = [st for st, _ in self.dims]
-        if self.dynamic is not None or not self.dims or (self.dims[-1][0] != 1 and shape[-1] > 1):
+        if self.dynamic is not None or not self.dims or (self.dims[-1][0] != 1 and self.dims[-1][1] > 1):
             raise LanguageError(
                 "view-contiguous",
                 f"view(dtype) needs a static view whose last dim is contiguous; got {self.describe()}",
