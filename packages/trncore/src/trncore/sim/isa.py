@@ -122,7 +122,6 @@ def _unsupported(api: str) -> Any:
 
 _NOT_EMULATED = (
     "dma_compute",
-    "tensor_scalar_cumulative",
     "nc_find_index8",
     "nc_match_replace8",
     "range_select",
@@ -157,6 +156,7 @@ from trncore.sim.isa_random import (  # noqa: E402, F401
     set_rng_seed,
 )
 from trncore.sim.isa_range_select import range_select  # noqa: E402, F401
+from trncore.sim.isa_reduce_chain import tensor_scalar_cumulative  # noqa: E402, F401
 from trncore.sim.isa_select import nc_find_index8, nc_match_replace8, nc_stream_shuffle  # noqa: E402, F401
 from trncore.sim.lnc import core_barrier, sendrecv  # noqa: E402, F401
 from trncore.sim.registers import (  # noqa: E402, F401

@@ -1,4 +1,5 @@
-"""``nisa.tensor_scalar_reduce`` with the Vector Engine accumulator (NKI 0.4.0 / 0.6.0).
+"""``nisa.tensor_scalar_reduce`` and ``nisa.tensor_scalar_cumulative``: the Vector Engine
+accumulator (NKI 0.3.0 / 0.4.0 / 0.6.0).
 
 AWS page ``nki.isa.tensor_scalar_reduce`` (NKI 0.6.0): ``dst = data op0 operand0`` and a reduction
 over every free element of ``dst`` into a per-partition accumulator register of the Vector Engine.
@@ -25,7 +26,7 @@ from trncore.sim.checks import (
     read_f32,
     scalar_reader,
 )
-from trncore.sim.errors import ShapeError
+from trncore.sim.errors import DtypeError, ShapeError
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import op_token as _op_token
@@ -34,7 +35,7 @@ from trncore.sim.isa_common import reduce_cmd as _ReduceCmd
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor
 
-__all__ = ["ACC_KEY", "tensor_scalar_reduce"]
+__all__ = ["ACC_KEY", "tensor_scalar_cumulative", "tensor_scalar_reduce"]
 
 #: ``TraceContext.engine_state`` key of the VectorE accumulator (a (128, 1) float32 array).
 ACC_KEY = "vector_acc"
@@ -125,4 +126,97 @@ def tensor_scalar_reduce(
 
     writes = [dst] + ([res] if res is not None else [])
     ctx.emit("tensor_scalar_reduce", "vector", site, [data, *extra], writes, run,
+             _elementwise_meta(dst))  # fmt: skip
+
+
+#: Input/output dtypes of tensor_scalar_cumulative (its page: "BF16, FP16, FP32, FP8, UINT8,
+#: UINT16, INT8, INT16"; "INT32/UINT32 are not supported as input/output dtypes (ISA limitation)").
+_CUMULATIVE_DTYPES = {"bfloat16", "float16", "float32", "float8_e4m3", "float8_e5m2",
+                      "float8_e4m3fn", "uint8", "uint16", "int8", "int16"}  # fmt: skip
+_CUMULATIVE_OPS = ("add", "subtract", "multiply", "maximum", "minimum")
+
+
+def tensor_scalar_cumulative(
+    dst: Any,
+    src: Any,
+    op0: Any,
+    op1: Any,
+    imm0: Any,
+    imm1: Any = None,
+    reduce_cmd: Any = reduce_cmd.reset_reduce,
+    name: str | None = None,
+) -> None:
+    """``reg = op1(op0(src[i], imm0), reg); dst[i] = reg`` over each partition's free elements.
+
+    AWS page ``nki.isa.tensor_scalar_cumulative`` (NKI 0.3.0; same in 0.6.0): ``reduce_cmd``
+    resets ``reg`` to ``op1``'s identity (0 for add/subtract, 1 for multiply, -inf/+inf for
+    max/min), continues (``reduce``) or loads ``imm1`` (``load_reduce``); ``op0`` is an arithmetic
+    op, ``op1`` one of add, subtract, multiply, max, min; ``imm0``/``imm1`` are numbers or fp32
+    ``(P, 1)`` tiles; int32/uint32 tiles are refused. The 0.6.0 page says the register is the one
+    ``tensor_scalar_reduce`` and the other VectorE accumulation instructions share, so it is this
+    module's accumulator, left holding each partition's last value.
+    """
+    ctx, site = _begin()
+    src = check_compute_operand(src, "tensor_scalar_cumulative", "src", site)
+    dst = check_compute_operand(dst, "tensor_scalar_cumulative", "dst", site)
+    check_same_layout(src, dst, "tensor_scalar_cumulative", "src and dst", site)
+    for t, what in ((src, "src"), (dst, "dst")):
+        if t.dtype not in _CUMULATIVE_DTYPES:
+            raise DtypeError("cumulative-dtype", f"tensor_scalar_cumulative {what} dtype "
+                             f"{t.dtype} is not one of {sorted(_CUMULATIVE_DTYPES)} "
+                             f"({t.describe()})", site)  # fmt: skip
+    arith = {k: v for k, v in BINARY.items() if v.kind == "arith"}
+    t0 = _op_token(op0, "op0", site, arith)
+    t1 = _op_token(op1, "op1", site, {k: BINARY[k] for k in _CUMULATIVE_OPS})
+    cmd_name = reduce_cmd.name if isinstance(reduce_cmd, _ReduceCmd) else ""
+    if cmd_name not in ("reset_reduce", "reduce", "load_reduce"):
+        raise ValueError(
+            "nisa.tensor_scalar_cumulative: reduce_cmd must be nisa.reduce_cmd.reset_reduce, "
+            f"reduce or load_reduce, got {reduce_cmd!r}"
+        )
+    if cmd_name == "load_reduce" and imm1 is None:
+        raise ValueError("nisa.tensor_scalar_cumulative: reduce_cmd=load_reduce needs imm1")
+    extra: list[NkiTensor] = []
+    readers: list[Any] = []
+    for value, what in ((imm0, "imm0"), (imm1, "imm1")):
+        if value is None:
+            readers.append(None)
+            continue
+        value = check_vector_operand(value, src, "tensor_scalar_cumulative", what, site)
+        if isinstance(value, NkiTensor):
+            if value.dtype != "float32":
+                raise DtypeError("cumulative-imm-dtype", f"tensor_scalar_cumulative {what} must "
+                                 f"be float32, got {value.describe()}", site)  # fmt: skip
+            extra.append(value)
+        readers.append(scalar_reader(value, site))
+    imm0_read, imm1_read = readers
+    assert imm0_read is not None
+    p = src.partitions
+    x_op, write = src.operand(site), _writer(dst, site)
+    acc = _accumulator(ctx)[:p]
+    fn0, name1 = t0.fn, t1.name
+    identity = 0.0 if name1 == "subtract" else _IDENTITY[name1]
+
+    def run() -> None:
+        y = np.asarray(fn0(read_f32(x_op.read(), p), imm0_read()), dtype=_F32)
+        y = np.broadcast_to(y, (p, y.shape[1] if y.ndim == 2 else 1))
+        if cmd_name == "reset_reduce":
+            acc[...] = identity
+        elif cmd_name == "load_reduce":
+            assert imm1_read is not None
+            acc[...] = np.broadcast_to(np.asarray(imm1_read(), dtype=_F32), acc.shape)
+        out = np.empty_like(y)
+        if name1 == "subtract":  # reg = y[i] - reg, as the page's pseudocode writes op1(y, reg)
+            reg = acc[:, 0].copy()
+            for i in range(y.shape[1]):
+                reg = y[:, i] - reg
+                out[:, i] = reg
+        else:
+            red = _REDUCERS[name1]
+            out[...] = red.accumulate(np.concatenate([acc, y], axis=1), axis=1)[:, 1:]
+        if out.shape[1]:
+            acc[...] = out[:, -1:]
+        write(out)
+
+    ctx.emit("tensor_scalar_cumulative", "vector", site, [src, *extra], [dst], run,
              _elementwise_meta(dst))  # fmt: skip

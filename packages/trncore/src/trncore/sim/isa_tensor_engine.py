@@ -127,14 +127,22 @@ def nc_matmul(
             mode = "overwrite"
         elif flags.all():
             if dst.alloc.read_since_matmul:
-                raise AccumulationError(
-                    "accumulate-group-reuse",
-                    f"nc_matmul(accumulate=None) into {dst.describe()}, whose previous "
-                    "accumulation group was already read: it would add to the old result. Pass "
-                    "accumulate=False for the first matmul of a group or allocate a fresh PSUM "
-                    "tile",
-                    site,
+                # AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0; same text in 0.6.0): with
+                # accumulate=None "the first write to a PSUM location overwrites, and subsequent
+                # writes to the same location accumulate"; reading the tile in between does not
+                # end the group. A kernel that snapshots partial sums (or copies PSUM out on every
+                # step of its K loop) is valid and gets the sum; a kernel that reuses the tile for
+                # a new product without accumulate=False gets the sum too, which is what the docs
+                # say the hardware computes. The likely bug is flagged: a warning at the kernel's
+                # line, an AccumulationError in strict mode (docs/emulator.md, What is checked).
+                message = (
+                    f"nc_matmul(accumulate=None) into {dst.describe()}, whose accumulation group "
+                    "was already read: it adds to the old result. Pass accumulate=False for the "
+                    "first matmul of a new group or allocate a fresh PSUM tile"
                 )
+                if ctx.strict:
+                    raise AccumulationError("accumulate-group-reuse", message, site)
+                warnings.warn(f"{message} (at {site[0]}:{site[1]})" if site else message, stacklevel=2)
             mode = "accumulate"
         else:
             mode = "mixed"

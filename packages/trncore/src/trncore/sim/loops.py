@@ -9,8 +9,9 @@ iteration while tracing, the way :mod:`trncore.sim.registers` runs a register ``
   the loop; a register loaded from device data (``nisa.register_load``) makes the program
   data-dependent, so the next call traces again (see :mod:`trncore.sim.registers`).
 
-The body's ``i`` is a plain int, usable wherever NKI accepts the induction register
-(``.ap(scalar_offset=i)``, slices). Anything else as a bound (a tensor, a float) is a TypeError
+The body's ``i`` is an int that also serves as the induction register the fori_loop page
+describes (:class:`trncore.sim.registers.IterationRegister`): ``.ap(scalar_offset=i)``,
+``register_store(dst, src=i)``, slices. Anything else as a bound (a tensor, a float) is a TypeError
 naming the argument. AWS pages: ``nki.language.fori_loop`` and ``nki.language.while_loop``
 (NKI 0.6.0); the 0.6.0 release notes introduce them as the replacement of
 ``for i in nl.dynamic_range(...)`` and ``while reg:``.
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trncore.sim import context, lnc_control
-from trncore.sim.registers import VirtualRegister
+from trncore.sim.registers import IterationRegister, VirtualRegister
 
 __all__ = ["MAX_WHILE_ITERATIONS", "fori_loop", "while_loop"]
 
@@ -64,7 +65,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[int], Any], step: int 
     hi = _value(upper, "nl.fori_loop", "upper bound")
     lnc_control.record("nl.fori_loop", len(range(lo, hi, step)), context.user_site())
     for i in range(lo, hi, step):
-        body_fun(i)
+        body_fun(IterationRegister(i))
 
 
 def while_loop(init: Any, body_fun: Callable[[Any], Any]) -> None:

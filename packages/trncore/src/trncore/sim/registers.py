@@ -37,6 +37,7 @@ from trncore.sim.nki_object import NKIObject
 from trncore.sim.tensor import NkiTensor
 
 __all__ = [
+    "IterationRegister",
     "ScalarInduction",
     "VirtualRegister",
     "dynamic_range",
@@ -63,6 +64,18 @@ class VirtualRegister(NKIObject):
             ctx = context.current()
             ctx.engine_state["data_dependent"] = True
         return self.value
+
+    def as_scalar_offset(self) -> int:
+        """The register as an access pattern's ``scalar_offset``: its value at this point of the
+        trace (NKI language guide, "Dynamic Control Flow", SDK 2.29 / NKI 0.3.0: a VirtualRegister
+        can be "a scalar_offset in a tensor access pattern for dynamic indexing"). The view's
+        bounds are checked where it is read or written, as for a static offset."""
+        site = context.user_site()
+        value = self.read(site)
+        if isinstance(value, float) and not value.is_integer():
+            raise LanguageError("register-offset", f"a register used as a scalar_offset holds "
+                                f"{value!r}, not an integer", site)  # fmt: skip
+        return int(value)
 
     def __bool__(self) -> bool:
         # `while reg:` — the guide's dynamic while loop: runs while the register is non-zero;
@@ -133,10 +146,27 @@ def register_load(dst: Any, src: Any) -> None:
     dst.from_data = True
 
 
+class IterationRegister(int):
+    """The iteration value ``nl.fori_loop`` passes to its body. The nki.language.fori_loop page
+    (NKI 0.6.0): "The body receives the current iteration value ``i`` as a VirtualRegister, passed
+    by value. Read it inside the body (for example, as a ``scalar_offset`` into a tensor)". The
+    loop runs eagerly, so the value is known: it is an int (slices, arithmetic) that the register
+    reads also take (``register_store(dst, src=i)``, ``register_move``, ``.ap(scalar_offset=i)``)."""
+
+    def read(self, site: Any) -> int:
+        """The value, as :meth:`VirtualRegister.read`."""
+        return int(self)
+
+    def as_scalar_offset(self) -> int:
+        """The value as ``.ap(scalar_offset=i)`` (called by :meth:`trncore.sim.tensor.NkiTensor.ap`)."""
+        return int(self)
+
+
 def register_store(dst: Any, src: Any) -> None:
     """Store register ``src`` into the one element of ``dst`` (SBUF/HBM)."""
     ctx, site = _begin()
-    src = _check_register(src, "register_store", "src")
+    if not isinstance(src, IterationRegister):
+        src = _check_register(src, "register_store", "src")
     dst = _check_scalar(dst, "register_store", "dst", site)
     value = src.read(site)
     operand = dst.operand(site)

@@ -414,6 +414,11 @@ class NkiTensor:
                     raise BoundsError(
                         "index", f"slice step must be positive, got {st}", user_site()
                     )
+                # Negative bounds count from the end, as in Python: nki.language.NkiTensor
+                # (NKI 0.6.0, SDK 2.32) "Supports integers (select), slices, Ellipsis, negative
+                # indices"; the 0.3.0 guide is silent. Past either end stays an error.
+                start = start + num if -num <= start < 0 else start
+                stop = stop + num if -num <= stop < 0 else stop
                 if start < 0 or stop > num or start > stop:
                     raise BoundsError(
                         "access-in-bounds",
@@ -433,6 +438,7 @@ class NkiTensor:
                 dims.append((step * st, count))
             else:
                 idx = _static_int(k, "index")
+                idx = idx + num if -num <= idx < 0 else idx  # from the end (see the slice case)
                 if idx < 0 or idx >= num:
                     raise BoundsError(
                         "access-in-bounds",
@@ -498,12 +504,6 @@ class NkiTensor:
     def view(self, dtype: Any) -> NkiTensor:
         """Reinterpret the bits as ``dtype`` (same storage); the last dim scales with the width."""
         name = dtypes.dtype_name(dtype)
-        if not self._contiguous() or self.indexed:
-            raise LanguageError(
-                "view-whole-tensor",
-                f"view(dtype) needs a whole, contiguous tensor; got {self.describe()}",
-                user_site(),
-            )
         old, new = dtypes.itemsize(self.dtype), dtypes.itemsize(name)
         shape = list(self.shape)
         if shape[-1] * old % new:
@@ -513,7 +513,27 @@ class NkiTensor:
                 user_site(),
             )
         shape[-1] = shape[-1] * old // new
-        return NkiTensor(self.alloc, name, self.offset * old // new, _row_major(shape))
+        if self._contiguous() and not self.indexed:
+            return NkiTensor(self.alloc, name, self.offset * old // new, _row_major(shape))
+        # A view of a view (e.g. ``t[:, -2:].view(nl.int32)``): nki.language.NkiTensor.view
+        # (NKI 0.6.0, SDK 2.32) asks only that "the last dimension must be contiguous in memory"
+        # (and not a dynamic view); the outer strides and the offset must land on whole elements
+        # of the new dtype.
+        steps = [st for st, _ in self.dims]
+        if self.dynamic is not None or not self.dims or (self.dims[-1][0] != 1 and self.dims[-1][1] > 1):
+            raise LanguageError(
+                "view-contiguous",
+                f"view(dtype) needs a static view whose last dim is contiguous; got {self.describe()}",
+                user_site(),
+            )
+        if any(st * old % new for st in steps[:-1]) or self.offset * old % new:
+            raise BoundsError(
+                "view-size",
+                f"view(dtype) of {self.describe()}: its strides or offset are not whole {name} elements",
+                user_site(),
+            )
+        dims = [(st * old // new, n) for st, n in self.dims[:-1]] + [(1, shape[-1])]
+        return NkiTensor(self.alloc, name, self.offset * old // new, dims, indexed=True)
 
     def ap(
         self,
@@ -551,9 +571,11 @@ class NkiTensor:
             row = int(math.prod(view_shape[indirect_dim + 1 :]) * scale)
             if isinstance(scalar_offset, NkiTensor):
                 dynamic = ScalarOffset(scalar_offset, row, site)
-            elif hasattr(scalar_offset, "__index__"):
+            elif hasattr(scalar_offset, "__index__") or hasattr(scalar_offset, "as_scalar_offset"):
                 # a dynamic_range induction variable under NKI 0.3.0 applies its Known Issue
-                # (dynamic-range-index: not usable as a scalar_offset) here, at the .ap line
+                # (dynamic-range-index: not usable as a scalar_offset) here, at the .ap line; a
+                # VirtualRegister gives its value (NKI language guide, SDK 2.29: a register may be
+                # "a scalar_offset in a tensor access pattern for dynamic indexing")
                 as_offset = getattr(scalar_offset, "as_scalar_offset", None)
                 base_offset += (as_offset() if as_offset else int(scalar_offset)) * row
             else:

@@ -164,10 +164,9 @@ CHANGES: tuple[ApiChange, ...] = (
               what="use psum_bank_fmax (same value)", page=_TS),
     ApiChange("nl.tile_size.total_available_sbuf_size", "attribute", deprecated="0.4.0",
               what="per-partition size despite its name; same value", page=_TS),
-    ApiChange("nisa.dma_compute(oob_mode=)", "parameter", introduced="0.4.0", emulated="no",
-              what="skip out-of-bounds indirect indices; they occur only in the vector_offset "
-              "(scatter/gather read-modify-write) forms, which are not emulated, so the mode "
-              "has nothing to act on", page="nki.isa.dma_compute"),
+    ApiChange("nisa.dma_compute(oob_mode=)", "parameter", introduced="0.4.0",
+              what="skip out-of-bounds indirect indices of the vector_offset (scatter/gather "
+              "read-modify-write) forms", page="nki.isa.dma_compute"),
     ApiChange("nisa.dma_copy(priority=)", "parameter", introduced="0.4.0", emulated="ignored",
               what="DMA queue priority (a scheduling hint)", page="nki.isa.dma_copy"),
     ApiChange("nisa.dma_transpose(priority=)", "parameter", introduced="0.4.0",

@@ -481,9 +481,32 @@ def softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None) -> NkiTensor:
     return out
 
 
-def gather_flattened(*args: Any, **kwargs: Any) -> NkiTensor:
-    """``nl.gather_flattened(data, indices, axis=0, dtype=None)``: indexed gather; not emulated, raises."""
-    raise NotImplementedError("nl.gather_flattened is not emulated")
+def gather_flattened(data: NkiTensor, indices: NkiTensor, axis: int = 0, dtype: Any = None) -> NkiTensor:
+    """``nl.gather_flattened(data, indices, axis=0, dtype=None)``: per partition, element ``k`` of the
+    result is element ``indices[p, k]`` of ``data[p]`` with its free dims flattened (AWS NKI docs,
+    nki.language.gather_flattened, NKI 0.3.0: "using the index value to select from the free
+    dimension of data"). The result has ``indices``' shape and ``data``'s dtype (or ``dtype``).
+
+    Lowered onto ``nisa.nc_n_gather`` (the GpSimd in-partition gather the same page family names),
+    so its rules apply: SBUF operands, equal partition counts, every index inside
+    ``[0, data.size / data.shape[0])`` (checked on every run). The docs give no index dtype for
+    this wrapper; signed or narrower integer indices are first copied to the ``uint32`` tile
+    ``nc_n_gather`` takes. Only the documented default ``axis=0`` is emulated."""
+    if axis != 0:
+        raise NotImplementedError(f"nl.gather_flattened with axis={axis!r} (only the default axis=0)")
+    if not isinstance(data, NkiTensor) or not isinstance(indices, NkiTensor):
+        raise TypeError("nl.gather_flattened: data and indices must be on-chip tiles")
+    idx = indices
+    if indices.dtype != "uint32":
+        idx = _new(indices.shape, "uint32")
+        nisa.tensor_copy(dst=idx, src=indices)
+    out = _new(indices.shape, data.dtype)
+    nisa.nc_n_gather(dst=out, data=data, indices=idx)
+    if dtype is None or dtypes.dtype_name(dtype) == data.dtype:
+        return out
+    cast = _new(indices.shape, dtypes.dtype_name(dtype))
+    nisa.tensor_copy(dst=cast, src=out)
+    return cast
 
 
 def dropout(x: NkiTensor, rate: Any, dtype: Any = None) -> NkiTensor:
