@@ -280,7 +280,7 @@ def test_a_metric_without_a_cholesky_factor_is_fitted_with_its_inverse_square_ro
     ref = _pyscf(water)
     calls = []
 
-    def no_factor(a, upper=False):
+    def no_factor(a, upper=False, out=None):
         calls.append(a.shape)
         return torch.zeros_like(a), torch.ones((), dtype=torch.int32)  # LAPACK's "not positive"
 

@@ -60,7 +60,7 @@ def unpack_tril(packed: torch.Tensor, index: torch.Tensor, n: int) -> torch.Tens
 #: Bytes of the dense ``(n, n, chunk)`` block the PyTorch reference unpacks at a time. Small, so
 #: that transforming PySCF's packed triangles needs little beyond the integrals and the result
 #: (the transform's GEMMs run as fast with a few auxiliary functions at a time as with hundreds).
-REFERENCE_UNPACK_BYTES = 8 * 2**20
+REFERENCE_UNPACK_BYTES = 6 * 2**20
 
 
 class PackedTransform:

@@ -379,7 +379,7 @@ def _run(
     """The stages of :func:`dfmp2_energy` after the plan (integrals and transform, metric, fit,
     pair energies, sum); returns ``(e_os, e_ss)``. ``comm.clock`` times its parts."""
     import numpy as np
-    from pyscf import df, gto
+    from pyscf import df
 
     dtype = torch.float64
     clock = comm.clock
@@ -402,15 +402,13 @@ def _run(
     widest = max((p1 - p0 for _, _, p0, p1 in chunks), default=0)
     npair = int(mol.nao) * (int(mol.nao) + 1) // 2
     eri_buffer = np.empty(npair * widest)
-    # PySCF's shell-pair data for int3c2e, made once for every chunk (aux_e2 would make it anew
-    # for each call)
-    intor = mol._add_suffix("int3c2e")
-    atm, bas, env = gto.mole.conc_env(mol._atm, mol._bas, mol._env, auxmol._atm, auxmol._bas, auxmol._env)
-    cintopt = gto.moleintor.make_cintopt(atm, bas, env, intor)
+    # (PySCF's int3c2e makes its shell-pair data anew for every chunk, 3 ms each at 418 basis
+    # functions; kept for the whole loop it would cost more memory than the chunk: 23 MiB there)
     transform = PackedTransform([(s.c_occ, s.c_vir) for s in spins], widest)
     sizes = [s.c_occ.shape[1] * s.c_vir.shape[1] for s in spins]
     mine_buffer = torch.empty(sum(sizes) * widest, dtype=dtype)
-    part_buffer = torch.empty(max(sizes, default=0) * widest, dtype=dtype) if comm.size > 1 else None
+    # (one broadcast per chunk carries every spin's rows)
+    part_buffer = torch.empty(sum(sizes) * widest, dtype=dtype) if comm.size > 1 else None
 
     def chunk_views(buffer: torch.Tensor, width: int) -> list[torch.Tensor]:
         """The transformed chunk of every spin, ``(nocc, nvir, width)`` each, in one buffer."""
@@ -427,7 +425,7 @@ def _run(
         if c < len(chunks):
             sh0, sh1, p0, p1 = chunks[c]
             clock.enter("integrals")
-            eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", out=eri_buffer, cintopt=cintopt,
+            eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", out=eri_buffer,
                                    shls_slice=(0, nbas, 0, nbas, sh0, sh1))
             clock.enter("transform")
             # (P, μν) lower triangles; PySCF's (μν, P) comes Fortran-ordered, so this view is in
@@ -438,19 +436,18 @@ def _run(
         clock.enter("redistribute")
         for c in range(first, min(first + comm.size, len(chunks))):
             src, (_, _, p0, p1) = c - first, chunks[c]
-            for si, s in enumerate(spins):
-                if comm.rank == src and mine is not None:
-                    part = mine[si]
-                else:
-                    assert part_buffer is not None
-                    shape = (s.c_occ.shape[1], s.c_vir.shape[1], p1 - p0)
-                    part = part_buffer[: math.prod(shape)].view(shape)
-                comm.broadcast(part, src)
+            if comm.rank == src and mine is not None:
+                received = mine_buffer
+            else:
+                assert part_buffer is not None
+                received = part_buffer
+            comm.broadcast(received[: sum(sizes) * (p1 - p0)], src)
+            for si, part in enumerate(chunk_views(received, p1 - p0)):
                 for key in store.keys():
                     if key[0] == si:
-                        i0, i1 = s.blocks[key[1]]
+                        i0, i1 = spins[si].blocks[key[1]]
                         store.write_columns(key, p0, p1, part[i0:i1])
-                del part
+            del received
         del mine
     del eri_buffer, transform, mine_buffer, part_buffer
     release_free_memory()  # the loop's buffers (see _dfmp2_heap)
@@ -463,12 +460,14 @@ def _run(
     clock.enter("metric")
     kind = torch.zeros(1, dtype=dtype)  # 0: fit = Lᵀ (upper); 1: fit = J^{-1/2}
     if comm.rank == 0:
-        metric = torch.from_numpy(auxmol.intor("int2c2e")).to(dtype)
-        factor, info = torch.linalg.cholesky_ex(metric)  # J = L Lᵀ
+        # J in column-major order (PySCF's) is factored in place (LAPACK's potrf on its own
+        # memory: no second naux² array at this rank's peak); L column-major is Lᵀ in C order
+        metric = torch.from_numpy(np.asfortranarray(auxmol.intor("int2c2e")))
+        factor, info = torch.linalg.cholesky_ex(metric, out=(metric, torch.zeros((), dtype=torch.int32)))
         if int(info) == 0 and bool(torch.all(torch.diagonal(factor) > 1e-7 * float(factor[0, 0]))):
-            fit = factor.mT.contiguous()  # L column-major (LAPACK's) is Lᵀ in C order: no copy
-        else:
-            fit, kind[0] = metric_inverse_sqrt(metric), 1.0
+            fit = factor.mT.contiguous()  # no copy
+        else:  # (J was overwritten: computed again)
+            fit, kind[0] = metric_inverse_sqrt(torch.from_numpy(auxmol.intor("int2c2e")).to(dtype)), 1.0
         del metric, factor
     else:
         fit = torch.empty(naux, naux, dtype=dtype)
