@@ -341,6 +341,7 @@ def dfmp2_energy(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     comm = Comm(group, None if timeout is None else float(timeout))
+    comm.clock.enter("setup")  # orbitals, fitting basis, plan, and the stores
     spins, unrestricted = _spins(mf, frozen, dtype, occ_block)
     auxmol = df.addons.make_auxmol(mol, auxbasis or df.make_auxbasis(mol, mp2fit=True))
     naux = int(auxmol.nao)
@@ -359,6 +360,7 @@ def dfmp2_energy(
                           _progress(progress and comm.rank == 0))
     finally:
         store.close()
+        comm.clock.enter(None)
     return DFMP2Energy(
         e_os=e_os,
         e_ss=e_ss,
@@ -383,7 +385,6 @@ def _run(
 
     dtype = torch.float64
     clock = comm.clock
-    clock.enter("setup")
     for si, s in enumerate(spins):
         for k in owned(len(s.blocks), comm.rank, comm.size):
             i0, i1 = s.blocks[k]
@@ -570,7 +571,6 @@ def _run(
             e_ss.append((0.5 if k == l else 1.0) * ss_part)
         else:  # αβ
             e_os.append(os_part)
-    clock.enter(None)
     return math.fsum(e_os), math.fsum(e_ss)
 
 
