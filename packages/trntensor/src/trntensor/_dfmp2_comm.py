@@ -95,6 +95,7 @@ class StageTime:
     collectives: int = 0  #: collectives waited for
 
     def as_dict(self) -> dict[str, float]:
+        """The four numbers by name (for JSON)."""
         return {"wall": self.wall, "cpu": self.cpu, "wait": self.wait, "collectives": self.collectives}
 
 
@@ -120,6 +121,7 @@ class Clock:
         self._wall, self._cpu = wall, cpu
 
     def waited(self, seconds: float) -> None:
+        """Count one collective's wait of ``seconds`` in the current part."""
         if self._current is not None:
             self._current.wait += seconds
             self._current.collectives += 1
