@@ -65,7 +65,8 @@ def test_timings_account_for_the_elapsed_time_by_part(water):
     start = time.perf_counter()
     r = dfmp2_energy(water, AUX)
     elapsed = time.perf_counter() - start
-    assert {"integrals", "transform", "redistribute", "metric", "fit", "pairs", "sum"} <= set(r.timings)
+    # (one process with B in memory transforms straight into its blocks: nothing to redistribute)
+    assert set(r.timings) == {"setup", "integrals", "transform", "metric", "fit", "pairs", "sum"}
     total = sum(t.wall for t in r.timings.values())
     assert 0.9 * elapsed <= total <= elapsed
     assert all(t.wait == 0.0 and t.collectives == 0 and t.cpu >= 0.0 for t in r.timings.values())

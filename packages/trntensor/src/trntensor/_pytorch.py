@@ -96,8 +96,10 @@ class PackedTransform:
         self._half_t = buffer(n * nocc * q)  # (ν, i, q)
         self._out = buffer(nvir * nocc * q)  # (a, i, q)
 
-    def __call__(self, packed: torch.Tensor, outs: list[torch.Tensor]) -> None:
-        """Fill ``outs[s]`` (``(nocc_s, nvir_s, naux)``) from ``packed`` (``(naux, pairs)``)."""
+    def __call__(self, packed: torch.Tensor, outs: list[list[tuple[int, torch.Tensor]]]) -> None:
+        """Fill the rows of ``B`` for every pair of coefficients from ``packed`` (``(naux, pairs)``):
+        ``outs[s]`` lists ``(i0, rows)`` targets, ``rows`` a ``(ni, nvir_s, naux)`` tensor (or view)
+        receiving occupied orbitals ``i0 .. i0 + ni`` (``[(0, b)]`` for the whole of ``b``)."""
         n, naux = self.n, packed.shape[0]
         npair = n * (n + 1) // 2
         for p0 in range(0, naux, self.q):
@@ -106,7 +108,7 @@ class PackedTransform:
             rows.copy_(packed[p0 : p0 + p].mT)
             dense = self._dense[: n * n * p].view(n * n, p)
             torch.index_select(rows, 0, self.index, out=dense)  # (μ, ν·p)
-            for (c_occ_t, c_vir_t), b in zip(self.coefficients, outs):
+            for (c_occ_t, c_vir_t), targets in zip(self.coefficients, outs):
                 nocc, nvir = c_occ_t.shape[0], c_vir_t.shape[0]
                 half = self._half[: nocc * n * p].view(nocc, n * p)
                 torch.matmul(c_occ_t, dense.view(n, n * p), out=half)  # (i, ν·p)
@@ -114,13 +116,14 @@ class PackedTransform:
                 half_t.copy_(half.view(nocc, n, p).permute(1, 0, 2))  # (ν, i, p)
                 out = self._out[: nvir * nocc * p].view(nvir, nocc * p)
                 torch.matmul(c_vir_t, half_t.view(n, nocc * p), out=out)  # (a, i·p)
-                b[:, :, p0 : p0 + p] = out.view(nvir, nocc, p).permute(1, 0, 2)
+                for i0, b in targets:
+                    b[:, :, p0 : p0 + p] = out.view(nvir, nocc, p)[:, i0 : i0 + b.shape[0]].permute(1, 0, 2)
 
 
 def _ao_to_mo_packed(packed: torch.Tensor, c_occ: torch.Tensor, c_vir: torch.Tensor) -> torch.Tensor:
     """``B[i,a,P]`` from packed ``(naux, n(n+1)/2)`` triangles (:class:`PackedTransform`)."""
     b = torch.empty(c_occ.shape[1], c_vir.shape[1], packed.shape[0], dtype=packed.dtype, device=packed.device)
-    PackedTransform([(c_occ, c_vir)], packed.shape[0])(packed, [b])
+    PackedTransform([(c_occ, c_vir)], packed.shape[0])(packed, [[(0, b)]])
     return b
 
 

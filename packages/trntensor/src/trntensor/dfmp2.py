@@ -84,7 +84,9 @@ class DFMP2Energy:
         The memory plan of the run (per rank).
     timings : dict of str to StageTime
         Where this rank's time went, by part of the run (``setup``, ``integrals`` (PySCF's
-        ``int3c2e``), ``transform``, ``redistribute``, ``metric``, ``fit``, ``pairs``, ``sum``):
+        ``int3c2e``), ``transform``, ``redistribute`` (the chunks' broadcasts and the copies into
+        the rank's blocks; absent for one process with ``B`` in memory, which transforms straight
+        into its blocks), ``metric``, ``fit``, ``pairs``, ``sum``):
         elapsed and CPU seconds, and the seconds spent waiting for collectives. Unlike the
         energy, these differ from rank to rank.
     """
@@ -407,7 +409,10 @@ def _run(
     # functions; kept for the whole loop it would cost more memory than the chunk: 23 MiB there)
     transform = PackedTransform([(s.c_occ, s.c_vir) for s in spins], widest)
     sizes = [s.c_occ.shape[1] * s.c_vir.shape[1] for s in spins]
-    mine_buffer = torch.empty(sum(sizes) * widest, dtype=dtype)
+    # One process with B in memory transforms straight into its blocks; otherwise a chunk is
+    # transformed into a buffer, which is broadcast (or written to the file) from there.
+    direct = comm.size == 1 and not store.streamed
+    mine_buffer = torch.empty(0 if direct else sum(sizes) * widest, dtype=dtype)
     # (one broadcast per chunk carries every spin's rows)
     part_buffer = torch.empty(sum(sizes) * widest, dtype=dtype) if comm.size > 1 else None
 
@@ -431,8 +436,15 @@ def _run(
             clock.enter("transform")
             # (P, μν) lower triangles; PySCF's (μν, P) comes Fortran-ordered, so this view is in
             # C order without a copy (either order gives the transform the same numbers)
+            if direct:
+                transform(torch.from_numpy(eri.T), [
+                    [(s.blocks[k][0], store.get((si, k))[:, :, p0:p1]) for sk, k in store.keys() if sk == si]
+                    for si, s in enumerate(spins)
+                ])
+                del eri
+                continue
             mine = chunk_views(mine_buffer, p1 - p0)
-            transform(torch.from_numpy(eri.T), mine)
+            transform(torch.from_numpy(eri.T), [[(0, b)] for b in mine])
             del eri
         clock.enter("redistribute")
         for c in range(first, min(first + comm.size, len(chunks))):
