@@ -35,6 +35,8 @@ from pathlib import Path
 from _results import ROOT, pyplot, save_plot, write_json
 
 AUX = "cc-pvdz-ri"
+#: The parts of the correlation step timed on every rank (``DFMP2Energy.timings``).
+PARTS = ("setup", "integrals", "transform", "redistribute", "metric", "fit", "pairs", "sum")
 
 
 def _vm(field: str) -> int:
@@ -72,13 +74,22 @@ def rank_worker(chk: str) -> None:
     cpu = time.process_time() - cpu
     dist.barrier()
     seconds = time.perf_counter() - start
-    added = torch.tensor([float(_vm("VmHWM") - before), cpu], dtype=torch.float64)
-    gathered = [torch.zeros(2, dtype=torch.float64) for _ in range(dist.get_world_size())]
+    # this rank's memory and CPU time, and its per-part timers (elapsed, CPU, collective waits)
+    parts = [r.timings.get(name) for name in PARTS]
+    mine = [float(_vm("VmHWM") - before), cpu] + [
+        x for t in parts for x in ((t.wall, t.cpu, t.wait) if t is not None else (0.0, 0.0, 0.0))
+    ]
+    added = torch.tensor(mine, dtype=torch.float64)
+    gathered = [torch.zeros_like(added) for _ in range(dist.get_world_size())]
     dist.all_gather(gathered, added)
     if dist.get_rank() == 0:
+        stages = [
+            {name: [round(float(g[2 + 3 * n + m]), 3) for m in range(3)] for n, name in enumerate(PARTS)}
+            for g in gathered
+        ]
         print(json.dumps({"seconds": seconds, "e_corr": r.e_corr, "plan_bytes": r.plan.total,
                           "added_bytes": [float(g[0]) for g in gathered],
-                          "cpu_seconds": max(float(g[1]) for g in gathered)}))
+                          "cpu_seconds": max(float(g[1]) for g in gathered), "stages": stages}))
     dist.destroy_process_group()
 
 
@@ -156,6 +167,9 @@ def measure(carbons: int, repeats: int) -> dict:
             "cpu_seconds_runs": [round(r["cpu_seconds"], 2) for r in rs],
             "load_runs": [round(r["load_before"], 1) for r in rs],
         }
+        if "stages" in rs[0]:  # per rank, per part: [elapsed, CPU, waiting] s of the median run
+            median = sorted(rs, key=lambda r: r["seconds"])[len(rs) // 2]
+            summary[name]["stages"] = median["stages"]
     return {"carbons": carbons, "nbasis": int(mol.nao), "repeats": repeats, "runs": summary}
 
 
@@ -222,6 +236,10 @@ def main() -> int:
             print(f"C{n} ({r['nbasis']} bf) {name:22s} {s['seconds']:7.2f} s  cpu {s['cpu_seconds']:7.2f} s  "
                   f"{s['added_mib_per_rank']:8.1f} MiB/rank  dE {s['difference']:+.1e}  "
                   f"runs {s['seconds_runs']} s, {s['added_mib_runs']} MiB")
+            for rank, stages in enumerate(s.get("stages", [])):
+                print(f"    rank {rank}: " + ", ".join(
+                    f"{part} {w:.2f}/{c:.2f}/{x:.2f}" for part, (w, c, x) in stages.items() if w >= 0.005
+                ) + "  (elapsed/CPU/waiting s)")
     lines = targets(results)
     print("\n".join(lines))
     print("wrote", write_json("df_mp2_ranks", results, targets=lines), plot(results))

@@ -269,6 +269,8 @@ def run_driver(args: argparse.Namespace, group: object) -> dict[str, object]:
         "e_scs": res.scs(), "e_total": float(mf.e_tot) + res.e_corr,
         "memory_plan_mib": res.plan.total / 2**20, "b_on_disk": res.plan.streamed,
         "b_on_disk_mib": res.plan.disk / 2**20,
+        # where rank 0's correlation step spent its time, by part: elapsed, CPU, waiting (s), collectives
+        "parts": {name: t.as_dict() for name, t in res.timings.items()},
     }
     if rank == 0:  # the reference: PySCF's energy-only DF-MP2 on the same SCF and fitting basis
         cls = dfump2.DFUMP2 if args.spin else dfmp2.DFMP2

@@ -18,6 +18,7 @@ import datetime
 import os
 import signal
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ import torch
 
 from trncore.config import read_library_text
 
-__all__ = ["FAULT_VARIABLE", "Comm", "Fault", "RankFailure", "read_fault"]
+__all__ = ["FAULT_VARIABLE", "Clock", "Comm", "Fault", "RankFailure", "StageTime", "read_fault"]
 
 FAULT_VARIABLE = "TRNTENSOR_DFMP2_FAULT"
 _FAULT_ACTIONS = ("kill", "hang")
@@ -84,6 +85,48 @@ def read_fault() -> Fault | None:
     return Fault(parts[0], int(parts[1]), parts[2] if len(parts) == 3 else "pairs")
 
 
+@dataclass
+class StageTime:
+    """Where one rank's time went in one part of the run (seconds)."""
+
+    wall: float = 0.0  #: elapsed time in the part
+    cpu: float = 0.0  #: this process's CPU time in it (all its threads)
+    wait: float = 0.0  #: elapsed time spent waiting for collectives to complete (part of ``wall``)
+    collectives: int = 0  #: collectives waited for
+
+    def as_dict(self) -> dict[str, float]:
+        """The four numbers by name (for JSON)."""
+        return {"wall": self.wall, "cpu": self.cpu, "wait": self.wait, "collectives": self.collectives}
+
+
+class Clock:
+    """Per-part timers of one rank: :meth:`enter` starts a part (ending the previous one), and
+    :class:`Comm` adds the time it spends waiting in collectives to the current part.
+
+    A few clock readings per part and per collective: cheap enough to be always on.
+    """
+
+    def __init__(self) -> None:
+        self.parts: dict[str, StageTime] = {}
+        self._current: StageTime | None = None
+        self._wall = self._cpu = 0.0
+
+    def enter(self, part: str | None) -> None:
+        """End the current part and start ``part`` (None: stop timing)."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        if self._current is not None:
+            self._current.wall += wall - self._wall
+            self._current.cpu += cpu - self._cpu
+        self._current = None if part is None else self.parts.setdefault(part, StageTime())
+        self._wall, self._cpu = wall, cpu
+
+    def waited(self, seconds: float) -> None:
+        """Count one collective's wait of ``seconds`` in the current part."""
+        if self._current is not None:
+            self._current.wait += seconds
+            self._current.collectives += 1
+
+
 def _reason(exc: BaseException, timeout: float | None) -> str:
     text = str(exc)
     if "timed out" in text.lower() or "timeout" in text.lower():
@@ -105,6 +148,7 @@ class Comm:
         self.timeout = timeout
         self.stage = "setup"
         self.fault = read_fault()
+        self.clock = Clock()
         self._fired: set[str] = set()
         if group is None:
             self.rank, self.size = 0, 1
@@ -135,6 +179,7 @@ class Comm:
         """Wait for ``work`` (from :meth:`broadcast_async`; None: nothing to wait for)."""
         if work is None:
             return
+        start = time.perf_counter()
         try:
             if self.timeout is None:
                 work.wait()
@@ -142,6 +187,8 @@ class Comm:
                 work.wait(timeout=datetime.timedelta(seconds=self.timeout))
         except RuntimeError as exc:
             raise RankFailure(self.stage, self.rank, peer, self.size, _reason(exc, self.timeout)) from exc
+        finally:
+            self.clock.waited(time.perf_counter() - start)
 
     def broadcast_async(self, t: torch.Tensor, src: int) -> tuple[Any, int | None]:
         """Start a broadcast of ``t`` from ``src``; pass the result to :meth:`wait_for`."""

@@ -1,10 +1,13 @@
-"""Give the C heap's free pages back to the system between the DF-MP2 driver's rounds.
+"""Give the C heap's free pages back to the system between the DF-MP2 driver's stages.
 
-The driver's temporaries (an integral chunk's transform, a received chunk, one row's amplitudes)
-come and go in sizes that change from round to round. glibc's allocator serves such requests from
-its heap once its adaptive ``mmap`` threshold has risen past them, and free memory in the middle of
-the heap stays resident: measured on an 418-function alkane, a rank's resident set grew by about
-70 MiB of free memory over the integral chunks, as much as its share of ``B`` with 4 ranks.
+Temporaries that come and go in sizes that change from round to round (an integral chunk's
+transform, a received chunk, one row's amplitudes) are served by glibc's allocator from its heap
+once its adaptive ``mmap`` threshold has risen past them, and free memory in the middle of the
+heap stays resident: measured on an 418-function alkane, a rank's resident set grew by about
+70 MiB of free memory over the integral chunks, as much as its share of ``B`` with 4 ranks. The
+driver's loops now reuse buffers made once instead (nothing of that size is allocated in them), and
+call :func:`release_free_memory` after the integrals and after the fit, where large buffers are
+freed for good.
 
 :func:`release_free_memory` returns the heap's free pages to the system (glibc ``malloc_trim(0)``,
 which changes no allocator setting) once more than :data:`RELEASE_ABOVE` bytes of it are free

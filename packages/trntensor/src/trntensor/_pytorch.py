@@ -18,8 +18,8 @@ import math
 import torch
 
 __all__ = [
-    "REFERENCE_UNPACK_BYTES", "UNPACK_BUDGET", "ao_to_mo", "gemm", "mp2_energy", "tril_pair_index",
-    "unpack_tril",
+    "REFERENCE_UNPACK_BYTES", "UNPACK_BUDGET", "PackedTransform", "ao_to_mo", "gemm", "mp2_energy",
+    "tril_pair_index", "unpack_tril",
 ]
 
 
@@ -60,31 +60,70 @@ def unpack_tril(packed: torch.Tensor, index: torch.Tensor, n: int) -> torch.Tens
 #: Bytes of the dense ``(n, n, chunk)`` block the PyTorch reference unpacks at a time. Small, so
 #: that transforming PySCF's packed triangles needs little beyond the integrals and the result
 #: (the transform's GEMMs run as fast with a few auxiliary functions at a time as with hundreds).
-REFERENCE_UNPACK_BYTES = 8 * 2**20
+REFERENCE_UNPACK_BYTES = 6 * 2**20
+
+
+class PackedTransform:
+    """``B[i,a,P]`` from packed ``(naux, n(n+1)/2)`` triangles, for one or more pairs of
+    coefficient matrices, a few auxiliary functions at a time, with its workspace allocated once.
+
+    Per piece of ``q`` functions: the triangles transposed (``(pairs, q)``), gathered by whole
+    rows into the dense ``(μ, ν·q)`` (once for every pair of coefficients: the α and β orbitals of
+    an open shell share it), then two GEMMs with ``q`` folded into their columns,
+    ``C_occᵀ (μ, ν·q)`` and ``C_virᵀ (ν, i·q)``, so neither GEMM is skinny. The workspace is of the
+    order of ``REFERENCE_UNPACK_BYTES``; a caller that transforms many chunks (the DF-MP2 driver)
+    keeps one instance, so the loop allocates nothing (fresh buffers of this size would fault their
+    pages in again for every chunk).
+    """
+
+    def __init__(self, coefficients: list[tuple[torch.Tensor, torch.Tensor]], max_rows: int) -> None:
+        c0 = coefficients[0][0]
+        n, dtype, device = c0.shape[0], c0.dtype, c0.device
+        self.n = n
+        self.q = max(1, min(max_rows, REFERENCE_UNPACK_BYTES // max(1, n * n * dtype.itemsize)))
+        self.index = tril_pair_index(n, device)
+        self.coefficients = [(o.mT.contiguous(), v.mT.contiguous()) for o, v in coefficients]
+        nocc = max(o.shape[1] for o, _ in coefficients)
+        nvir = max(v.shape[1] for _, v in coefficients)
+        q = self.q
+
+        def buffer(size: int) -> torch.Tensor:
+            return torch.empty(size, dtype=dtype, device=device)
+
+        self._rows = buffer(n * (n + 1) // 2 * q)  # (pairs, q)
+        self._dense = buffer(n * n * q)  # (μ, ν, q)
+        self._half = buffer(nocc * n * q)  # (i, ν, q)
+        self._half_t = buffer(n * nocc * q)  # (ν, i, q)
+        self._out = buffer(nvir * nocc * q)  # (a, i, q)
+
+    def __call__(self, packed: torch.Tensor, outs: list[list[tuple[int, torch.Tensor]]]) -> None:
+        """Fill the rows of ``B`` for every pair of coefficients from ``packed`` (``(naux, pairs)``):
+        ``outs[s]`` lists ``(i0, rows)`` targets, ``rows`` a ``(ni, nvir_s, naux)`` tensor (or view)
+        receiving occupied orbitals ``i0 .. i0 + ni`` (``[(0, b)]`` for the whole of ``b``)."""
+        n, naux = self.n, packed.shape[0]
+        npair = n * (n + 1) // 2
+        for p0 in range(0, naux, self.q):
+            p = min(p0 + self.q, naux) - p0
+            rows = self._rows[: npair * p].view(npair, p)
+            rows.copy_(packed[p0 : p0 + p].mT)
+            dense = self._dense[: n * n * p].view(n * n, p)
+            torch.index_select(rows, 0, self.index, out=dense)  # (μ, ν·p)
+            for (c_occ_t, c_vir_t), targets in zip(self.coefficients, outs):
+                nocc, nvir = c_occ_t.shape[0], c_vir_t.shape[0]
+                half = self._half[: nocc * n * p].view(nocc, n * p)
+                torch.matmul(c_occ_t, dense.view(n, n * p), out=half)  # (i, ν·p)
+                half_t = self._half_t[: n * nocc * p].view(n, nocc, p)
+                half_t.copy_(half.view(nocc, n, p).permute(1, 0, 2))  # (ν, i, p)
+                out = self._out[: nvir * nocc * p].view(nvir, nocc * p)
+                torch.matmul(c_vir_t, half_t.view(n, nocc * p), out=out)  # (a, i·p)
+                for i0, b in targets:
+                    b[:, :, p0 : p0 + p] = out.view(nvir, nocc, p)[:, i0 : i0 + b.shape[0]].permute(1, 0, 2)
 
 
 def _ao_to_mo_packed(packed: torch.Tensor, c_occ: torch.Tensor, c_vir: torch.Tensor) -> torch.Tensor:
-    """``B[i,a,P]`` from packed ``(naux, n(n+1)/2)`` triangles, a few auxiliary functions at a time.
-
-    Per chunk of ``q`` functions: the triangles transposed (``(pairs, q)``), gathered by whole
-    rows into the dense ``(μ, ν·q)``, then two GEMMs with ``q`` folded into their columns,
-    ``C_occᵀ (μ, ν·q)`` and ``C_virᵀ (ν, i·q)``, so neither GEMM is skinny. Temporaries are of the
-    order of ``REFERENCE_UNPACK_BYTES``.
-    """
-    n, nocc, nvir = c_occ.shape[0], c_occ.shape[1], c_vir.shape[1]
-    naux = packed.shape[0]
-    b = torch.empty(nocc, nvir, naux, dtype=packed.dtype, device=packed.device)
-    q = max(1, REFERENCE_UNPACK_BYTES // max(1, n * n * packed.dtype.itemsize))
-    index = tril_pair_index(n, packed.device)
-    c_occ_t, c_vir_t = c_occ.mT.contiguous(), c_vir.mT.contiguous()
-    for p0 in range(0, naux, q):
-        p1 = min(p0 + q, naux)
-        dense = unpack_tril(packed[p0:p1], index, n).view(n, n * (p1 - p0))  # (μ, ν·p)
-        half = torch.matmul(c_occ_t, dense).view(nocc, n, p1 - p0)  # (i, ν, p)
-        del dense
-        half = half.permute(1, 0, 2).reshape(n, nocc * (p1 - p0))  # (ν, i·p)
-        out = torch.matmul(c_vir_t, half).view(nvir, nocc, p1 - p0)  # (a, i, p)
-        b[:, :, p0:p1] = out.permute(1, 0, 2)
+    """``B[i,a,P]`` from packed ``(naux, n(n+1)/2)`` triangles (:class:`PackedTransform`)."""
+    b = torch.empty(c_occ.shape[1], c_vir.shape[1], packed.shape[0], dtype=packed.dtype, device=packed.device)
+    PackedTransform([(c_occ, c_vir)], packed.shape[0])(packed, [[(0, b)]])
     return b
 
 

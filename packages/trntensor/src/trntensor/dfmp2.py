@@ -47,15 +47,17 @@ from typing import Any
 
 import torch
 
-from trntensor._dfmp2_comm import Comm, RankFailure
+from trntensor._dfmp2_comm import Comm, RankFailure, StageTime
 from trntensor._dfmp2_heap import release_free_memory
 from trntensor._dfmp2_plan import AUX_CHUNK, OCC_BLOCK, MemoryPlan, memory_plan, owned, owner
 from trntensor._dfmp2_plan import blocks as _blocks
 from trntensor._dfmp2_store import BlockStore
-from trntensor.df_mp2 import ao_to_mo_transform, metric_inverse_sqrt
+from trntensor._pytorch import PackedTransform
+from trntensor.df_mp2 import metric_inverse_sqrt
 
 __all__ = [
-    "AUX_CHUNK", "OCC_BLOCK", "DFMP2Energy", "MemoryPlan", "RankFailure", "dfmp2_energy", "memory_plan",
+    "AUX_CHUNK", "OCC_BLOCK", "DFMP2Energy", "MemoryPlan", "RankFailure", "StageTime", "dfmp2_energy",
+    "memory_plan",
 ]
 
 #: Seconds a stage runs before its progress bar appears (quick runs print nothing).
@@ -80,6 +82,13 @@ class DFMP2Energy:
         Processes the run was split over.
     plan : MemoryPlan
         The memory plan of the run (per rank).
+    timings : dict of str to StageTime
+        Where this rank's time went, by part of the run (``setup``, ``integrals`` (PySCF's
+        ``int3c2e``), ``transform``, ``redistribute`` (the chunks' broadcasts and the copies into
+        the rank's blocks; absent for one process with ``B`` in memory, which transforms straight
+        into its blocks), ``metric``, ``fit``, ``pairs``, ``sum``):
+        elapsed and CPU seconds, and the seconds spent waiting for collectives. Unlike the
+        energy, these differ from rank to rank.
     """
 
     e_os: float
@@ -90,6 +99,7 @@ class DFMP2Energy:
     naux: int
     ranks: int
     plan: MemoryPlan = field(repr=False)
+    timings: dict[str, StageTime] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def e_corr(self) -> float:
@@ -188,48 +198,66 @@ def _pair_list(nspin: int, counts: list[int]) -> list[tuple[int, int, int, int]]
     return pairs
 
 
-def _pair_energy(
-    bi: torch.Tensor, bj: torch.Tensor, di: torch.Tensor, dj: torch.Tensor, same_spin: bool
-) -> tuple[float, float]:
-    """``(Σ T²/Δ, Σ T(T − T')/Δ)`` over one pair block (the second only for a same-spin pair).
+class _RowBuffers:
+    """The temporaries of the pair loop (the amplitudes of one row against a block, ``T/Δ`` and
+    ``T'``), allocated once for the largest row: the loop then allocates nothing, so it neither
+    fragments the heap nor faults fresh pages in at every row."""
 
-    Two temporaries of the block's size (``T/Δ`` and, for same-spin pairs, ``T'``); the sums are
-    dot products, so no product array is formed.
+    def __init__(self, size: int) -> None:
+        self.t, self.x, self.tp = (torch.empty(size, dtype=torch.float64) for _ in range(3))
+
+
+def _pair_energy(
+    bi: torch.Tensor, bj: torch.Tensor, di: torch.Tensor, dj: torch.Tensor, same_spin: bool,
+    work: _RowBuffers,
+) -> tuple[float, float]:
+    """``(Σ T²/Δ, Σ T(T − T')/Δ)`` of one occupied row ``i`` (``bi``: ``(nvir, naux)``,
+    ``di``: ``(nvir,)``) against a block (``bj``: ``(nj, nvir, naux)``), the second only for a
+    same-spin pair.
+
+    One GEMM into ``work.t``, then ``T/Δ`` and (same spin) ``T' = T_ij^ba`` in the other two
+    buffers; the sums are dot products, so no product array is formed.
     """
-    ni, nv1, naux = bi.shape
+    nv1, naux = bi.shape
     nj, nv2, _ = bj.shape
-    t = torch.matmul(bi.reshape(ni * nv1, naux), bj.reshape(nj * nv2, naux).mT).view(ni, nv1, nj, nv2)
-    t_over = t / (di[:, :, None, None] + dj[None, None, :, :])
-    flat = t_over.reshape(-1)
-    direct = float(torch.dot(flat, t.reshape(-1)))
+    size = nv1 * nj * nv2
+    t = work.t[:size].view(nv1, nj * nv2)
+    torch.matmul(bi, bj.reshape(nj * nv2, naux).mT, out=t)
+    x = work.x[:size].view(nv1, nj, nv2)
+    torch.add(di[:, None, None], dj[None, :, :], out=x)  # Δ
+    torch.div(t.view(nv1, nj, nv2), x, out=x)  # T/Δ
+    direct = float(torch.dot(x.view(-1), t.view(-1)))
     if not same_spin:
         return direct, 0.0
-    exchange = float(torch.dot(flat, t.permute(0, 3, 2, 1).reshape(-1)))  # T' = T_ij^ba, one copy
+    tp = work.tp[:size].view(nv1, nj, nv2)
+    tp.copy_(t.view(nv1, nj, nv2).permute(2, 1, 0))  # T'[a, j, b] = T[b, j, a]
+    exchange = float(torch.dot(x.view(-1), tp.view(-1)))
     return direct, direct - exchange
 
 
 def _block_energy(
-    bi: torch.Tensor, bj: torch.Tensor, di: torch.Tensor, dj: torch.Tensor, same_spin: bool
+    bi: torch.Tensor, bj: torch.Tensor, di: torch.Tensor, dj: torch.Tensor, same_spin: bool,
+    work: _RowBuffers,
 ) -> tuple[float, float]:
     """:func:`_pair_energy` of two blocks, one row ``i`` at a time (temporaries of one row's
     size: ``nvir × nj·nvir``, instead of the whole block pair's)."""
     direct = ss = 0.0
     for i in range(bi.shape[0]):
-        d_i, s_i = _pair_energy(bi[i : i + 1], bj, di[i : i + 1], dj, same_spin)
+        d_i, s_i = _pair_energy(bi[i], bj, di[i], dj, same_spin, work)
         direct, ss = direct + d_i, ss + s_i
     return direct, ss
 
 
-def _diagonal_block_energy(b: torch.Tensor, d: torch.Tensor) -> tuple[float, float]:
+def _diagonal_block_energy(b: torch.Tensor, d: torch.Tensor, work: _RowBuffers) -> tuple[float, float]:
     """:func:`_pair_energy` of a block with itself (same spin), forming only the pairs ``j ≥ i``:
     the pair sums are symmetric in ``(i, j)``, so the full block is ``Σ_i e_ii + 2 Σ_{i<j} e_ij``
     at a little over half the GEMM work of the square."""
     direct = ss = 0.0
     for i in range(b.shape[0]):
-        d_ii, s_ii = _pair_energy(b[i : i + 1], b[i : i + 1], d[i : i + 1], d[i : i + 1], True)
+        d_ii, s_ii = _pair_energy(b[i], b[i : i + 1], d[i], d[i : i + 1], True, work)
         direct, ss = direct + d_ii, ss + s_ii
         if i + 1 < b.shape[0]:
-            d_ij, s_ij = _pair_energy(b[i : i + 1], b[i + 1 :], d[i : i + 1], d[i + 1 :], True)
+            d_ij, s_ij = _pair_energy(b[i], b[i + 1 :], d[i], d[i + 1 :], True, work)
             direct, ss = direct + 2.0 * d_ij, ss + 2.0 * s_ij
     return direct, ss
 
@@ -315,6 +343,7 @@ def dfmp2_energy(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     comm = Comm(group, None if timeout is None else float(timeout))
+    comm.clock.enter("setup")  # orbitals, fitting basis, plan, and the stores
     spins, unrestricted = _spins(mf, frozen, dtype, occ_block)
     auxmol = df.addons.make_auxmol(mol, auxbasis or df.make_auxbasis(mol, mp2fit=True))
     naux = int(auxmol.nao)
@@ -333,6 +362,7 @@ def dfmp2_energy(
                           _progress(progress and comm.rank == 0))
     finally:
         store.close()
+        comm.clock.enter(None)
     return DFMP2Energy(
         e_os=e_os,
         e_ss=e_ss,
@@ -342,6 +372,7 @@ def dfmp2_energy(
         naux=naux,
         ranks=comm.size,
         plan=plan,
+        timings=dict(comm.clock.parts),
     )
 
 
@@ -350,11 +381,12 @@ def _run(
     naux: int, aux_chunk: int, bar: Callable[..., Any],
 ) -> tuple[float, float]:
     """The stages of :func:`dfmp2_energy` after the plan (integrals and transform, metric, fit,
-    pair energies, sum); returns ``(e_os, e_ss)``."""
+    pair energies, sum); returns ``(e_os, e_ss)``. ``comm.clock`` times its parts."""
     import numpy as np
     from pyscf import df
 
     dtype = torch.float64
+    clock = comm.clock
     for si, s in enumerate(spins):
         for k in owned(len(s.blocks), comm.rank, comm.size):
             i0, i1 = s.blocks[k]
@@ -362,58 +394,93 @@ def _run(
 
     # Integrals by auxiliary chunk, in rounds: in round j every rank computes and transforms its
     # j-th chunk (c = j·R + rank) in parallel, then the round's chunks are broadcast in order and
-    # each rank keeps its blocks' rows. A rank holds one transformed chunk and one received.
+    # each rank keeps its blocks' rows. Every buffer of the loop is allocated once (sized for the
+    # largest chunk): PySCF's output, the transform's workspace, the rank's transformed chunk and
+    # the chunk being received. Fresh arrays of changing sizes would fragment the heap (resident
+    # memory that is free but not returned, counted against every rank) or, returned, fault their
+    # pages in again at every chunk.
     comm.stage = "integrals"
     chunks = _aux_chunks(auxmol, aux_chunk)
     nbas = mol.nbas
-    # One buffer for PySCF's integrals of every chunk (sized for the largest): the chunks differ in
-    # size, and fresh arrays of changing sizes would leave the heap fragmented (resident memory
-    # that is free but not returned, counted against every rank).
+    widest = max((p1 - p0 for _, _, p0, p1 in chunks), default=0)
     npair = int(mol.nao) * (int(mol.nao) + 1) // 2
-    eri_buffer = np.empty(npair * max((p1 - p0 for _, _, p0, p1 in chunks), default=0))
+    eri_buffer = np.empty(npair * widest)
+    # (PySCF's int3c2e makes its shell-pair data anew for every chunk, 3 ms each at 418 basis
+    # functions; kept for the whole loop it would cost more memory than the chunk: 23 MiB there)
+    transform = PackedTransform([(s.c_occ, s.c_vir) for s in spins], widest)
+    sizes = [s.c_occ.shape[1] * s.c_vir.shape[1] for s in spins]
+    # One process with B in memory transforms straight into its blocks; otherwise a chunk is
+    # transformed into a buffer, which is broadcast (or written to the file) from there.
+    direct = comm.size == 1 and not store.streamed
+    mine_buffer = torch.empty(0 if direct else sum(sizes) * widest, dtype=dtype)
+    # (one broadcast per chunk carries every spin's rows)
+    part_buffer = torch.empty(sum(sizes) * widest, dtype=dtype) if comm.size > 1 else None
+
+    def chunk_views(buffer: torch.Tensor, width: int) -> list[torch.Tensor]:
+        """The transformed chunk of every spin, ``(nocc, nvir, width)`` each, in one buffer."""
+        views, offset = [], 0
+        for s, size in zip(spins, sizes):
+            shape = (s.c_occ.shape[1], s.c_vir.shape[1], width)
+            views.append(buffer[offset : offset + size * width].view(shape))
+            offset += size * width
+        return views
+
     for first in bar(range(0, len(chunks), comm.size), desc="integrals + transform"):
         mine: list[torch.Tensor] | None = None
         c = first + comm.rank
         if c < len(chunks):
-            sh0, sh1, _, _ = chunks[c]
-            shells = (0, nbas, 0, nbas, sh0, sh1)
-            eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", shls_slice=shells, out=eri_buffer)
+            sh0, sh1, p0, p1 = chunks[c]
+            clock.enter("integrals")
+            eri = df.incore.aux_e2(mol, auxmol, "int3c2e", aosym="s2ij", out=eri_buffer,
+                                   shls_slice=(0, nbas, 0, nbas, sh0, sh1))
+            clock.enter("transform")
             # (P, μν) lower triangles; PySCF's (μν, P) comes Fortran-ordered, so this view is in
             # C order without a copy (either order gives the transform the same numbers)
-            packed = torch.from_numpy(eri.T)
+            if direct:
+                transform(torch.from_numpy(eri.T), [
+                    [(s.blocks[k][0], store.get((si, k))[:, :, p0:p1]) for sk, k in store.keys() if sk == si]
+                    for si, s in enumerate(spins)
+                ])
+                del eri
+                continue
+            mine = chunk_views(mine_buffer, p1 - p0)
+            transform(torch.from_numpy(eri.T), [[(0, b)] for b in mine])
             del eri
-            mine = [ao_to_mo_transform(packed, s.c_occ, s.c_vir) for s in spins]
-            del packed
+        clock.enter("redistribute")
         for c in range(first, min(first + comm.size, len(chunks))):
             src, (_, _, p0, p1) = c - first, chunks[c]
-            for si, s in enumerate(spins):
-                if comm.rank == src and mine is not None:
-                    part = mine[si]
-                else:
-                    part = torch.empty(s.c_occ.shape[1], s.c_vir.shape[1], p1 - p0, dtype=dtype)
-                comm.broadcast(part, src)
+            if comm.rank == src and mine is not None:
+                received = mine_buffer
+            else:
+                assert part_buffer is not None
+                received = part_buffer
+            comm.broadcast(received[: sum(sizes) * (p1 - p0)], src)
+            for si, part in enumerate(chunk_views(received, p1 - p0)):
                 for key in store.keys():
                     if key[0] == si:
-                        i0, i1 = s.blocks[key[1]]
+                        i0, i1 = spins[si].blocks[key[1]]
                         store.write_columns(key, p0, p1, part[i0:i1])
-                del part
+            del received
         del mine
-        release_free_memory()  # the round's temporaries (see _dfmp2_heap)
-    del eri_buffer
+    del eri_buffer, transform, mine_buffer, part_buffer
+    release_free_memory()  # the loop's buffers (see _dfmp2_heap)
     # The metric's factor once, on rank 0, then broadcast (with which factor it is): every rank
     # fits with the same numbers. It is made after the integrals, so that it never coexists with
     # an integral chunk. Cholesky (J = L Lᵀ; the fit is a triangular solve, at about a
     # tenth of the eigendecomposition's cost and 0.6 of a GEMM's for the fit itself); J^{-1/2}
     # when J is numerically singular (linearly dependent fitting functions).
     comm.stage = "metric"
+    clock.enter("metric")
     kind = torch.zeros(1, dtype=dtype)  # 0: fit = Lᵀ (upper); 1: fit = J^{-1/2}
     if comm.rank == 0:
-        metric = torch.from_numpy(auxmol.intor("int2c2e")).to(dtype)
-        factor, info = torch.linalg.cholesky_ex(metric)  # J = L Lᵀ
+        # J in column-major order (PySCF's) is factored in place (LAPACK's potrf on its own
+        # memory: no second naux² array at this rank's peak); L column-major is Lᵀ in C order
+        metric = torch.from_numpy(np.asfortranarray(auxmol.intor("int2c2e")))
+        factor, info = torch.linalg.cholesky_ex(metric, out=(metric, torch.zeros((), dtype=torch.int32)))
         if int(info) == 0 and bool(torch.all(torch.diagonal(factor) > 1e-7 * float(factor[0, 0]))):
-            fit = factor.mT.contiguous()  # L column-major (LAPACK's) is Lᵀ in C order: no copy
-        else:
-            fit, kind[0] = metric_inverse_sqrt(metric), 1.0
+            fit = factor.mT.contiguous()  # no copy
+        else:  # (J was overwritten: computed again)
+            fit, kind[0] = metric_inverse_sqrt(torch.from_numpy(auxmol.intor("int2c2e")).to(dtype)), 1.0
         del metric, factor
     else:
         fit = torch.empty(naux, naux, dtype=dtype)
@@ -421,21 +488,26 @@ def _run(
     comm.broadcast(fit, 0)
     cholesky = float(kind[0]) == 0.0
     comm.stage = "fit"  # block by block, row by row (the same shapes whatever the number of ranks)
+    clock.enter("fit")
+    fitted = torch.empty(max((s.c_vir.shape[1] * naux for s in spins), default=0), dtype=dtype)
     for key in bar(store.keys(), desc="fit"):
         b = store.get(key)
         for row in b:  # (nvir, naux), fitted in place: temporaries of one row, not of the block
+            out = fitted[: row.numel()].view(row.shape)
             if cholesky:  # B Lᵀ⁻¹: B B'ᵀ = b J⁻¹ b'ᵀ
-                row.copy_(torch.linalg.solve_triangular(fit, row, upper=True, left=False))
+                torch.linalg.solve_triangular(fit, row, upper=True, left=False, out=out)
             else:
-                row.copy_(torch.matmul(row, fit))
-        # The block keeps its C order whatever the solver returned (LAPACK's column-major): the pair
+                torch.matmul(row, fit, out=out)
+            row.copy_(out)
+        # The block keeps its C order whatever the solver did (LAPACK's column-major): the pair
         # GEMMs then see the same layout in memory and from disk, so they round the same way.
         store.put(key, b)
         del b
-        release_free_memory()
-    del fit
+    del fit, fitted
+    release_free_memory()
 
     comm.stage = "pairs"
+    clock.enter("pairs")
     pairs = _pair_list(len(spins), [len(s.blocks) for s in spins])
     index = {p: n for n, p in enumerate(pairs)}
     energies = torch.zeros(len(pairs), 2, dtype=torch.float64)
@@ -445,10 +517,13 @@ def _run(
     # each rank forms the pairs (k, l) of the blocks k it owns.
     todo = [(sj, l) for sj, s in enumerate(spins) for l in range(len(s.blocks))]
     # The two block buffers (the block in use and the next one travelling), and with B on disk a
-    # third for the own block read back: allocated once, so the loop allocates nothing that size.
+    # third for the own block read back, and the row temporaries: allocated once, so the loop
+    # allocates nothing that size.
     largest = max(((b1 - b0) * s.c_vir.shape[1] * naux for s in spins for b0, b1 in s.blocks), default=0)
     slots = [torch.empty(largest, dtype=dtype) for _ in range(2 if comm.size > 1 or store.streamed else 0)]
     own_slot = torch.empty(largest, dtype=dtype) if store.streamed else None
+    vmax = max((s.c_vir.shape[1] for s in spins), default=0)
+    rows = _RowBuffers(vmax * max((b1 - b0 for s in spins for b0, b1 in s.blocks), default=0) * vmax)
 
     def start(step: int) -> tuple[torch.Tensor, Any]:
         """Begin receiving (or sending) the block of ``todo[step]``; the pairs of the current block
@@ -481,7 +556,7 @@ def _run(
             s = spins[si]
             a0, a1 = s.blocks[k]
             if si == sj and k == l:
-                os_part, ss_part = _diagonal_block_energy(bl, d[si][a0:a1])
+                os_part, ss_part = _diagonal_block_energy(bl, d[si][a0:a1], rows)
             else:
                 if own_slot is None:
                     bk = store.get((si, k))
@@ -489,12 +564,12 @@ def _run(
                     shape = (a1 - a0, s.c_vir.shape[1], naux)
                     bk = own_slot[: math.prod(shape)].view(shape)
                     store.read_into((si, k), bk)
-                os_part, ss_part = _block_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj)
+                os_part, ss_part = _block_energy(bk, bl, d[si][a0:a1], d[sj][b0:b1], si == sj, rows)
                 del bk
             energies[n, 0], energies[n, 1] = os_part, ss_part
         del bl
-        release_free_memory()
     comm.stage = "sum"
+    clock.enter("sum")
     comm.sum_exact(energies)
 
     e_os, e_ss = [], []
