@@ -39,7 +39,7 @@ from trncore.sim import conform_meter
 from trncore.sim.conform_stubs import install_finder
 from trncore.sim.modules import install
 
-__all__ = ["CaseMemoryExceeded", "CaseTimeout", "classify"]
+__all__ = ["CaseMemoryExceeded", "CaseTimeout", "classify", "release_failure"]
 
 
 RESULTS_ENV = "TRNCORE_CONFORM_RESULTS"
@@ -271,6 +271,39 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     item.stash[_START] = time.perf_counter()
     yield
     conform_meter.on_phase = None
+    if release_failure():
+        conform_meter.release_memory(full=True)
+
+
+def release_failure() -> bool:
+    """Drop what a failed case leaves behind; True when there was something to drop.
+
+    pytest keeps the last failure in ``sys.last_type/last_value/last_traceback`` (and
+    ``sys.last_exc``) until the next one: its traceback's frames hold the case's locals, in
+    nkilib's tests the inputs, the emulator's tensors and the torch reference (GBs), so the next
+    cases started that much higher and were blamed for it (DATA). The frames of the exception and
+    of every exception it chains are cleared (their locals released) and the references dropped.
+    """
+    import sys
+    import traceback
+
+    found = False
+    for name in ("last_value", "last_exc"):
+        exc = getattr(sys, name, None)
+        if isinstance(exc, BaseException):
+            found = True
+            for e in _chain(exc):
+                if e.__traceback__ is not None:
+                    traceback.clear_frames(e.__traceback__)
+                    e.__traceback__ = None
+    tb = getattr(sys, "last_traceback", None)
+    if tb is not None:
+        found = True
+        traceback.clear_frames(tb)
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            delattr(sys, name)
+    return found
 
 
 _START = pytest.StashKey[float]()
