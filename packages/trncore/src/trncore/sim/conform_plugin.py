@@ -39,7 +39,7 @@ from trncore.sim import conform_meter
 from trncore.sim.conform_stubs import install_finder
 from trncore.sim.modules import install
 
-__all__ = ["CaseMemoryExceeded", "CaseTimeout", "classify", "release_failure"]
+__all__ = ["CaseMemoryExceeded", "CaseTimeout", "classify", "release_failure", "simulate_ranks"]
 
 
 RESULTS_ENV = "TRNCORE_CONFORM_RESULTS"
@@ -205,9 +205,85 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # give the attribute its "nothing compiled" value so the harness goes on to validation.
     import sys
 
-    orchestrator = getattr(sys.modules.get("test.utils.test_orchestrator"), "Orchestrator", None)
+    module = sys.modules.get("test.utils.test_orchestrator")
+    orchestrator = getattr(module, "Orchestrator", None)
     if orchestrator is not None and not hasattr(orchestrator, "_compiled_kernel"):
         orchestrator._compiled_kernel = None
+    original = getattr(orchestrator, "_run_simulator_inference", None)
+    if orchestrator is not None and original is not None and not getattr(original, "per_rank", False):
+        orchestrator._run_simulator_inference = _per_rank_inference(module, original)
+
+
+def _per_rank_inference(module: Any, original: Any) -> Any:
+    """The harness's simulation step, extended to collective tests (``collective_ranks > 1``).
+
+    nki-library's simulation mode calls the simulator once with ``kernel_input`` as keyword
+    arguments; its collective tests pass a per-rank input generator there (``for_rank(r)``) and
+    a rank count in ``inference_args.collective_ranks``, and its validator reads rank ``r``'s
+    outputs from ``output_worker_{r}/`` of the inference artifacts, as a hardware run leaves
+    them. For such tests every rank runs in this process (:func:`trncore.sim.runner.run_ranks`)
+    and each rank's outputs, named after the test's golden outputs for that rank, are written
+    where the validator looks; other tests take the harness's own path.
+    """
+
+    def run(self: Any, kernel_under_test: Any) -> Any:
+        ranks = int(getattr(kernel_under_test.inference_args, "collective_ranks", 1) or 1)
+        if ranks <= 1:
+            return original(self, kernel_under_test)
+        try:
+            per_rank = simulate_ranks(kernel_under_test, ranks)
+            tensors = {
+                f"output_worker_{rank}/{name}": value
+                for rank, outputs in enumerate(per_rank)
+                for name, value in outputs.items()
+            }
+            base = os.path.join(self.fs_config.artifacts_output_directory_path, module.INF_ARTIFACT_DIR_NAME)
+            for rank in range(ranks):
+                os.makedirs(os.path.join(base, f"output_worker_{rank}"), exist_ok=True)
+            return self._dump_output_tensors(tensors)
+        except Exception as exc:
+            raise module.InferenceException(str(exc)) from exc
+
+    run.per_rank = True  # type: ignore[attr-defined]
+    return run
+
+
+def simulate_ranks(kernel_under_test: Any, ranks: int) -> list[dict[str, Any]]:
+    """Run a collective test's kernel as ``ranks`` ranks; each rank's outputs by golden name.
+
+    ``kernel_input`` is a dict (the same for every rank) or a per-rank generator
+    (``for_rank(r)``); the launch grid is the test's ``logical_nc_config``; the outputs are
+    matched to the golden outputs of the rank in order and given their dtypes, as the
+    harness does for one rank.
+    """
+    import numpy as np
+
+    from trncore.sim.runner import run_ranks
+
+    utils = __import__("test.utils.common_dataclasses", fromlist=["normalize_golden_output"])
+    given = kernel_under_test.kernel_input or {}
+    inputs = [given.for_rank(r) if hasattr(given, "for_rank") else dict(given) for r in range(ranks)]
+    inputs = [{k.removesuffix(".must_alias_input"): v for k, v in one.items()} for one in inputs]
+    func = getattr(kernel_under_test.kernel_func, "func", kernel_under_test.kernel_func)
+    lnc = int(kernel_under_test.compiler_input.logical_nc_config)
+    arrays = [v for one in inputs for v in one.values() if isinstance(v, np.ndarray)]
+    with conform_meter.emulator_call(arrays, {}) as result:
+        results = run_ranks(func, inputs, lnc=lnc)
+        result(tuple(x for r in results for x in (r if isinstance(r, tuple) else (r,))))
+    golden = kernel_under_test.validation_args.golden_output
+    per_rank = []
+    for rank, out in enumerate(results):
+        outputs = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
+        expected = utils.normalize_golden_output(golden, rank_id=rank)
+        if len(outputs) != len(expected):
+            raise RuntimeError(
+                f"rank {rank}: the kernel returned {len(outputs)} outputs, the test expects "
+                f"{len(expected)} ({', '.join(expected)})"
+            )
+        per_rank.append(
+            {name: np.asarray(o, dtype=g.dtype) for (name, g), o in zip(expected.items(), outputs)}
+        )
+    return per_rank
 
 
 #: Markers by which the harness runs a case through the Neuron compiler instead of the simulator.
