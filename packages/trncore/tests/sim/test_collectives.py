@@ -290,6 +290,35 @@ def test_implicit_reduce_sends_the_reduction_to_the_successor() -> None:
         np.testing.assert_allclose(out, 2 * xs[(r - 1) % 3], rtol=1e-6)
 
 
+def swap_then_gather(x, group):
+    """LNC=2 in each rank: the cores swap halves (sendrecv), then each core gathers its half
+    across the ranks (all_gather on SBUF, dim 0): both kinds of meeting in one launch."""
+    rows, cols = x.shape
+    half = rows // 2
+    me = nl.program_id(axis=0)
+    other = 1 - me
+    mine = nl.ndarray((half, cols), dtype=x.dtype, buffer=nl.sbuf)
+    got = nl.ndarray((half, cols), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=x[me * half : (me + 1) * half, :])
+    nisa.sendrecv(src=mine, dst=got, send_to_rank=other, recv_from_rank=other, pipe_id=0)
+    every = nl.ndarray((half * 2, cols), dtype=x.dtype, buffer=nl.sbuf)
+    ncc.all_gather(dsts=[every], srcs=[got], replica_group=group, collective_dim=0)
+    out = nl.ndarray((2, rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    for r in range(2):
+        nisa.dma_copy(dst=out[r, me * half : (me + 1) * half, :], src=every[r * half : (r + 1) * half, :])
+    return out
+
+
+def test_lnc2_exchanges_and_collectives_in_one_launch() -> None:
+    xs = _inputs(2, shape=(16, 8))
+    group = ReplicaGroup([[0, 1]])
+    outs = run_ranks(swap_then_gather, [{"x": x, "group": group} for x in xs], lnc=2, target="trn2")
+    # core c of each rank holds the other core's half; its gather puts rank r's at out[r] rows of c
+    want = np.stack([np.concatenate([x[8:], x[:8]]) for x in xs])
+    for out in outs:
+        np.testing.assert_array_equal(out, want)
+
+
 def test_runs_are_deterministic() -> None:
     xs = _inputs(4, shape=(16, 16), seed=5)
     group = ReplicaGroup([[0, 1, 2, 3]])
@@ -325,6 +354,10 @@ def gather_bad(x, group, kind):
         ncc.all_gather(dsts=[half], srcs=[src], replica_group=group, collective_dim=0)  # HERE
     elif kind == "coalesced-sbuf":
         ncc.all_gather(dsts=[t2, t2], srcs=[tile, tile], replica_group=group, collective_dim=1)  # HERE
+    elif kind == "sbuf-3d":
+        cube = nl.ndarray((rows, 2, cols), dtype=x.dtype, buffer=nl.sbuf)
+        cubes = nl.ndarray((rows, 4, cols), dtype=x.dtype, buffer=nl.sbuf)
+        ncc.all_gather(dsts=[cubes], srcs=[cube], replica_group=group, collective_dim=1)  # HERE
     elif kind == "priority":
         ncc.all_gather(dsts=[big], srcs=[src], replica_group=group, collective_dim=0, priority=0)  # HERE
     else:
@@ -341,6 +374,7 @@ def gather_bad(x, group, kind):
         ("shape", ShapeError, "collective-shape"),
         ("dtype", DtypeError, "collective-dtype"),
         ("coalesced-sbuf", ShapeError, "collective-coalesced"),
+        ("sbuf-3d", ShapeError, "collective-sbuf-2d"),
         ("priority", TargetError, "collective-priority"),
     ],
 )
@@ -354,7 +388,8 @@ def test_gather_rules_at_the_kernel_line(kind: str, error: type, rule: str) -> N
     with pytest.raises(error) as exc:
         run_ranks(gather_bad, [{"x": x, "group": group, "kind": kind} for x in xs], lnc=1, target="trn2")
     assert exc.value.rule == rule
-    _at(exc, gather_bad, f'kind == "{kind}"', after=1)  # the call below the test of `kind`
+    after = 3 if kind == "sbuf-3d" else 1  # the call below the test of `kind`
+    _at(exc, gather_bad, f'kind == "{kind}"', after=after)
 
 
 def other_ops_bad(x, group, kind):
@@ -371,6 +406,8 @@ def other_ops_bad(x, group, kind):
         ncc.reduce_scatter(dsts=[dst], srcs=[src], op=nl.add, replica_group=group, collective_dim=1)  # HERE
     elif kind == "permute-sbuf":
         ncc.collective_permute(srcs=[tile], dsts=[tile], source_target_pairs=[(0, 1), (1, 0)])  # HERE
+    elif kind == "pairs":
+        ncc.collective_permute(srcs=[src], dsts=[dst], source_target_pairs=[(0, 1), (1, 1)])  # HERE
     elif kind == "channels":
         ncc.collective_permute_implicit(
             srcs_by_channel=[[src]], dsts_by_channel=[[dst]], replica_group=group, channel_ids=[1]
@@ -386,6 +423,7 @@ def other_ops_bad(x, group, kind):
         ("rs-dim", ShapeError, "collective-dim"),
         ("permute-sbuf", BufferError, "collective-memory"),
         ("channels", LanguageError, "collective-channels"),
+        ("pairs", LanguageError, "collective-permute-pairs"),
     ],
 )
 def test_operation_rules_at_the_kernel_line(kind: str, error: type, rule: str) -> None:
