@@ -486,3 +486,59 @@ def test_unmatched_collectives_are_refused() -> None:
 def test_not_emulated_names_itself() -> None:
     with pytest.raises(NotImplementedError, match="all_to_all_v"):
         ncc.all_to_all_v([], [], ReplicaGroup([[0]]), None)
+
+
+# ---------------------------------------------------------------- the conform harness's per-rank step
+
+
+class _PerRank:
+    """A per-rank generator as nki-library's harness passes one (``for_rank(r)``)."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def for_rank(self, rank_id: int) -> dict:
+        return self.make(rank_id=rank_id)
+
+
+def test_conform_step_runs_a_collective_test_as_ranks(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from trncore.sim import conform_plugin
+
+    def golden_for(golden, rank_id=0):  # the harness's normalize_golden_output, for these kinds
+        return golden.for_rank(rank_id) if hasattr(golden, "for_rank") else golden
+
+    module = SimpleNamespace(
+        INF_ARTIFACT_DIR_NAME="infer", InferenceException=RuntimeError, normalize_golden_output=golden_for
+    )
+
+    class Harness:  # dumps a dict of arrays as NAME.bin under the inference folder, as nkilib's
+        fs_config = SimpleNamespace(artifacts_output_directory_path=str(tmp_path))
+
+        def _dump_output_tensors(self, tensors):
+            for name, value in tensors.items():
+                (tmp_path / "infer" / f"{name}.bin").write_bytes(value.tobytes())
+            return str(tmp_path / "infer")
+
+    xs = _inputs(2, shape=(128, 8))
+    group = ReplicaGroup([[0, 1]])
+    case = SimpleNamespace(
+        inference_args=SimpleNamespace(collective_ranks=2),
+        compiler_input=SimpleNamespace(logical_nc_config=2),
+        kernel_func=gather_tiles,
+        kernel_input=_PerRank(lambda rank_id: {"x": xs[rank_id], "group": group, "ranks": 2}),
+        validation_args=SimpleNamespace(
+            golden_output=_PerRank(lambda rank_id: {"out": np.zeros((128, 16), np.float32)})
+        ),
+    )
+    step = conform_plugin.per_rank_inference(module, lambda self, case: "one rank")
+    assert step(Harness(), case) == str(tmp_path / "infer")
+    for r in range(2):
+        got = np.fromfile(tmp_path / "infer" / f"output_worker_{r}" / "out.bin", dtype=np.float32)
+        np.testing.assert_array_equal(got.reshape(128, 16), np.concatenate(xs, axis=1))
+    one = SimpleNamespace(inference_args=SimpleNamespace(collective_ranks=1))
+    assert step(Harness(), one) == "one rank"  # other tests take the harness's own path
+    case.validation_args = SimpleNamespace(golden_output={"out": np.zeros(1), "extra": np.zeros(1)})
+    with pytest.raises(RuntimeError, match="rank 0: the kernel returned 1 outputs, the test expects 2"):
+        step(Harness(), case)

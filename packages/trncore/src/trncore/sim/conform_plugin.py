@@ -28,7 +28,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -39,7 +39,14 @@ from trncore.sim import conform_meter
 from trncore.sim.conform_stubs import install_finder
 from trncore.sim.modules import install
 
-__all__ = ["CaseMemoryExceeded", "CaseTimeout", "classify", "release_failure", "simulate_ranks"]
+__all__ = [
+    "CaseMemoryExceeded",
+    "CaseTimeout",
+    "classify",
+    "per_rank_inference",
+    "release_failure",
+    "simulate_ranks",
+]
 
 
 RESULTS_ENV = "TRNCORE_CONFORM_RESULTS"
@@ -211,10 +218,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         orchestrator._compiled_kernel = None
     original = getattr(orchestrator, "_run_simulator_inference", None)
     if orchestrator is not None and original is not None and not getattr(original, "per_rank", False):
-        orchestrator._run_simulator_inference = _per_rank_inference(module, original)
+        orchestrator._run_simulator_inference = per_rank_inference(module, original)
 
 
-def _per_rank_inference(module: Any, original: Any) -> Any:
+def per_rank_inference(module: Any, original: Any) -> Any:
     """The harness's simulation step, extended to collective tests (``collective_ranks > 1``).
 
     nki-library's simulation mode calls the simulator once with ``kernel_input`` as keyword
@@ -231,7 +238,7 @@ def _per_rank_inference(module: Any, original: Any) -> Any:
         if ranks <= 1:
             return original(self, kernel_under_test)
         try:
-            per_rank = simulate_ranks(kernel_under_test, ranks)
+            per_rank = simulate_ranks(kernel_under_test, ranks, module.normalize_golden_output)
             tensors = {
                 f"output_worker_{rank}/{name}": value
                 for rank, outputs in enumerate(per_rank)
@@ -248,19 +255,21 @@ def _per_rank_inference(module: Any, original: Any) -> Any:
     return run
 
 
-def simulate_ranks(kernel_under_test: Any, ranks: int) -> list[dict[str, Any]]:
+def simulate_ranks(
+    kernel_under_test: Any, ranks: int, golden_for: Callable[..., Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """Run a collective test's kernel as ``ranks`` ranks; each rank's outputs by golden name.
 
     ``kernel_input`` is a dict (the same for every rank) or a per-rank generator
     (``for_rank(r)``); the launch grid is the test's ``logical_nc_config``; the outputs are
-    matched to the golden outputs of the rank in order and given their dtypes, as the
-    harness does for one rank.
+    matched in order to the golden outputs ``golden_for(golden_output, rank_id=r)`` gives for the
+    rank (the harness's ``normalize_golden_output``) and given their dtypes, as the harness does
+    for one rank.
     """
     import numpy as np
 
     from trncore.sim.runner import run_ranks
 
-    utils = __import__("test.utils.common_dataclasses", fromlist=["normalize_golden_output"])
     given = kernel_under_test.kernel_input or {}
     inputs = [given.for_rank(r) if hasattr(given, "for_rank") else dict(given) for r in range(ranks)]
     inputs = [{k.removesuffix(".must_alias_input"): v for k, v in one.items()} for one in inputs]
@@ -274,7 +283,7 @@ def simulate_ranks(kernel_under_test: Any, ranks: int) -> list[dict[str, Any]]:
     per_rank = []
     for rank, out in enumerate(results):
         outputs = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
-        expected = utils.normalize_golden_output(golden, rank_id=rank)
+        expected = golden_for(golden, rank_id=rank)
         if len(outputs) != len(expected):
             raise RuntimeError(
                 f"rank {rank}: the kernel returned {len(outputs)} outputs, the test expects "
