@@ -542,3 +542,46 @@ def test_conform_step_runs_a_collective_test_as_ranks(tmp_path) -> None:
     case.validation_args = SimpleNamespace(golden_output={"out": np.zeros(1), "extra": np.zeros(1)})
     with pytest.raises(RuntimeError, match="rank 0: the kernel returned 1 outputs, the test expects 2"):
         step(Harness(), case)
+
+
+# ---------------------------------------------------------------- an interrupted launch stops
+
+
+class _Interrupt(BaseException):
+    """Stands for the conformance runner's time limit, raised in the launching thread."""
+
+
+def core_1_traces_long(x):
+    me = nl.program_id(axis=0)
+    mine = nl.ndarray((16, 4), dtype=x.dtype, buffer=nl.sbuf)
+    got = nl.ndarray((16, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=x)
+    if me == 1:
+        for _ in range(200_000):  # seconds of tracing on core 1 while core 0 waits
+            nisa.memset(dst=mine, value=0)
+    nisa.sendrecv(src=mine, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+    out = nl.ndarray((16, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=got)
+    return out
+
+
+def test_an_interrupted_launch_stops_its_other_instances() -> None:
+    import signal as sig
+    import threading
+    import time
+
+    def interrupt(signum, frame):
+        raise _Interrupt
+
+    before = threading.active_count()
+    previous = sig.signal(sig.SIGALRM, interrupt)
+    start = time.perf_counter()
+    try:
+        sig.setitimer(sig.ITIMER_REAL, 0.3)
+        with pytest.raises(_Interrupt):
+            run_kernel(core_1_traces_long, [np.zeros((16, 4), np.float32)], lnc=2, target="trn2")
+    finally:
+        sig.setitimer(sig.ITIMER_REAL, 0)
+        sig.signal(sig.SIGALRM, previous)
+    assert time.perf_counter() - start < 1.5  # core 1 was stopped, not waited for
+    assert threading.active_count() == before

@@ -85,6 +85,16 @@ def test_fails_holding_a_large_array():
     big = np.ones(16_000_000)  # 128 MB, every page touched
     assert big.sum() == 0
 
+def test_times_out_holding_a_large_array():
+    import gc
+    import sys
+
+    from trncore.sim.conform_plugin import CaseTimeout
+
+    held = [np.ones(16_000_000), sys._getframe()]  # a cycle through this frame, as traces make
+    gc.collect()  # ... aged into the oldest generation, as a long trace's objects are
+    raise CaseTimeout("the runner's time limit")  # a BaseException: pytest keeps no sys.last_*
+
 def test_next():
     pass
 """
@@ -92,9 +102,10 @@ def test_next():
 
 def test_a_failed_case_leaves_no_memory_to_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # pytest keeps the last failure (sys.last_value and its traceback's frames, with the case's
-    # locals) until the next failure; the plugin releases it, so the next case starts near the
-    # resident memory the failed one started at, not 128 MB above it. A pytest session with the
-    # plugin runs in this process (a child process would cost seconds of imports).
+    # locals) until the next failure, and a BaseException (the runner's limits) in a reference
+    # cycle through its frames; the plugin releases both, so each next case starts near the
+    # resident memory the first failed one started at, not 128 MB above it per failure. A pytest
+    # session with the plugin runs in this process (a child process would cost seconds of imports).
     (tmp_path / "test_big.py").write_text(FAILING_THEN_NEXT, encoding="utf-8")
     results = tmp_path / "results.jsonl"
     monkeypatch.setenv("TRNCORE_CONFORM_RESULTS", str(results))
@@ -110,10 +121,12 @@ def test_a_failed_case_leaves_no_memory_to_the_next(tmp_path: Path, monkeypatch:
     records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
     done = {r["nodeid"].rsplit("::", 1)[-1]: r for r in records if r["event"] == "result"}
     assert done["test_fails_holding_a_large_array"]["outcome"] == "FAIL"
+    assert done["test_times_out_holding_a_large_array"]["outcome"] == "TIMEOUT"
     assert done["test_next"]["outcome"] == "PASS"
-    before = done["test_fails_holding_a_large_array"]["meter"]["rss_start"]
-    after = done["test_next"]["meter"]["rss_start"]
-    assert after - before < 64 * 2**20, (before, after)
+    start = {name: r["meter"]["rss_start"] for name, r in done.items()}
+    before = start["test_fails_holding_a_large_array"]
+    assert start["test_times_out_holding_a_large_array"] - before < 64 * 2**20, start
+    assert start["test_next"] - before < 64 * 2**20, start
 
 
 @pytest.mark.simulator

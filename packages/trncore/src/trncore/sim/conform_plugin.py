@@ -44,6 +44,7 @@ __all__ = [
     "CaseTimeout",
     "classify",
     "per_rank_inference",
+    "release_exception",
     "release_failure",
     "simulate_ranks",
 ]
@@ -356,18 +357,36 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     item.stash[_START] = time.perf_counter()
     yield
     conform_meter.on_phase = None
-    if release_failure():
+    if release_failure() or item.stash.get(_FAILED, False):
         conform_meter.release_memory(full=True)
 
 
-def release_failure() -> bool:
-    """Drop what a failed case leaves behind; True when there was something to drop.
+def release_exception(exc: BaseException) -> None:
+    """Clear the frames of ``exc``'s traceback and of every exception it chains.
 
-    pytest keeps the last failure in ``sys.last_type/last_value/last_traceback`` (and
-    ``sys.last_exc``) until the next one: its traceback's frames hold the case's locals, in
-    nkilib's tests the inputs, the emulator's tensors and the torch reference (GBs), so the next
-    cases started that much higher and were blamed for it (DATA). The frames of the exception and
-    of every exception it chains are cleared (their locals released) and the references dropped.
+    A failed case's traceback holds the frames it ran through, and their locals: in nkilib's
+    tests the inputs, the emulator's trace (instructions, tiles) and the torch reference, GBs.
+    The frames also form reference cycles with the exception (a frame's local naming it), which
+    only a full collection frees, once they have aged into the oldest generation. Clearing the
+    frames drops their locals at once; the report pytest already made keeps the text.
+    """
+    import traceback
+
+    for e in _chain(exc):
+        if e.__traceback__ is not None:
+            traceback.clear_frames(e.__traceback__)
+            e.__traceback__ = None
+
+
+def release_failure() -> bool:
+    """Drop what pytest keeps of the last failure; True when there was something to drop.
+
+    pytest keeps the last ``Exception`` of a test call in ``sys.last_type/last_value/
+    last_traceback`` (and ``sys.last_exc``) until the next one, so the next cases started that
+    much higher and were blamed for it (DATA). Its frames are cleared
+    (:func:`release_exception`) and the references dropped. (The runner's own limits,
+    :class:`CaseTimeout` and :class:`CaseMemoryExceeded`, are ``BaseException``: pytest does not
+    keep those there; :func:`pytest_runtest_makereport` clears them from the call's report.)
     """
     import sys
     import traceback
@@ -377,10 +396,7 @@ def release_failure() -> bool:
         exc = getattr(sys, name, None)
         if isinstance(exc, BaseException):
             found = True
-            for e in _chain(exc):
-                if e.__traceback__ is not None:
-                    traceback.clear_frames(e.__traceback__)
-                    e.__traceback__ = None
+            release_exception(exc)
     tb = getattr(sys, "last_traceback", None)
     if tb is not None:
         found = True
@@ -393,6 +409,7 @@ def release_failure() -> bool:
 
 _START = pytest.StashKey[float]()
 _OUTCOME = pytest.StashKey[tuple[str, str]]()
+_FAILED = pytest.StashKey[bool]()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -431,3 +448,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         _write({"event": "result", "nodeid": item.nodeid, "outcome": result[0],
                 "reason": result[1], "seconds": elapsed,
                 "meter": conform_meter.meter().record()})  # fmt: skip
+    if call.excinfo is not None and not report.skipped:
+        # the report holds the failure as text now: free the frames (and the case's data)
+        item.stash[_FAILED] = True
+        release_exception(call.excinfo.value)

@@ -209,8 +209,13 @@ def run_world(ctxs: Sequence[Any], lnc: int, bodies: Sequence[Callable[[int], An
         context.push(ctxs[slot // lnc])
         try:
             sched.instance(slot, bodies[slot // lnc], results)
+        except _Abort:
+            pass  # stopped outside its body (another instance failed)
         finally:
             context.pop()
+            with sched.cv:
+                sched.finished[slot] = True
+                sched.cv.notify_all()
 
     threads = [threading.Thread(target=worker, args=(s,), daemon=True) for s in range(1, sched.size)]
     for t in threads:
@@ -218,6 +223,8 @@ def run_world(ctxs: Sequence[Any], lnc: int, bodies: Sequence[Callable[[int], An
     flows = []
     try:
         sched.instance(0, bodies[0], results)
+        if sched.error is not None:
+            _stop(sched, threads)  # the trace is abandoned: no instance goes on tracing
         for t in threads:
             while t.is_alive():
                 t.join(0.1)
@@ -226,6 +233,7 @@ def run_world(ctxs: Sequence[Any], lnc: int, bodies: Sequence[Callable[[int], An
             if sched.error is None:
                 sched.error = _Abort()
             sched.cv.notify_all()
+        _stop(sched, threads)
         raise
     finally:
         for ctx in ctxs:
@@ -237,6 +245,30 @@ def run_world(ctxs: Sequence[Any], lnc: int, bodies: Sequence[Callable[[int], An
         for flow in flows:
             lnc_control.finish(flow, lnc)  # Known Issue lnc2-control-flow (NKI 0.3.0)
     return [results[r * lnc : (r + 1) * lnc] for r in range(len(ctxs))]
+
+
+def _stop(sched: Scheduler, threads: Sequence[threading.Thread], wait: float = 5.0) -> None:
+    """End instances still tracing after the launching thread was interrupted.
+
+    The launching thread leaves by an exception (an emulator rule, or a caller's time or memory
+    limit raised asynchronously, as the conformance runner does) while another instance may hold
+    the baton and trace on, keeping its rank's tensors alive and the interpreter busy. Each
+    unfinished worker gets :class:`_Abort` raised in it (``PyThreadState_SetAsyncExc``, delivered
+    at its next bytecode; the worker swallows it) and is waited for up to ``wait`` seconds. The
+    scheduler's own ``finished`` flags decide, not ``Thread.is_alive()``: a ``join`` interrupted
+    by an exception can leave a running thread marked as stopped.
+    """
+    import ctypes
+    import time
+
+    for slot, t in enumerate(threads, start=1):
+        if not sched.finished[slot] and t.ident is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(_Abort))
+    deadline = time.monotonic() + wait
+    with sched.cv:
+        while not all(sched.finished) and time.monotonic() < deadline:
+            sched.cv.notify_all()
+            sched.cv.wait(0.05)
 
 
 def run_instances(ctx: Any, lnc: int, body: Callable[[int], Any]) -> list[Any]:
