@@ -11,6 +11,9 @@ that does not import.
 from __future__ import annotations
 
 import argparse
+import gc
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,6 +76,57 @@ def test_classify_follows_the_cause_chain() -> None:
     outcome, reason = classify(wrapped(KeyError("k")))
     assert outcome == "ERROR" and reason.startswith("KeyError") and "test_conform.py" in reason
     assert classify(None) == ("PASS", "")
+
+
+FAILING_THEN_NEXT = """
+import numpy as np
+
+def test_fails_holding_a_large_array():
+    big = np.ones(16_000_000)  # 128 MB, every page touched
+    assert big.sum() == 0
+
+def test_times_out_holding_a_large_array():
+    import gc
+    import sys
+
+    from trncore.sim.conform_plugin import CaseTimeout
+
+    held = [np.ones(16_000_000), sys._getframe()]  # a cycle through this frame, as traces make
+    gc.collect()  # ... aged into the oldest generation, as a long trace's objects are
+    raise CaseTimeout("the runner's time limit")  # a BaseException: pytest keeps no sys.last_*
+
+def test_next():
+    pass
+"""
+
+
+def test_a_failed_case_leaves_no_memory_to_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pytest keeps the last failure (sys.last_value and its traceback's frames, with the case's
+    # locals) until the next failure, and a BaseException (the runner's limits) in a reference
+    # cycle through its frames; the plugin releases both, so each next case starts near the
+    # resident memory the first failed one started at, not 128 MB above it per failure. A pytest
+    # session with the plugin runs in this process (a child process would cost seconds of imports).
+    (tmp_path / "test_big.py").write_text(FAILING_THEN_NEXT, encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    monkeypatch.setenv("TRNCORE_CONFORM_RESULTS", str(results))
+    monkeypatch.chdir(tmp_path)
+    args = ["-q", "-p", "trncore.sim.conform_plugin", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "--rootdir", str(tmp_path), str(tmp_path / "test_big.py")]  # fmt: skip
+    try:
+        pytest.main(args)
+    finally:
+        gc.unfreeze()  # the plugin freezes the collected objects for its session
+        for name in ("last_type", "last_value", "last_traceback"):
+            monkeypatch.delattr(sys, name, raising=False)
+    records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    done = {r["nodeid"].rsplit("::", 1)[-1]: r for r in records if r["event"] == "result"}
+    assert done["test_fails_holding_a_large_array"]["outcome"] == "FAIL"
+    assert done["test_times_out_holding_a_large_array"]["outcome"] == "TIMEOUT"
+    assert done["test_next"]["outcome"] == "PASS"
+    start = {name: r["meter"]["rss_start"] for name, r in done.items()}
+    before = start["test_fails_holding_a_large_array"]
+    assert start["test_times_out_holding_a_large_array"] - before < 64 * 2**20, start
+    assert start["test_next"] - before < 64 * 2**20, start
 
 
 @pytest.mark.simulator

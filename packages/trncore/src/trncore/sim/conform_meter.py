@@ -98,11 +98,12 @@ def meter() -> CaseMeter:
     return _meter
 
 
-def release_memory() -> None:
+def release_memory(full: bool = False) -> None:
     """Return freed memory to the system before a case starts, so that its figures are its own.
 
     The emulator's program cache is emptied (each conformance case is a new kernel; a cached
-    program would hold the previous case's HBM image), garbage collected, and glibc's
+    program would hold the previous case's HBM image), garbage collected (all generations when
+    ``full``), and glibc's
     ``malloc_trim`` hands freed heap pages back (NumPy's mid-size arrays come from the heap,
     which otherwise keeps a previous case's peak resident).
     """
@@ -113,7 +114,12 @@ def release_memory() -> None:
     from trncore.sim.runner import clear_cache
 
     clear_cache()
-    gc.collect(1)  # the young generations: a full collection of the harness costs seconds
+    # the young generations: a full collection of the harness costs seconds; ``full`` after a
+    # failed case, whose exception cycles (frames, tracebacks) may have reached the oldest one
+    if full:
+        gc.collect()
+    else:
+        gc.collect(1)
     libc = ctypes.util.find_library("c")
     if libc:
         try:

@@ -28,7 +28,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -39,7 +39,15 @@ from trncore.sim import conform_meter
 from trncore.sim.conform_stubs import install_finder
 from trncore.sim.modules import install
 
-__all__ = ["CaseMemoryExceeded", "CaseTimeout", "classify"]
+__all__ = [
+    "CaseMemoryExceeded",
+    "CaseTimeout",
+    "classify",
+    "per_rank_inference",
+    "release_exception",
+    "release_failure",
+    "simulate_ranks",
+]
 
 
 RESULTS_ENV = "TRNCORE_CONFORM_RESULTS"
@@ -205,9 +213,87 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # give the attribute its "nothing compiled" value so the harness goes on to validation.
     import sys
 
-    orchestrator = getattr(sys.modules.get("test.utils.test_orchestrator"), "Orchestrator", None)
+    module = sys.modules.get("test.utils.test_orchestrator")
+    orchestrator = getattr(module, "Orchestrator", None)
     if orchestrator is not None and not hasattr(orchestrator, "_compiled_kernel"):
         orchestrator._compiled_kernel = None
+    original = getattr(orchestrator, "_run_simulator_inference", None)
+    if orchestrator is not None and original is not None and not getattr(original, "per_rank", False):
+        orchestrator._run_simulator_inference = per_rank_inference(module, original)
+
+
+def per_rank_inference(module: Any, original: Any) -> Any:
+    """The harness's simulation step, extended to collective tests (``collective_ranks > 1``).
+
+    nki-library's simulation mode calls the simulator once with ``kernel_input`` as keyword
+    arguments; its collective tests pass a per-rank input generator there (``for_rank(r)``) and
+    a rank count in ``inference_args.collective_ranks``, and its validator reads rank ``r``'s
+    outputs from ``output_worker_{r}/`` of the inference artifacts, as a hardware run leaves
+    them. For such tests every rank runs in this process (:func:`trncore.sim.runner.run_ranks`)
+    and each rank's outputs, named after the test's golden outputs for that rank, are written
+    where the validator looks; other tests take the harness's own path.
+    """
+
+    def run(self: Any, kernel_under_test: Any) -> Any:
+        ranks = int(getattr(kernel_under_test.inference_args, "collective_ranks", 1) or 1)
+        if ranks <= 1:
+            return original(self, kernel_under_test)
+        try:
+            per_rank = simulate_ranks(kernel_under_test, ranks, module.normalize_golden_output)
+            tensors = {
+                f"output_worker_{rank}/{name}": value
+                for rank, outputs in enumerate(per_rank)
+                for name, value in outputs.items()
+            }
+            base = os.path.join(self.fs_config.artifacts_output_directory_path, module.INF_ARTIFACT_DIR_NAME)
+            for rank in range(ranks):
+                os.makedirs(os.path.join(base, f"output_worker_{rank}"), exist_ok=True)
+            return self._dump_output_tensors(tensors)
+        except Exception as exc:
+            raise module.InferenceException(str(exc)) from exc
+
+    run.per_rank = True  # type: ignore[attr-defined]
+    return run
+
+
+def simulate_ranks(
+    kernel_under_test: Any, ranks: int, golden_for: Callable[..., Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Run a collective test's kernel as ``ranks`` ranks; each rank's outputs by golden name.
+
+    ``kernel_input`` is a dict (the same for every rank) or a per-rank generator
+    (``for_rank(r)``); the launch grid is the test's ``logical_nc_config``; the outputs are
+    matched in order to the golden outputs ``golden_for(golden_output, rank_id=r)`` gives for the
+    rank (the harness's ``normalize_golden_output``) and given their dtypes, as the harness does
+    for one rank.
+    """
+    import numpy as np
+
+    from trncore.sim.runner import run_ranks
+
+    given = kernel_under_test.kernel_input or {}
+    inputs = [given.for_rank(r) if hasattr(given, "for_rank") else dict(given) for r in range(ranks)]
+    inputs = [{k.removesuffix(".must_alias_input"): v for k, v in one.items()} for one in inputs]
+    func = getattr(kernel_under_test.kernel_func, "func", kernel_under_test.kernel_func)
+    lnc = int(kernel_under_test.compiler_input.logical_nc_config)
+    arrays = [v for one in inputs for v in one.values() if isinstance(v, np.ndarray)]
+    with conform_meter.emulator_call(arrays, {}) as result:
+        results = run_ranks(func, inputs, lnc=lnc)
+        result(tuple(x for r in results for x in (r if isinstance(r, tuple) else (r,))))
+    golden = kernel_under_test.validation_args.golden_output
+    per_rank = []
+    for rank, out in enumerate(results):
+        outputs = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
+        expected = golden_for(golden, rank_id=rank)
+        if len(outputs) != len(expected):
+            raise RuntimeError(
+                f"rank {rank}: the kernel returned {len(outputs)} outputs, the test expects "
+                f"{len(expected)} ({', '.join(expected)})"
+            )
+        per_rank.append(
+            {name: np.asarray(o, dtype=g.dtype) for (name, g), o in zip(expected.items(), outputs)}
+        )
+    return per_rank
 
 
 #: Markers by which the harness runs a case through the Neuron compiler instead of the simulator.
@@ -271,10 +357,59 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     item.stash[_START] = time.perf_counter()
     yield
     conform_meter.on_phase = None
+    if release_failure() or item.stash.get(_FAILED, False):
+        conform_meter.release_memory(full=True)
+
+
+def release_exception(exc: BaseException) -> None:
+    """Clear the frames of ``exc``'s traceback and of every exception it chains.
+
+    A failed case's traceback holds the frames it ran through, and their locals: in nkilib's
+    tests the inputs, the emulator's trace (instructions, tiles) and the torch reference, GBs.
+    The frames also form reference cycles with the exception (a frame's local naming it), which
+    only a full collection frees, once they have aged into the oldest generation. Clearing the
+    frames drops their locals at once; the report pytest already made keeps the text.
+    """
+    import traceback
+
+    for e in _chain(exc):
+        if e.__traceback__ is not None:
+            traceback.clear_frames(e.__traceback__)
+            e.__traceback__ = None
+
+
+def release_failure() -> bool:
+    """Drop what pytest keeps of the last failure; True when there was something to drop.
+
+    pytest keeps the last ``Exception`` of a test call in ``sys.last_type/last_value/
+    last_traceback`` (and ``sys.last_exc``) until the next one, so the next cases started that
+    much higher and were blamed for it (DATA). Its frames are cleared
+    (:func:`release_exception`) and the references dropped. (The runner's own limits,
+    :class:`CaseTimeout` and :class:`CaseMemoryExceeded`, are ``BaseException``: pytest does not
+    keep those there; :func:`pytest_runtest_makereport` clears them from the call's report.)
+    """
+    import sys
+    import traceback
+
+    found = False
+    for name in ("last_value", "last_exc"):
+        exc = getattr(sys, name, None)
+        if isinstance(exc, BaseException):
+            found = True
+            release_exception(exc)
+    tb = getattr(sys, "last_traceback", None)
+    if tb is not None:
+        found = True
+        traceback.clear_frames(tb)
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            delattr(sys, name)
+    return found
 
 
 _START = pytest.StashKey[float]()
 _OUTCOME = pytest.StashKey[tuple[str, str]]()
+_FAILED = pytest.StashKey[bool]()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -313,3 +448,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         _write({"event": "result", "nodeid": item.nodeid, "outcome": result[0],
                 "reason": result[1], "seconds": elapsed,
                 "meter": conform_meter.meter().record()})  # fmt: skip
+    if call.excinfo is not None and not report.skipped:
+        # the report holds the failure as text now: free the frames (and the case's data)
+        item.stash[_FAILED] = True
+        release_exception(call.excinfo.value)

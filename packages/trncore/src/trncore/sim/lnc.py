@@ -22,7 +22,7 @@ need NeuronCore-v3 (trn2) and an LNC=2 launch.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,57 +34,87 @@ from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import dma_engine, engine
 from trncore.sim.tensor import SHARED_HBM
 
-__all__ = ["core_barrier", "run_instances", "sendrecv"]
+__all__ = ["Scheduler", "core_barrier", "run_instances", "run_world", "sendrecv"]
 
 
 class _Abort(BaseException):
     """Raised in an instance whose partner failed: the trace is abandoned."""
 
 
-class _Scheduler:
-    """The baton between the instances of one LNC=2 trace and their meeting points."""
+class Scheduler:
+    """The baton between the instances of one launch and their meeting points.
 
-    def __init__(self, ctx: Any, lnc: int) -> None:
-        self.ctx = ctx
+    A launch has ``len(ctxs)`` ranks (one trace context each: its own HBM tensors and program)
+    of ``lnc`` logical-core instances each; instance ``pid`` of rank ``r`` is slot ``r * lnc +
+    pid``. Exactly one slot runs at a time; a slot that reaches a meeting before the others
+    hands the baton to the next unfinished slot (in slot order) and waits, so every run of a
+    launch interleaves the same way. LNC=2 exchanges (``sendrecv``, ``core_barrier``) meet the
+    slots of one rank; ``nki.collectives`` (:mod:`trncore.sim.collectives`) meet the slots of one
+    logical core across the ranks of a replica group.
+    """
+
+    def __init__(self, ctxs: Sequence[Any], lnc: int) -> None:
+        self.ctxs = list(ctxs)
         self.lnc = lnc
+        self.size = len(self.ctxs) * lnc
         self.cv = threading.Condition()
         self.turn = 0
-        self.finished = [False] * lnc
-        self.saved = [(pid, 0) for pid in range(lnc)]  # (program_id, shared_counter)
-        self.counts: dict[tuple[int, str, Any], int] = {}
-        self.meetings: dict[tuple[str, Any, int], dict[int, Any]] = {}
-        self.complete: set[tuple[str, Any, int]] = set()
+        self.finished = [False] * self.size
+        self.saved = [(slot % lnc, 0) for slot in range(self.size)]  # (program_id, shared_counter)
+        self.counts: dict[tuple[Any, ...], int] = {}
+        self.meetings: dict[tuple[Any, ...], dict[int, Any]] = {}
+        self.complete: set[tuple[Any, ...]] = set()
+        self.waiting: dict[int, tuple[Any, ...]] = {}
         self.error: BaseException | None = None
 
+    @property
+    def ranks(self) -> int:
+        """Ranks of the launch (1 unless launched by :func:`run_world` with several)."""
+        return len(self.ctxs)
+
+    def slot(self, ctx: Any) -> int:
+        """The slot of the instance ``ctx`` is tracing now."""
+        return int(ctx.engine_state.get("rank", 0)) * self.lnc + int(ctx.program_id)
+
+    def describe(self, slot: int) -> str:
+        """``core 1``, ``rank 3`` or ``rank 3 core 1``: a slot in words."""
+        rank, pid = divmod(slot, self.lnc)
+        if self.ranks == 1:
+            return f"core {pid}"
+        return f"rank {rank}" if self.lnc == 1 else f"rank {rank} core {pid}"
+
     # -------------------------------------------------------------- baton
-    def _save(self, pid: int) -> None:
-        self.saved[pid] = (self.ctx.program_id, self.ctx.shared_counter)
+    def _save(self, slot: int) -> None:
+        ctx = self.ctxs[slot // self.lnc]
+        self.saved[slot] = (ctx.program_id, ctx.shared_counter)
 
-    def _restore(self, pid: int) -> None:
-        self.ctx.program_id, self.ctx.shared_counter = self.saved[pid]
+    def _restore(self, slot: int) -> None:
+        ctx = self.ctxs[slot // self.lnc]
+        ctx.program_id, ctx.shared_counter = self.saved[slot]
 
-    def _wait_turn(self, pid: int) -> None:
-        while self.turn != pid and self.error is None:
+    def _wait_turn(self, slot: int) -> None:
+        while self.turn != slot and self.error is None:
             self.cv.wait(0.1)
-        if self.error is not None and self.turn != pid:
+        if self.error is not None and self.turn != slot:
             raise _Abort
-        self._restore(pid)
+        self._restore(slot)
 
-    def _pass(self, pid: int) -> None:
-        """Hand the baton to the next unfinished instance (the caller keeps it if none)."""
-        self._save(pid)
-        for step in range(1, self.lnc + 1):
-            other = (pid + step) % self.lnc
-            if not self.finished[other] or other == pid:
+    def _pass(self, slot: int) -> None:
+        """Hand the baton to the next unfinished slot (the caller keeps it if none)."""
+        self._save(slot)
+        for step in range(1, self.size + 1):
+            other = (slot + step) % self.size
+            if not self.finished[other] or other == slot:
                 self.turn = other
                 break
         self.cv.notify_all()
 
-    def instance(self, pid: int, body: Callable[[int], Any], results: list[Any]) -> None:
+    def instance(self, slot: int, body: Callable[[int], Any], results: list[Any]) -> None:
+        """Run ``body(pid)`` as ``slot`` when the baton reaches it; its result into ``results``."""
         with self.cv:
-            self._wait_turn(pid)
+            self._wait_turn(slot)
         try:
-            results[pid] = body(pid)
+            results[slot] = body(slot % self.lnc)
         except _Abort:
             pass
         except BaseException as exc:  # handed to the launching thread
@@ -94,64 +124,107 @@ class _Scheduler:
                 self.cv.notify_all()
         finally:
             with self.cv:
-                self.finished[pid] = True
-                self._pass(pid)
+                self.finished[slot] = True
+                self._pass(slot)
 
     # -------------------------------------------------------------- meetings
-    def meet(self, kind: str, key: Any, payload: Any, site: Any) -> dict[int, Any] | None:
-        """Arrive at the next ``kind``/``key`` meeting; returns all payloads to the last arriver
-        (which performs the exchange) and None to the others once it is done."""
-        pid = self.ctx.program_id
-        n = self.counts.get((pid, kind, key), 0)
-        self.counts[(pid, kind, key)] = n + 1
-        ident = (kind, key, n)
+    def meet(
+        self, kind: str, key: Any, payload: Any, site: Any, members: Sequence[int], rule: str
+    ) -> dict[int, Any] | None:
+        """Arrive at the next ``kind``/``key`` meeting of the slots ``members``.
+
+        Returns every member's payload (by slot) to the last arriver, which performs the
+        exchange, and None to the others once it is done. A member that finished without
+        arriving, or a launch in which every unfinished slot waits at a meeting that cannot
+        complete (the ranks or cores called different exchanges), is a LanguageError ``rule``.
+        """
+        slot = self.slot(context.current())
+        group = tuple(members)
+        n = self.counts.get((slot, kind, key, group), 0)
+        self.counts[(slot, kind, key, group)] = n + 1
+        ident = (kind, key, group, n)
         with self.cv:
             arrived = self.meetings.setdefault(ident, {})
-            arrived[pid] = payload
-            if len(arrived) == self.lnc:
+            arrived[slot] = payload
+            if len(arrived) == len(group):
                 self.complete.add(ident)
+                del self.meetings[ident]
                 return arrived
-            while ident not in self.complete:
-                others = [p for p in range(self.lnc) if p != pid and p not in arrived]
-                if all(self.finished[p] for p in others):
-                    raise LanguageError(
-                        "lnc-unmatched-exchange",
-                        f"{kind} ({key}) on core {pid} has no partner: core "
-                        f"{others[0]} finished without reaching its matching {kind}",
-                        site,
-                    )
-                self._pass(pid)
-                self._wait_turn(pid)
+            self.waiting[slot] = ident
+            try:
+                while ident not in self.complete:
+                    missing = [m for m in group if m not in arrived]
+                    if all(self.finished[m] for m in missing):
+                        raise LanguageError(
+                            rule,
+                            f"{kind} ({key}) on {self.describe(slot)} has no partner: "
+                            f"{self.describe(missing[0])} finished without reaching its "
+                            f"matching {kind}",
+                            site,
+                        )
+                    self._check_deadlock(slot, kind, key, site, rule)
+                    self._pass(slot)
+                    self._wait_turn(slot)
+            finally:
+                self.waiting.pop(slot, None)
         return None
 
+    def _check_deadlock(self, slot: int, kind: str, key: Any, site: Any, rule: str) -> None:
+        stuck = {s: w for s, w in self.waiting.items() if w not in self.complete}
+        running = [s for s in range(self.size) if not self.finished[s] and s not in stuck]
+        if running or len(stuck) < 2:
+            return
+        other = next(s for s in sorted(stuck) if s != slot)
+        o_kind, o_key = stuck[other][0], stuck[other][1]
+        raise LanguageError(
+            rule,
+            f"{kind} ({key}) on {self.describe(slot)} cannot complete: {self.describe(other)} "
+            f"waits at {o_kind} ({o_key}) instead (every instance of the launch must reach the "
+            "same exchanges in the same order)",
+            site,
+        )
 
-def run_instances(ctx: Any, lnc: int, body: Callable[[int], Any]) -> list[Any]:
-    """Trace ``body(pid)`` for every instance of the launch; returns their results.
 
-    ``body`` sets up and runs one instance (``ctx.program_id`` is set to ``pid`` first).
+def run_world(ctxs: Sequence[Any], lnc: int, bodies: Sequence[Callable[[int], Any]]) -> list[list[Any]]:
+    """Trace ``bodies[r](pid)`` for every rank ``r`` and instance ``pid``; results by rank.
+
+    The caller has pushed ``ctxs[0]``; slot 0 runs in the calling thread, every other slot in a
+    thread of its own (with its rank's context), one at a time (:class:`Scheduler`).
     """
-    if lnc == 1:
+    if len(ctxs) == 1 and lnc == 1:
+        ctx = ctxs[0]
         ctx.program_id, ctx.shared_counter = 0, 0
-        return [body(0)]
-    sched = _Scheduler(ctx, lnc)
-    ctx.engine_state["lnc"] = sched
-    results: list[Any] = [None] * lnc
+        return [[bodies[0](0)]]
+    sched = Scheduler(ctxs, lnc)
+    for rank, ctx in enumerate(ctxs):
+        ctx.engine_state["lnc"] = sched
+        if len(ctxs) > 1:
+            ctx.engine_state["rank"] = rank
+    results: list[Any] = [None] * sched.size
 
     inherited = context.thread_state()  # target release, known-issues and cast modes
 
-    def worker(pid: int) -> None:
+    def worker(slot: int) -> None:
         context.adopt_thread_state(inherited)
-        context.push(ctx)
+        context.push(ctxs[slot // lnc])
         try:
-            sched.instance(pid, body, results)
+            sched.instance(slot, bodies[slot // lnc], results)
+        except _Abort:
+            pass  # stopped outside its body (another instance failed)
         finally:
             context.pop()
+            with sched.cv:
+                sched.finished[slot] = True
+                sched.cv.notify_all()
 
-    threads = [threading.Thread(target=worker, args=(pid,), daemon=True) for pid in range(1, lnc)]
+    threads = [threading.Thread(target=worker, args=(s,), daemon=True) for s in range(1, sched.size)]
     for t in threads:
         t.start()
+    flows = []
     try:
-        sched.instance(0, body, results)
+        sched.instance(0, bodies[0], results)
+        if sched.error is not None:
+            _stop(sched, threads)  # the trace is abandoned: no instance goes on tracing
         for t in threads:
             while t.is_alive():
                 t.join(0.1)
@@ -160,27 +233,69 @@ def run_instances(ctx: Any, lnc: int, body: Callable[[int], Any]) -> list[Any]:
             if sched.error is None:
                 sched.error = _Abort()
             sched.cv.notify_all()
+        _stop(sched, threads)
         raise
     finally:
-        ctx.engine_state.pop("lnc", None)
-        flows = lnc_control.take(ctx)
+        for ctx in ctxs:
+            ctx.engine_state.pop("lnc", None)
+            flows.append(lnc_control.take(ctx))
     if sched.error is not None and not isinstance(sched.error, _Abort):
         raise sched.error
-    lnc_control.finish(flows, lnc)  # Known Issue lnc2-control-flow (NKI 0.3.0)
-    return results
+    if lnc > 1:
+        for flow in flows:
+            lnc_control.finish(flow, lnc)  # Known Issue lnc2-control-flow (NKI 0.3.0)
+    return [results[r * lnc : (r + 1) * lnc] for r in range(len(ctxs))]
 
 
-def _scheduler(op: str, site: Any) -> tuple[Any, _Scheduler]:
+def _stop(sched: Scheduler, threads: Sequence[threading.Thread], wait: float = 5.0) -> None:
+    """End instances still tracing after the launching thread was interrupted.
+
+    The launching thread leaves by an exception (an emulator rule, or a caller's time or memory
+    limit raised asynchronously, as the conformance runner does) while another instance may hold
+    the baton and trace on, keeping its rank's tensors alive and the interpreter busy. Each
+    unfinished worker gets :class:`_Abort` raised in it (``PyThreadState_SetAsyncExc``, delivered
+    at its next bytecode; the worker swallows it) and is waited for up to ``wait`` seconds. The
+    scheduler's own ``finished`` flags decide, not ``Thread.is_alive()``: a ``join`` interrupted
+    by an exception can leave a running thread marked as stopped.
+    """
+    import ctypes
+    import time
+
+    for slot, t in enumerate(threads, start=1):
+        if not sched.finished[slot] and t.ident is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(_Abort))
+    deadline = time.monotonic() + wait
+    with sched.cv:
+        while not all(sched.finished) and time.monotonic() < deadline:
+            sched.cv.notify_all()
+            sched.cv.wait(0.05)
+
+
+def run_instances(ctx: Any, lnc: int, body: Callable[[int], Any]) -> list[Any]:
+    """Trace ``body(pid)`` for every instance of a one-rank launch; returns their results.
+
+    ``body`` sets up and runs one instance (``ctx.program_id`` is set to ``pid`` first).
+    """
+    return run_world([ctx], lnc, [body])[0]
+
+
+def _scheduler(op: str, site: Any) -> tuple[Any, Scheduler]:
     ctx = context.current()
     if ctx.rules.nc_version < 3:
         raise TargetError(f"{op}-target", f"nisa.{op} needs NeuronCore-v3 (trn2) or newer", site)
     sched = ctx.engine_state.get("lnc")
-    if sched is None:
+    if sched is None or ctx.lnc < 2:
         raise LanguageError(
             f"{op}-lnc", f"nisa.{op} exchanges between the cores of an LNC=2 launch "
             "(kernel[2]); this launch has one core", site,
         )  # fmt: skip
     return ctx, sched
+
+
+def _core_slots(ctx: Any, sched: Scheduler) -> tuple[int, list[int]]:
+    """The first slot of ``ctx``'s rank and the slots of its cores."""
+    base = int(ctx.engine_state.get("rank", 0)) * sched.lnc
+    return base, [base + p for p in range(sched.lnc)]
 
 
 def _rank(value: Any, what: str, site: Any) -> int:
@@ -224,9 +339,11 @@ def sendrecv(
     from_rank = _rank(recv_from_rank, "recv_from_rank", site)
     pid = ctx.program_id
     mine = {"src": src, "dst": dst, "to": to_rank, "from": from_rank, "site": site}
-    arrived = sched.meet("sendrecv", f"pipe_id={pipe_id}", mine, site)
-    if arrived is None:
+    base, cores = _core_slots(ctx, sched)
+    met = sched.meet("sendrecv", f"pipe_id={pipe_id}", mine, site, cores, "lnc-unmatched-exchange")
+    if met is None:
         return  # the partner, arriving last, moved both directions
+    arrived = {slot - base: part for slot, part in met.items()}
     for receiver, part in arrived.items():
         sender = arrived[part["from"]]
         if sender["to"] != receiver:
@@ -262,6 +379,9 @@ def core_barrier(data: Any, cores: Any, engine: Any = engine.gpsimd, name: str |
     if tuple(int(c) for c in cores) != (0, 1):
         raise ShapeError("core-barrier-cores", f"core_barrier cores={tuple(cores)}: only (0, 1) "
                          "is supported", site)  # fmt: skip
-    arrived = sched.meet("core_barrier", "cores=(0, 1)", {"site": site}, site)
+    _, cores = _core_slots(ctx, sched)
+    arrived = sched.meet(
+        "core_barrier", "cores=(0, 1)", {"site": site}, site, cores, "lnc-unmatched-exchange"
+    )
     if arrived is not None:
         ctx.emit("core_barrier", "gpsimd", site, [], [], lambda: None, {"cores": 2})

@@ -25,7 +25,7 @@ from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
 from trncore.sim.context import user_site
 from trncore.sim.errors import LanguageError, TargetError
-from trncore.sim.lnc import run_instances
+from trncore.sim.lnc import run_instances, run_world
 from trncore.sim.program import Program, TraceContext
 from trncore.sim.rules import rules_for
 from trncore.sim.tensor import PRIVATE_HBM, SHARED_HBM, NkiTensor
@@ -40,6 +40,7 @@ __all__ = [
     "jit",
     "recording",
     "run_kernel",
+    "run_ranks",
     "simulate",
     "strict_mode",
     "trace",
@@ -177,11 +178,7 @@ def _bind_arguments(
                 f"kernel argument {name} is a list; NKI 0.3.0 rejects list arguments, pass a tuple",
                 user_site(),
             )
-        elif (
-            hasattr(value, "shape")
-            and hasattr(value, "dtype")
-            and not isinstance(value, np.generic)
-        ):
+        elif hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic):
             raise TypeError(
                 f"kernel argument {name} is a {type(value).__module__}.{type(value).__name__}; "
                 "the emulator takes NumPy arrays (convert torch tensors with trncore.marshal)"
@@ -226,6 +223,36 @@ def _closure_flag(fn: Callable[..., Any]) -> str:
     return "closure=" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
+def _start_trace(
+    fn: Callable[..., Any],
+    names: list[str],
+    arrays: Sequence[np.ndarray],
+    params: Mapping[str, Any],
+    key: KernelKey,
+    lnc: int,
+    grid: bool,
+    strict: bool,
+    execute: bool,
+    release: str,
+) -> tuple[TraceContext, Callable[[int], Any]]:
+    """A new trace context holding the inputs, and the function tracing one instance."""
+    rules = rules_for(key.target)
+    ctx = TraceContext(rules, strict=strict, execute=execute, lnc=lnc)
+    ctx.grid = grid
+    ctx.nki_version = release
+    # AWS NKI docs, NKI CPU Simulator (NKI 0.3.0), How It Works: inputs in shared_hbm under LNC=2
+    buffer = SHARED_HBM if lnc > 1 else PRIVATE_HBM
+    tensors = [ctx.add_input(np.asarray(a), buffer, n) for n, a in zip(names, arrays)]
+    body = rebind(fn)
+
+    def instance(pid: int) -> Any:
+        call = dict(params)
+        call.update(zip(names, tensors))
+        return body(**call)
+
+    return ctx, instance
+
+
 def _trace(
     fn: Callable[..., Any],
     names: list[str],
@@ -238,29 +265,23 @@ def _trace(
     execute: bool,
     release: str,
 ) -> Program:
-    rules = rules_for(key.target)
-    ctx = TraceContext(rules, strict=strict, execute=execute, lnc=lnc)
-    ctx.grid = grid
-    ctx.nki_version = release
+    ctx, instance = _start_trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release)
     truncate = versions.cast_truncates(release)
-    # AWS NKI docs, NKI CPU Simulator (NKI 0.3.0), How It Works: inputs in shared_hbm under LNC=2
-    buffer = SHARED_HBM if lnc > 1 else PRIVATE_HBM
-    tensors = [ctx.add_input(np.asarray(a), buffer, n) for n, a in zip(names, arrays)]
-    body = rebind(fn)
     context.push(ctx)
     try:
         with blas_threads(), dtypes.float_to_int_truncation(truncate):
-
-            def instance(pid: int) -> Any:
-                call = dict(params)
-                call.update(zip(names, tensors))
-                return body(**call)
-
             # LNC=2 instances, with their sendrecv / core_barrier meetings (trncore.sim.lnc)
             results = run_instances(ctx, lnc, instance)
     finally:
         context.pop()
-    outputs = _outputs(results[0], fn, ctx.inputs)
+    return _finish_trace(ctx, results[0], fn, key, lnc, release)
+
+
+def _finish_trace(
+    ctx: TraceContext, result: Any, fn: Callable[..., Any], key: KernelKey, lnc: int, release: str
+) -> Program:
+    """The program of a finished trace (instance 0's ``result`` names the outputs)."""
+    outputs = _outputs(result, fn, ctx.inputs)
     sbuf_peak, psum_bytes, psum_banks = ctx.check_capacity()
     regs = ctx.engine_state.get("scalar_regs")
     prog = Program(
@@ -271,13 +292,13 @@ def _trace(
         allocs=ctx.allocs,
         inputs=ctx.inputs,
         outputs=outputs,
-        single_output=isinstance(results[0], NkiTensor),
+        single_output=isinstance(result, NkiTensor),
         written_inputs=[i for i, a in enumerate(ctx.inputs) if a.id in ctx.written],
         sbuf_peak=sbuf_peak,
         psum_peak=psum_bytes,
         psum_banks_peak=psum_banks,
         nki_version=release,
-        cast_truncate=truncate,
+        cast_truncate=versions.cast_truncates(release),
     )
     if regs is not None:
         prog.registers.append(regs)
@@ -386,9 +407,7 @@ def get_program(
     lnc = lnc or 1
     rules = rules_for(target)
     if lnc not in (1, 2):
-        raise LanguageError(
-            "lnc-grid", f"kernel[{lnc}]: the launch grid must be 1 or 2", user_site()
-        )
+        raise LanguageError("lnc-grid", f"kernel[{lnc}]: the launch grid must be 1 or 2", user_site())
     if lnc > rules.max_lnc:
         raise TargetError(
             "lnc-target", f"kernel[{lnc}] (LNC={lnc}) needs trn2; target is {target}", user_site()
@@ -463,12 +482,71 @@ def run_kernel(
             "inlined, AWS NKI Language Guide, NKI 0.3.0)",
             user_site(),
         )
-    prog, arrays, result = get_program(
-        fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version
-    )
+    prog, arrays, result = get_program(fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version)
     if result is not NOT_RUN:
         return result
     return prog.run(arrays)
+
+
+def run_ranks(
+    fn: Callable[..., Any],
+    inputs: Sequence[Mapping[str, Any]],
+    *,
+    target: str | None = None,
+    lnc: int | None = None,
+    nki_version: str | None = None,
+) -> list[Any]:
+    """Run ``fn`` as ``len(inputs)`` collective ranks; rank ``r`` is called with ``inputs[r]``.
+
+    Each rank is its own kernel instance with its own HBM tensors (a logical NeuronCore of
+    ``lnc`` cores: ``kernel[lnc]``); ``nki.collectives`` operations meet across the ranks of their
+    replica group (:mod:`trncore.sim.collectives`). Every rank is traced and executed in this
+    process, one instance at a time in a fixed order (:func:`trncore.sim.lnc.run_world`), so a
+    run is deterministic. Multi-rank programs are not cached: a replay could not meet the other
+    ranks. Returns each rank's result as :func:`run_kernel` returns one; inputs the kernel wrote
+    are updated in place.
+    """
+    if context.maybe_current() is not None:
+        raise LanguageError("nested-kernel-call", "a kernel cannot launch another kernel", user_site())
+    if isinstance(inputs, Mapping) or not inputs:
+        raise TypeError("run_ranks: inputs must be a non-empty sequence of per-rank argument dicts")
+    fn = getattr(fn, "func", fn)
+    target = _target(target)
+    release = versions.resolve(nki_version)
+    versions.check_kernel(fn, release)
+    grid = lnc is not None
+    lnc = lnc or 1
+    rules = rules_for(target)
+    if lnc not in (1, 2):
+        raise LanguageError("lnc-grid", f"kernel[{lnc}]: the launch grid must be 1 or 2", user_site())
+    if lnc > rules.max_lnc:
+        raise TargetError(
+            "lnc-target", f"kernel[{lnc}] (LNC={lnc}) needs trn2; target is {target}", user_site()
+        )
+    strict = _strict()
+    flags = [f"lnc={lnc}", f"ranks={len(inputs)}"] + (["grid"] if grid else [])
+    bound, ctxs, bodies, keys = [], [], [], []
+    for rank_inputs in inputs:
+        names, arrays, params = _bind_arguments(fn, (), rank_inputs)
+        for a in arrays:
+            dtypes.dtype_name(a.dtype)
+        key = KernelKey.build(fn, arrays, params, target=target, flags=flags, nki_version=release)
+        ctx, body = _start_trace(fn, names, arrays, params, key, lnc, grid, strict, True, release)
+        bound.append(arrays)
+        ctxs.append(ctx)
+        bodies.append(body)
+        keys.append(key)
+    truncate = versions.cast_truncates(release)
+    with _cache_lock, _older_objects_frozen():
+        context.push(ctxs[0])
+        try:
+            with blas_threads(), dtypes.float_to_int_truncation(truncate):
+                results = run_world(ctxs, lnc, bodies)
+        finally:
+            context.pop()
+        _stats["traces"] += len(ctxs)
+    progs = [_finish_trace(ctx, res[0], fn, key, lnc, release) for ctx, res, key in zip(ctxs, results, keys)]
+    return [prog.collect(arrays) for prog, arrays in zip(progs, bound)]
 
 
 def trace(
@@ -538,10 +616,10 @@ def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: An
     if "platform_target" in kwargs:
         raise LanguageError(
             "jit-platform-target",
-            "nki.jit(platform_target=...) was removed in "
-            "0.3.0; set NEURON_PLATFORM_TARGET_OVERRIDE",
+            "nki.jit(platform_target=...) was removed in 0.3.0; set NEURON_PLATFORM_TARGET_OVERRIDE",
             user_site(),
         )
+
     def wrap(f: Callable[..., Any]) -> Kernel:
         inner: Callable[..., Any] = getattr(f, "func", f)
         return Kernel(inner)
@@ -570,9 +648,7 @@ def simulate(
         check_known_issues_mode(known_issues, what="known_issues")  # a bad value fails here
 
     def run(*args: Any, **kwargs: Any) -> Any:
-        return run_kernel(
-            func, args, kwargs, lnc=grid, nki_version=nki_version, known_issues=known_issues
-        )
+        return run_kernel(func, args, kwargs, lnc=grid, nki_version=nki_version, known_issues=known_issues)
 
     return run
 
