@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+
 import pytest
 
 
@@ -15,6 +18,19 @@ def _default_release_and_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     a test that wants another release or mode sets it itself."""
     monkeypatch.delenv("TRNSCI_NKI_VERSION", raising=False)
     monkeypatch.delenv("TRNSCI_SIM_KNOWN_ISSUES", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _emulator_registration_undone() -> Iterator[None]:
+    """A test that leaves the emulator registered as ``nki`` (the CLI's ``main`` installs it for
+    the rest of its process) has it undone afterwards, so that a later test checking
+    ``install``/``uninstall`` starts from the registration it would have alone."""
+    import trncore.sim as sim
+
+    before = sys.modules.get("nki")
+    yield
+    if before is not sim.nki and sys.modules.get("nki") is sim.nki:
+        sim.uninstall()
 
 
 @pytest.fixture(params=["trn1", "trn2"])
