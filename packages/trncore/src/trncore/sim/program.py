@@ -109,10 +109,9 @@ class Program:
         """Bytes of tensor storage the program holds (each buffer once, masks included)."""
         seen: dict[int, int] = {}
         for alloc in self.allocs:
-            for arr in (alloc.storage, alloc.mask, alloc.mm_flags):
-                if arr is not None:
-                    base = arr.base if isinstance(arr.base, np.ndarray) else arr
-                    seen[id(base)] = base.nbytes
+            for arr in alloc.arrays():
+                base = arr.base if isinstance(arr.base, np.ndarray) else arr
+                seen[id(base)] = base.nbytes
         return sum(seen.values())
 
     def engine_counts(self) -> dict[str, int]:
@@ -332,8 +331,8 @@ class TraceContext:
                 t.alloc.mask[...] = True
             if t.alloc.is_input:
                 self.written.add(t.alloc.id)
-            if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None:
-                t.flags_array()[...] = False
+            if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None and t.alloc.flags_made:
+                t.flags_array()[...] = False  # (flags not made yet are all clear)
         access = record_access(reads, writes)
         self.instrs.append(Instr(op, engine, site, run, meta or {}, access))
         if self.execute:
@@ -378,6 +377,11 @@ class TraceContext:
             # ... counted by distinct (first row, end row, end byte): hundreds of live logical
             # tiles of a modular allocator share a few such places (the sweep's cost)
             places: dict[tuple[int, int, int], int] = {}
+            # the highest placed end per partition depends only on which places are live: kept
+            # until that set changes, and remembered per set (a rotating allocator cycles
+            # through a few sets tens of thousands of times)
+            ends: np.ndarray | None = None
+            ends_by_set: dict[frozenset[tuple[int, int, int]], np.ndarray] = {}
 
             auto_banks = 0
             auto_rows: dict[int, slice] = {}
@@ -387,11 +391,15 @@ class TraceContext:
                     where = (rows.start, rows.stop, a.address_bytes + amount)
                     if is_start:
                         placed[a.id] = a
-                        places[where] = places.get(where, 0) + 1
+                        count = places.get(where, 0)
+                        places[where] = count + 1
+                        if not count:
+                            ends = None
                     elif placed.pop(a.id, None) is not None:
                         places[where] -= 1
                         if not places[where]:
                             del places[where]
+                            ends = None
                 elif unit == "bytes":
                     if is_start:
                         rows = _auto_rows(per_partition, a)
@@ -402,11 +410,17 @@ class TraceContext:
                 else:
                     auto_banks += amount if is_start else -amount
                 if is_start:
-                    live = (
-                        _sbuf_usage(per_partition, places)
-                        if unit == "bytes"
-                        else auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
-                    )
+                    if unit == "bytes":
+                        if ends is None:
+                            key = frozenset(places)
+                            ends = ends_by_set.get(key)
+                            if ends is None:
+                                if len(ends_by_set) > 4096:
+                                    ends_by_set.clear()  # bound the memory (128 ints per set)
+                                ends = ends_by_set[key] = _placed_ends(places, rules.pmax)
+                        live = int((per_partition + ends).max())
+                    else:
+                        live = auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
                     live_set[a.id] = a
                     if live > limit:
                         biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
@@ -439,16 +453,14 @@ class TraceContext:
         return peak
 
 
-def _sbuf_usage(auto: np.ndarray, places: dict[tuple[int, int, int], int]) -> int:
-    """Bytes used on the fullest partition: auto-placed tiles summed, plus the highest end
-    address of the tiles placed at explicit addresses on that partition (``places``: the live
-    placed tiles' (first row, end row, end byte))."""
-    if not places:
-        return int(auto.max())
-    ends = np.zeros_like(auto)
+def _placed_ends(places: dict[tuple[int, int, int], int], pmax: int) -> np.ndarray:
+    """The highest end address per partition of the tiles placed at explicit addresses
+    (``places``: the live placed tiles' (first row, end row, end byte)); a partition's bytes in
+    use are these plus its auto-placed tiles' bytes summed."""
+    ends = np.zeros(pmax, dtype=np.int64)
     for start, stop, end in places:
         np.maximum(ends[start:stop], end, out=ends[start:stop])
-    return int((auto + ends).max())
+    return ends
 
 
 def _auto_rows(per_partition: np.ndarray, a: Any) -> slice:

@@ -96,10 +96,15 @@ class Allocation:
         self.storage = storage  # raw bytes; may be recycled storage of a dead allocation
         self.flat = storage.view(np_dtype)
         self._views: dict[str, np.ndarray] = {}
-        self.mask = np.zeros(self.size, dtype=bool) if strict else None
-        # docs/emulator.md, What is checked: per-element "written by nc_matmul since the last other write"
-        # flags for PSUM.
-        self.mm_flags = np.zeros(self.size, dtype=bool) if buffer is PSUM else None
+        # The strict-mode written mask and, for PSUM, the per-element "written by nc_matmul since
+        # the last other write" flags (docs/emulator.md, What is checked) are made on first use:
+        # nkilib's modular allocator declares tens of thousands of logical tiles of which most
+        # are never touched, and zeroing their bookkeeping was the largest cost of allocation.
+        # Made later, they start as they would have: nothing written, no matmul flag set.
+        self._track_mask = strict
+        self._mask: np.ndarray | None = None
+        self._track_flags = buffer is PSUM
+        self._mm_flags: np.ndarray | None = None
         self.read_since_matmul = False
         self.is_input = False
         self.live_views = 0
@@ -108,6 +113,40 @@ class Allocation:
         # weakref.ref costs a fraction of a weakref.finalize, and a kernel makes a view for
         # nearly every operand of every instruction
         self._view_refs: set[weakref.ref[NkiTensor]] = set()
+
+    @property
+    def mask(self) -> np.ndarray | None:
+        """The strict-mode per-element written mask (None when not tracked)."""
+        if self._mask is None and self._track_mask:
+            self._mask = np.zeros(self.size, dtype=bool)
+        return self._mask
+
+    @mask.setter
+    def mask(self, value: np.ndarray | None) -> None:
+        # None stops the tracking (a recycled tile, a finished trace)
+        self._track_mask = value is not None
+        self._mask = value
+
+    @property
+    def mm_flags(self) -> np.ndarray | None:
+        """The PSUM per-element matmul-written flags (None when not tracked)."""
+        if self._mm_flags is None and self._track_flags:
+            self._mm_flags = np.zeros(self.size, dtype=bool)
+        return self._mm_flags
+
+    @mm_flags.setter
+    def mm_flags(self, value: np.ndarray | None) -> None:
+        self._track_flags = value is not None
+        self._mm_flags = value
+
+    @property
+    def flags_made(self) -> bool:
+        """Whether the matmul flags exist yet (until then every flag is clear)."""
+        return self._mm_flags is not None
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The arrays this allocation holds now (storage, and the check bookkeeping made so far)."""
+        return tuple(a for a in (self.storage, self._mask, self._mm_flags) if a is not None)
 
     def _view_created(self, view: NkiTensor) -> None:
         if self.on_death is not None:
