@@ -19,6 +19,7 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -365,7 +366,7 @@ class TraceContext:
                 start = a.first_use if a.first_use is not None else a.position
                 events.append((start, 1, amount, a))
                 events.append((max(a.last_use, start) + 1, 0, amount, a))
-            events.sort(key=lambda e: (e[0], e[1]))
+            events.sort(key=itemgetter(0, 1))  # (stable: ties keep allocation order)
             live, peak, live_set = 0, 0, {}
             # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
             # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
@@ -445,7 +446,7 @@ class TraceContext:
             if a.buffer is PSUM:
                 events.append((a.position, 1, a.partition_bytes))
                 events.append((max(a.last_use, a.position) + 1, 0, a.partition_bytes))
-        events.sort(key=lambda e: (e[0], e[1]))
+        events.sort(key=itemgetter(0, 1))
         live = peak = 0
         for _, start, amount in events:
             live += amount if start else -amount

@@ -214,13 +214,15 @@ class NkiTensor:
         dims: Sequence[tuple[int, int]],
         indexed: bool = False,
         dynamic: Any = None,
+        shape: tuple[int, ...] | None = None,
     ) -> None:
         self.alloc = alloc
         self.dtype = dtype
         self.offset = offset
         self.dims = tuple(dims)
-        # asked for by every check of every instruction (~1 M times in a large nkilib kernel)
-        self._shape = tuple(n for _, n in self.dims)
+        # asked for by every check of every instruction (~1 M times in a large nkilib kernel);
+        # ``shape`` (the dims' counts) when the caller has it already
+        self._shape = tuple(n for _, n in self.dims) if shape is None else shape
         self.indexed = indexed
         self.dynamic = dynamic
         self._array: np.ndarray | None = None
@@ -230,7 +232,7 @@ class NkiTensor:
 
     @classmethod
     def whole(cls, alloc: Allocation) -> NkiTensor:
-        return cls(alloc, alloc.dtype, 0, _row_major(alloc.shape))
+        return cls(alloc, alloc.dtype, 0, _row_major(alloc.shape), shape=alloc.shape)
 
     # ---------------------------------------------------------------- attributes (AWS NKI Language Guide)
     @property
@@ -404,6 +406,7 @@ class NkiTensor:
             # non-int bound) takes the general path below, which checks and reports it.
             offset = self.offset
             fast: list[tuple[int, int]] = []
+            counts: list[int] = []
             for k, (step, num) in zip(key, self.dims):
                 if type(k) is not slice or k.step is not None:
                     break
@@ -413,8 +416,11 @@ class NkiTensor:
                     break
                 offset += start * step
                 fast.append((step, stop - start))
+                counts.append(stop - start)
             else:
-                return NkiTensor(self.alloc, self.dtype, offset, fast, indexed=True)
+                return NkiTensor(
+                    self.alloc, self.dtype, offset, fast, indexed=True, shape=tuple(counts)
+                )
         if not isinstance(key, tuple):
             key = (key,)
         ndim = len(self.dims)
