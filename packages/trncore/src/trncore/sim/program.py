@@ -383,6 +383,10 @@ class TraceContext:
             # through a few sets tens of thousands of times)
             ends: np.ndarray | None = None
             ends_by_set: dict[frozenset[tuple[int, int, int]], np.ndarray] = {}
+            # the fullest partition's bytes, valid while neither the auto-placed bytes nor the
+            # placed ends change (tiles joining a live place change neither)
+            usage: int | None = None
+            usage_ends: np.ndarray | None = None
 
             auto_banks = 0
             auto_rows: dict[int, slice] = {}
@@ -408,6 +412,7 @@ class TraceContext:
                     else:
                         rows = auto_rows.pop(a.id, rows)
                     per_partition[rows] += amount if is_start else -amount
+                    usage = None
                 else:
                     auto_banks += amount if is_start else -amount
                 if is_start:
@@ -419,7 +424,9 @@ class TraceContext:
                                 if len(ends_by_set) > 4096:
                                     ends_by_set.clear()  # bound the memory (128 ints per set)
                                 ends = ends_by_set[key] = _placed_ends(places, rules.pmax)
-                        live = int((per_partition + ends).max())
+                        if usage is None or ends is not usage_ends:
+                            usage, usage_ends = int((per_partition + ends).max()), ends
+                        live = usage
                     else:
                         live = auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
                     live_set[a.id] = a
@@ -458,10 +465,12 @@ def _placed_ends(places: dict[tuple[int, int, int], int], pmax: int) -> np.ndarr
     """The highest end address per partition of the tiles placed at explicit addresses
     (``places``: the live placed tiles' (first row, end row, end byte)); a partition's bytes in
     use are these plus its auto-placed tiles' bytes summed."""
-    ends = np.zeros(pmax, dtype=np.int64)
-    for start, stop, end in places:
-        np.maximum(ends[start:stop], end, out=ends[start:stop])
-    return ends
+    if not places:
+        return np.zeros(pmax, dtype=np.int64)
+    spans = np.array(list(places), dtype=np.int64)  # rows (first, end) and end byte, one per place
+    rows = np.arange(pmax, dtype=np.int64)
+    inside = (rows >= spans[:, :1]) & (rows < spans[:, 1:2])
+    return np.where(inside, spans[:, 2:], 0).max(axis=0)
 
 
 def _auto_rows(per_partition: np.ndarray, a: Any) -> slice:

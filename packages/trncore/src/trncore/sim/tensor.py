@@ -164,7 +164,7 @@ class Allocation:
     def partition_bytes(self) -> int:
         """Bytes per partition on chip (``prod(shape[1:]) * itemsize``, AWS NKI tiling overview,
         NKI 0.3.0)."""
-        return math.prod(self.shape[1:]) * dtypes.itemsize(self.dtype)
+        return self.row_elems * dtypes.itemsize(self.dtype)
 
     def flat_as(self, dtype: str) -> np.ndarray:
         """The storage reinterpreted as ``dtype`` (``tensor.view``)."""
