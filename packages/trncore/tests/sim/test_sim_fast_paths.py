@@ -42,3 +42,60 @@ def test_to_f32_leaves_float32_alone() -> None:
     assert dtypes.to_f32(x) is x
     b = x.astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(dtypes.to_f32(b), x)
+
+
+def _rows_kernel(pattern: list[int], offset: int):  # type: ignore[no-untyped-def]
+    """Gather ``[step, num]`` elements at ``offset`` of the rows of ``a`` named by a per-partition
+    row index (``vector_offset``), then scatter them to the same places in a copy of ``b``."""
+    from trncore.sim import nisa, nl
+
+    def k(a, rows, b):  # type: ignore[no-untyped-def]
+        p = rows.shape[0]
+        idx = nl.ndarray(rows.shape, rows.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=rows)
+        g = nl.ndarray((p, pattern[1]), a.dtype, buffer=nl.sbuf)
+        src = a.ap([[a.shape[1], p], pattern], offset=offset, vector_offset=idx)
+        nisa.dma_copy(dst=g, src=src)
+        out = nl.ndarray(b.shape, b.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=b)
+        dst = out.ap([[b.shape[1], p], pattern], offset=offset, vector_offset=idx)
+        nisa.dma_copy(dst=dst, src=g)
+        gout = nl.ndarray(g.shape, g.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=gout, src=g)
+        return gout, out
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("pattern", "offset"),
+    [([1, 16], 0), ([1, 6], 5), ([2, 6], 3)],  # whole rows, a run inside rows, every other column
+)
+def test_vector_offset_rows_match_numpy(pattern: list[int], offset: int) -> None:
+    """vector_offset gathers and scatters (AWS NKI Access Patterns deep dive, NKI 0.3.0) give
+    NumPy's row indexing, whether a row's elements are one contiguous run or strided."""
+    from trncore.sim import simulate
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((10, 16)).astype(np.float32)
+    b = rng.standard_normal((10, 16)).astype(np.float32)
+    rows = np.array([[7], [0], [3], [3], [9]], dtype=np.int32)  # a repeated row included
+    step, n = pattern
+    cols = offset + step * np.arange(n)
+    kernel = _rows_kernel(pattern, offset)
+    got, scattered = simulate(kernel)(a, rows, b)
+    np.testing.assert_array_equal(got, a[rows[:, 0]][:, cols])
+    expected = b.copy()
+    for p, r in enumerate(rows[:, 0]):  # in partition order: a repeated row keeps the last write
+        expected[r, cols] = got[p]
+    np.testing.assert_array_equal(scattered, expected)
+
+
+def test_vector_offset_row_out_of_range_still_refused() -> None:
+    from trncore.sim import simulate
+    from trncore.sim.errors import BoundsError
+
+    a = np.zeros((10, 16), np.float32)
+    kernel = _rows_kernel([1, 6], 5)
+    with pytest.raises(BoundsError, match="vector_offset row index 10"):
+        simulate(kernel)(a, np.array([[1], [10]], dtype=np.int32), a)

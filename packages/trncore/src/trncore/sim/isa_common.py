@@ -102,7 +102,10 @@ def writer(dst: NkiTensor, site: Any) -> Any:
 
 def pick_engine(requested: Any, default: engine) -> engine:
     """The engine an instruction runs on: ``requested`` unless unset or ``engine.unknown``."""
-    eng = engine(int(requested)) if requested is not None else engine.unknown
+    if type(requested) is engine:
+        eng = requested  # the usual case; calling the Enum class is several times dearer
+    else:
+        eng = engine(int(requested)) if requested is not None else engine.unknown
     if eng == engine.unknown:
         eng = default
     return eng

@@ -19,6 +19,7 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -109,10 +110,9 @@ class Program:
         """Bytes of tensor storage the program holds (each buffer once, masks included)."""
         seen: dict[int, int] = {}
         for alloc in self.allocs:
-            for arr in (alloc.storage, alloc.mask, alloc.mm_flags):
-                if arr is not None:
-                    base = arr.base if isinstance(arr.base, np.ndarray) else arr
-                    seen[id(base)] = base.nbytes
+            for arr in alloc.arrays():
+                base = arr.base if isinstance(arr.base, np.ndarray) else arr
+                seen[id(base)] = base.nbytes
         return sum(seen.values())
 
     def engine_counts(self) -> dict[str, int]:
@@ -332,8 +332,8 @@ class TraceContext:
                 t.alloc.mask[...] = True
             if t.alloc.is_input:
                 self.written.add(t.alloc.id)
-            if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None:
-                t.flags_array()[...] = False
+            if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None and t.alloc.flags_made:
+                t.flags_array()[...] = False  # (flags not made yet are all clear)
         access = record_access(reads, writes)
         self.instrs.append(Instr(op, engine, site, run, meta or {}, access))
         if self.execute:
@@ -366,7 +366,7 @@ class TraceContext:
                 start = a.first_use if a.first_use is not None else a.position
                 events.append((start, 1, amount, a))
                 events.append((max(a.last_use, start) + 1, 0, amount, a))
-            events.sort(key=lambda e: (e[0], e[1]))
+            events.sort(key=itemgetter(0, 1))  # (stable: ties keep allocation order)
             live, peak, live_set = 0, 0, {}
             # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
             # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
@@ -378,6 +378,15 @@ class TraceContext:
             # ... counted by distinct (first row, end row, end byte): hundreds of live logical
             # tiles of a modular allocator share a few such places (the sweep's cost)
             places: dict[tuple[int, int, int], int] = {}
+            # the highest placed end per partition depends only on which places are live: kept
+            # until that set changes, and remembered per set (a rotating allocator cycles
+            # through a few sets tens of thousands of times)
+            ends: np.ndarray | None = None
+            ends_by_set: dict[frozenset[tuple[int, int, int]], np.ndarray] = {}
+            # the fullest partition's bytes, valid while neither the auto-placed bytes nor the
+            # placed ends change (tiles joining a live place change neither)
+            usage: int | None = None
+            usage_ends: np.ndarray | None = None
 
             auto_banks = 0
             auto_rows: dict[int, slice] = {}
@@ -387,11 +396,15 @@ class TraceContext:
                     where = (rows.start, rows.stop, a.address_bytes + amount)
                     if is_start:
                         placed[a.id] = a
-                        places[where] = places.get(where, 0) + 1
+                        count = places.get(where, 0)
+                        places[where] = count + 1
+                        if not count:
+                            ends = None
                     elif placed.pop(a.id, None) is not None:
                         places[where] -= 1
                         if not places[where]:
                             del places[where]
+                            ends = None
                 elif unit == "bytes":
                     if is_start:
                         rows = _auto_rows(per_partition, a)
@@ -399,14 +412,23 @@ class TraceContext:
                     else:
                         rows = auto_rows.pop(a.id, rows)
                     per_partition[rows] += amount if is_start else -amount
+                    usage = None
                 else:
                     auto_banks += amount if is_start else -amount
                 if is_start:
-                    live = (
-                        _sbuf_usage(per_partition, places)
-                        if unit == "bytes"
-                        else auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
-                    )
+                    if unit == "bytes":
+                        if ends is None:
+                            key = frozenset(places)
+                            ends = ends_by_set.get(key)
+                            if ends is None:
+                                if len(ends_by_set) > 4096:
+                                    ends_by_set.clear()  # bound the memory (128 ints per set)
+                                ends = ends_by_set[key] = _placed_ends(places, rules.pmax)
+                        if usage is None or ends is not usage_ends:
+                            usage, usage_ends = int((per_partition + ends).max()), ends
+                        live = usage
+                    else:
+                        live = auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
                     live_set[a.id] = a
                     if live > limit:
                         biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
@@ -431,7 +453,7 @@ class TraceContext:
             if a.buffer is PSUM:
                 events.append((a.position, 1, a.partition_bytes))
                 events.append((max(a.last_use, a.position) + 1, 0, a.partition_bytes))
-        events.sort(key=lambda e: (e[0], e[1]))
+        events.sort(key=itemgetter(0, 1))
         live = peak = 0
         for _, start, amount in events:
             live += amount if start else -amount
@@ -439,16 +461,16 @@ class TraceContext:
         return peak
 
 
-def _sbuf_usage(auto: np.ndarray, places: dict[tuple[int, int, int], int]) -> int:
-    """Bytes used on the fullest partition: auto-placed tiles summed, plus the highest end
-    address of the tiles placed at explicit addresses on that partition (``places``: the live
-    placed tiles' (first row, end row, end byte))."""
+def _placed_ends(places: dict[tuple[int, int, int], int], pmax: int) -> np.ndarray:
+    """The highest end address per partition of the tiles placed at explicit addresses
+    (``places``: the live placed tiles' (first row, end row, end byte)); a partition's bytes in
+    use are these plus its auto-placed tiles' bytes summed."""
     if not places:
-        return int(auto.max())
-    ends = np.zeros_like(auto)
-    for start, stop, end in places:
-        np.maximum(ends[start:stop], end, out=ends[start:stop])
-    return int((auto + ends).max())
+        return np.zeros(pmax, dtype=np.int64)
+    spans = np.array(list(places), dtype=np.int64)  # rows (first, end) and end byte, one per place
+    rows = np.arange(pmax, dtype=np.int64)
+    inside = (rows >= spans[:, :1]) & (rows < spans[:, 1:2])
+    return np.where(inside, spans[:, 2:], 0).max(axis=0)
 
 
 def _auto_rows(per_partition: np.ndarray, a: Any) -> slice:

@@ -96,10 +96,15 @@ class Allocation:
         self.storage = storage  # raw bytes; may be recycled storage of a dead allocation
         self.flat = storage.view(np_dtype)
         self._views: dict[str, np.ndarray] = {}
-        self.mask = np.zeros(self.size, dtype=bool) if strict else None
-        # docs/emulator.md, What is checked: per-element "written by nc_matmul since the last other write"
-        # flags for PSUM.
-        self.mm_flags = np.zeros(self.size, dtype=bool) if buffer is PSUM else None
+        # The strict-mode written mask and, for PSUM, the per-element "written by nc_matmul since
+        # the last other write" flags (docs/emulator.md, What is checked) are made on first use:
+        # nkilib's modular allocator declares tens of thousands of logical tiles of which most
+        # are never touched, and zeroing their bookkeeping was the largest cost of allocation.
+        # Made later, they start as they would have: nothing written, no matmul flag set.
+        self._track_mask = strict
+        self._mask: np.ndarray | None = None
+        self._track_flags = buffer is PSUM
+        self._mm_flags: np.ndarray | None = None
         self.read_since_matmul = False
         self.is_input = False
         self.live_views = 0
@@ -108,6 +113,40 @@ class Allocation:
         # weakref.ref costs a fraction of a weakref.finalize, and a kernel makes a view for
         # nearly every operand of every instruction
         self._view_refs: set[weakref.ref[NkiTensor]] = set()
+
+    @property
+    def mask(self) -> np.ndarray | None:
+        """The strict-mode per-element written mask (None when not tracked)."""
+        if self._mask is None and self._track_mask:
+            self._mask = np.zeros(self.size, dtype=bool)
+        return self._mask
+
+    @mask.setter
+    def mask(self, value: np.ndarray | None) -> None:
+        # None stops the tracking (a recycled tile, a finished trace)
+        self._track_mask = value is not None
+        self._mask = value
+
+    @property
+    def mm_flags(self) -> np.ndarray | None:
+        """The PSUM per-element matmul-written flags (None when not tracked)."""
+        if self._mm_flags is None and self._track_flags:
+            self._mm_flags = np.zeros(self.size, dtype=bool)
+        return self._mm_flags
+
+    @mm_flags.setter
+    def mm_flags(self, value: np.ndarray | None) -> None:
+        self._track_flags = value is not None
+        self._mm_flags = value
+
+    @property
+    def flags_made(self) -> bool:
+        """Whether the matmul flags exist yet (until then every flag is clear)."""
+        return self._mm_flags is not None
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The arrays this allocation holds now (storage, and the check bookkeeping made so far)."""
+        return tuple(a for a in (self.storage, self._mask, self._mm_flags) if a is not None)
 
     def _view_created(self, view: NkiTensor) -> None:
         if self.on_death is not None:
@@ -125,7 +164,7 @@ class Allocation:
     def partition_bytes(self) -> int:
         """Bytes per partition on chip (``prod(shape[1:]) * itemsize``, AWS NKI tiling overview,
         NKI 0.3.0)."""
-        return math.prod(self.shape[1:]) * dtypes.itemsize(self.dtype)
+        return self.row_elems * dtypes.itemsize(self.dtype)
 
     def flat_as(self, dtype: str) -> np.ndarray:
         """The storage reinterpreted as ``dtype`` (``tensor.view``)."""
@@ -175,13 +214,15 @@ class NkiTensor:
         dims: Sequence[tuple[int, int]],
         indexed: bool = False,
         dynamic: Any = None,
+        shape: tuple[int, ...] | None = None,
     ) -> None:
         self.alloc = alloc
         self.dtype = dtype
         self.offset = offset
         self.dims = tuple(dims)
-        # asked for by every check of every instruction (~1 M times in a large nkilib kernel)
-        self._shape = tuple(n for _, n in self.dims)
+        # asked for by every check of every instruction (~1 M times in a large nkilib kernel);
+        # ``shape`` (the dims' counts) when the caller has it already
+        self._shape = tuple(n for _, n in self.dims) if shape is None else shape
         self.indexed = indexed
         self.dynamic = dynamic
         self._array: np.ndarray | None = None
@@ -191,7 +232,7 @@ class NkiTensor:
 
     @classmethod
     def whole(cls, alloc: Allocation) -> NkiTensor:
-        return cls(alloc, alloc.dtype, 0, _row_major(alloc.shape))
+        return cls(alloc, alloc.dtype, 0, _row_major(alloc.shape), shape=alloc.shape)
 
     # ---------------------------------------------------------------- attributes (AWS NKI Language Guide)
     @property
@@ -365,6 +406,7 @@ class NkiTensor:
             # non-int bound) takes the general path below, which checks and reports it.
             offset = self.offset
             fast: list[tuple[int, int]] = []
+            counts: list[int] = []
             for k, (step, num) in zip(key, self.dims):
                 if type(k) is not slice or k.step is not None:
                     break
@@ -374,8 +416,11 @@ class NkiTensor:
                     break
                 offset += start * step
                 fast.append((step, stop - start))
+                counts.append(stop - start)
             else:
-                return NkiTensor(self.alloc, self.dtype, offset, fast, indexed=True)
+                return NkiTensor(
+                    self.alloc, self.dtype, offset, fast, indexed=True, shape=tuple(counts)
+                )
         if not isinstance(key, tuple):
             key = (key,)
         ndim = len(self.dims)
