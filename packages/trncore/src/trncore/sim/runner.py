@@ -395,6 +395,28 @@ def _older_objects_frozen() -> Iterator[None]:
             gc.unfreeze()
 
 
+def _launch(
+    fn: Any, target: str | None, lnc: int | None, nki_version: str | None
+) -> tuple[Any, str, Any, bool, int]:
+    """What every launch checks first: the kernel function, its target, the NKI release (whose
+    API the kernel may use) and the launch grid (1 or 2 logical cores; 2 only where the target has
+    them). Returns ``(fn, target, release, grid, lnc)``; ``grid`` says a grid was given."""
+    fn = getattr(fn, "func", fn)
+    target = _target(target)
+    release = versions.resolve(nki_version)
+    versions.check_kernel(fn, release)
+    grid = lnc is not None
+    lnc = lnc or 1
+    rules = rules_for(target)
+    if lnc not in (1, 2):
+        raise LanguageError("lnc-grid", f"kernel[{lnc}]: the launch grid must be 1 or 2", user_site())
+    if lnc > rules.max_lnc:
+        raise TargetError(
+            "lnc-target", f"kernel[{lnc}] (LNC={lnc}) needs trn2; target is {target}", user_site()
+        )
+    return fn, target, release, grid, lnc
+
+
 def get_program(
     fn: Callable[..., Any],
     args: Sequence[Any],
@@ -411,19 +433,7 @@ def get_program(
     this call traced and executed the kernel, else :data:`NOT_RUN`. ``nki_version`` is the
     target NKI release (default: :func:`trncore.sim.versions.current`).
     """
-    fn = getattr(fn, "func", fn)
-    target = _target(target)
-    release = versions.resolve(nki_version)
-    versions.check_kernel(fn, release)
-    grid = lnc is not None
-    lnc = lnc or 1
-    rules = rules_for(target)
-    if lnc not in (1, 2):
-        raise LanguageError("lnc-grid", f"kernel[{lnc}]: the launch grid must be 1 or 2", user_site())
-    if lnc > rules.max_lnc:
-        raise TargetError(
-            "lnc-target", f"kernel[{lnc}] (LNC={lnc}) needs trn2; target is {target}", user_site()
-        )
+    fn, target, release, grid, lnc = _launch(fn, target, lnc, nki_version)
     names, arrays, params = _bind_arguments(fn, args, kwargs or {})
     for a in arrays:
         dtypes.dtype_name(a.dtype)  # rejects float64 and friends before keying
@@ -522,19 +532,7 @@ def run_ranks(
         raise LanguageError("nested-kernel-call", "a kernel cannot launch another kernel", user_site())
     if isinstance(inputs, Mapping) or not inputs:
         raise TypeError("run_ranks: inputs must be a non-empty sequence of per-rank argument dicts")
-    fn = getattr(fn, "func", fn)
-    target = _target(target)
-    release = versions.resolve(nki_version)
-    versions.check_kernel(fn, release)
-    grid = lnc is not None
-    lnc = lnc or 1
-    rules = rules_for(target)
-    if lnc not in (1, 2):
-        raise LanguageError("lnc-grid", f"kernel[{lnc}]: the launch grid must be 1 or 2", user_site())
-    if lnc > rules.max_lnc:
-        raise TargetError(
-            "lnc-target", f"kernel[{lnc}] (LNC={lnc}) needs trn2; target is {target}", user_site()
-        )
+    fn, target, release, grid, lnc = _launch(fn, target, lnc, nki_version)
     strict = _strict()
     flags = [f"lnc={lnc}", f"ranks={len(inputs)}"] + (["grid"] if grid else [])
     bound, ctxs, bodies, keys = [], [], [], []
