@@ -230,6 +230,17 @@ def _pairs(op: str, site: Any, srcs: list[NkiTensor], dsts: list[NkiTensor]) -> 
             )
 
 
+def _operands(
+    op: str, site: Any, srcs: Any, dsts: Any, hbm_only: bool, single: bool
+) -> tuple[list[NkiTensor], list[NkiTensor], bool]:
+    """The source and destination lists of one collective, checked as :func:`_memory` and
+    :func:`_pairs` check them; the flag says they are in HBM."""
+    s, d = _tensors(srcs, op, "srcs", site), _tensors(dsts, op, "dsts", site)
+    hbm = _memory(op, site, hbm_only, single, s, d)
+    _pairs(op, site, s, d)
+    return s, d, hbm
+
+
 def _expect_shape(op: str, site: Any, dst: NkiTensor, shape: tuple[int, ...], why: str) -> None:
     if tuple(dst.shape) != tuple(shape):
         raise ShapeError(
@@ -345,9 +356,7 @@ def all_reduce(
     """Every rank of the group receives the ``op`` reduction of the group's sources."""
     _, site = _begin()
     what = "all_reduce"
-    s, d = _tensors(srcs, what, "srcs", site), _tensors(dsts, what, "dsts", site)
-    _memory(what, site, False, False, s, d)
-    _pairs(what, site, s, d)
+    s, d, _ = _operands(what, site, srcs, dsts, hbm_only=False, single=False)
     token = op_token(op, "op", site, REDUCE_OPS)
     _priority(priority, what, site)
     for a, b in zip(s, d):
@@ -377,9 +386,7 @@ def all_gather(
     """The group's sources concatenated along ``collective_dim`` (rank-list order), on every rank."""
     _, site = _begin()
     what = "all_gather"
-    s, d = _tensors(srcs, what, "srcs", site), _tensors(dsts, what, "dsts", site)
-    hbm = _memory(what, site, False, False, s, d)
-    _pairs(what, site, s, d)
+    s, d, hbm = _operands(what, site, srcs, dsts, hbm_only=False, single=False)
     _priority(priority, what, site)
     dim = _dim(collective_dim, what, site, (0,) if hbm else (0, 1))
     if not hbm:
@@ -420,9 +427,7 @@ def reduce_scatter(
     """The ``op`` reduction of the group's sources, split along dim 0: chunk k to the k-th rank."""
     _, site = _begin()
     what = "reduce_scatter"
-    s, d = _tensors(srcs, what, "srcs", site), _tensors(dsts, what, "dsts", site)
-    _memory(what, site, False, False, s, d)
-    _pairs(what, site, s, d)
+    s, d, _ = _operands(what, site, srcs, dsts, hbm_only=False, single=False)
     token = op_token(op, "op", site, REDUCE_OPS)
     _priority(priority, what, site)
     _dim(collective_dim, what, site, (0,))
@@ -461,9 +466,7 @@ def all_to_all(
     """Chunk j (along dim 0) of the i-th rank's source becomes chunk i of the j-th rank's destination."""
     _, site = _begin()
     what = "all_to_all"
-    s, d = _tensors(srcs, what, "srcs", site), _tensors(dsts, what, "dsts", site)
-    _memory(what, site, True, False, s, d)
-    _pairs(what, site, s, d)
+    s, d, _ = _operands(what, site, srcs, dsts, hbm_only=True, single=False)
     _priority(priority, what, site)
     _dim(collective_dim, what, site, (0,))
     launch = _Launch()
@@ -495,9 +498,7 @@ def collective_permute(
     """The source of each pair's first rank goes to the destination of its second."""
     _, site = _begin()
     what = "collective_permute"
-    s, d = _tensors(srcs, what, "srcs", site), _tensors(dsts, what, "dsts", site)
-    _memory(what, site, True, True, s, d)
-    _pairs(what, site, s, d)
+    s, d, _ = _operands(what, site, srcs, dsts, hbm_only=True, single=True)
     _priority(priority, what, site)
     launch = _Launch()
     try:

@@ -52,6 +52,18 @@ def _accumulator(ctx: Any) -> np.ndarray:
     return acc
 
 
+def _reduce_cmd_name(reduce_cmd: Any, api: str) -> str:
+    """The name of a ``nisa.reduce_cmd`` member (``reset_reduce``, ``reduce`` or ``load_reduce``:
+    the VectorE accumulator commands both reduce-chain instructions take), else a ValueError."""
+    name = reduce_cmd.name if isinstance(reduce_cmd, _ReduceCmd) else ""
+    if name not in ("reset_reduce", "reduce", "load_reduce"):
+        raise ValueError(
+            f"nisa.{api}: reduce_cmd must be nisa.reduce_cmd.reset_reduce, reduce or load_reduce, "
+            f"got {reduce_cmd!r}"
+        )
+    return name
+
+
 def tensor_scalar_reduce(
     dst: Any,
     data: Any,
@@ -84,12 +96,7 @@ def tensor_scalar_reduce(
     arith["abs"] = UNARY_ALU["abs"]
     t0 = _op_token(op0, "op0", site, arith)
     tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in _REDUCERS})
-    cmd_name = reduce_cmd.name if isinstance(reduce_cmd, _ReduceCmd) else ""
-    if cmd_name not in ("reset_reduce", "reduce", "load_reduce"):
-        raise ValueError(
-            "nisa.tensor_scalar_reduce: reduce_cmd must be nisa.reduce_cmd.reset_reduce, reduce "
-            f"or load_reduce, got {reduce_cmd!r}"
-        )
+    cmd_name = _reduce_cmd_name(reduce_cmd, "tensor_scalar_reduce")
     if (reduce_init is not None) != (cmd_name == "load_reduce"):
         raise ValueError(
             "nisa.tensor_scalar_reduce: reduce_init is given exactly when reduce_cmd=load_reduce"
@@ -168,12 +175,7 @@ def tensor_scalar_cumulative(
     arith = {k: v for k, v in BINARY.items() if v.kind == "arith"}
     t0 = _op_token(op0, "op0", site, arith)
     t1 = _op_token(op1, "op1", site, {k: BINARY[k] for k in _CUMULATIVE_OPS})
-    cmd_name = reduce_cmd.name if isinstance(reduce_cmd, _ReduceCmd) else ""
-    if cmd_name not in ("reset_reduce", "reduce", "load_reduce"):
-        raise ValueError(
-            "nisa.tensor_scalar_cumulative: reduce_cmd must be nisa.reduce_cmd.reset_reduce, "
-            f"reduce or load_reduce, got {reduce_cmd!r}"
-        )
+    cmd_name = _reduce_cmd_name(reduce_cmd, "tensor_scalar_cumulative")
     if cmd_name == "load_reduce" and imm1 is None:
         raise ValueError("nisa.tensor_scalar_cumulative: reduce_cmd=load_reduce needs imm1")
     extra: list[NkiTensor] = []

@@ -481,6 +481,16 @@ def softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None) -> NkiTensor:
     return out
 
 
+def _cast_to(out: NkiTensor, dtype: Any) -> NkiTensor:
+    """``out`` itself when ``dtype`` is None or its own dtype, else a ``tensor_copy`` of it into a
+    new SBUF tile of ``dtype`` (the ``dtype=`` argument of the nl wrappers that compute first)."""
+    if dtype is None or dtypes.dtype_name(dtype) == out.dtype:
+        return out
+    cast = _new(out.shape, dtypes.dtype_name(dtype))
+    nisa.tensor_copy(dst=cast, src=out)
+    return cast
+
+
 def gather_flattened(data: NkiTensor, indices: NkiTensor, axis: int = 0, dtype: Any = None) -> NkiTensor:
     """``nl.gather_flattened(data, indices, axis=0, dtype=None)``: per partition, element ``k`` of the
     result is element ``indices[p, k]`` of ``data[p]`` with its free dims flattened (AWS NKI docs,
@@ -502,11 +512,7 @@ def gather_flattened(data: NkiTensor, indices: NkiTensor, axis: int = 0, dtype: 
         nisa.tensor_copy(dst=idx, src=indices)
     out = _new(indices.shape, data.dtype)
     nisa.nc_n_gather(dst=out, data=data, indices=idx)
-    if dtype is None or dtypes.dtype_name(dtype) == data.dtype:
-        return out
-    cast = _new(indices.shape, dtypes.dtype_name(dtype))
-    nisa.tensor_copy(dst=cast, src=out)
-    return cast
+    return _cast_to(out, dtype)
 
 
 def dropout(x: NkiTensor, rate: Any, dtype: Any = None) -> NkiTensor:
@@ -514,11 +520,7 @@ def dropout(x: NkiTensor, rate: Any, dtype: Any = None) -> NkiTensor:
     ``dtype`` if given); the random draws are described in :mod:`trncore.sim.isa_random`."""
     out = _new(x.shape, x.dtype)
     nisa.dropout(dst=out, data=x, prob=rate)
-    if dtype is None or dtypes.dtype_name(dtype) == x.dtype:
-        return out
-    cast = _new(x.shape, dtypes.dtype_name(dtype))
-    nisa.tensor_copy(dst=cast, src=out)
-    return cast
+    return _cast_to(out, dtype)
 
 
 def rms_norm(
