@@ -11,7 +11,9 @@ iteration while tracing, the way :mod:`trncore.sim.registers` runs a register ``
 
 The body's ``i`` is an int that also serves as the induction register the fori_loop page
 describes (:class:`trncore.sim.registers.IterationRegister`): ``.ap(scalar_offset=i)``,
-``register_store(dst, src=i)``, slices. Anything else as a bound (a tensor, a float) is a TypeError
+``register_store(dst, src=i)``, ``register_load(i, t)``, slices. Both loops pass their register
+by value, as the pages say: what the body writes into it does not steer the loop (while_loop's
+next condition is the register the body returns). Anything else as a bound (a tensor, a float) is a TypeError
 naming the argument. AWS pages: ``nki.language.fori_loop`` and ``nki.language.while_loop``
 (NKI 0.6.0); the 0.6.0 release notes introduce them as the replacement of
 ``for i in nl.dynamic_range(...)`` and ``while reg:``.
@@ -71,20 +73,26 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[int], Any], step: int 
 def while_loop(init: Any, body_fun: Callable[[Any], Any]) -> None:
     """``r = init; while r != 0: r = body_fun(r)``; the condition an int or a register.
 
-    ``body_fun`` receives the condition as given (a register stays a register, so the body can
-    ``register_load`` into it) and returns the next one.
+    The nki.language.while_loop page (NKI 0.6.0): "The body receives the current condition value
+    ``r`` as a VirtualRegister, passed by value", and the next condition is the register the body
+    returns. So each iteration's body gets a new register holding the condition's value (the body
+    may ``register_load`` into it and return it; the caller's ``init`` register is not changed),
+    also when ``init`` or the returned condition is a compile-time int.
     """
     if not callable(body_fun):
         raise TypeError(f"nl.while_loop: body_fun must be callable, got {body_fun!r}")
     r = init
     count = 0
     site = context.user_site()
-    while _test(_value(r, "nl.while_loop", "condition" if count == 0 else
-                       "condition returned by body_fun") != 0, site):  # fmt: skip
+    while True:
+        value = _value(r, "nl.while_loop", "condition" if count == 0 else
+                       "condition returned by body_fun")  # fmt: skip
+        if not _test(value != 0, site):
+            break
         if count >= MAX_WHILE_ITERATIONS:
             raise RuntimeError(
                 f"nl.while_loop: the condition was still nonzero after {MAX_WHILE_ITERATIONS} "
                 "iterations (body_fun must return the next condition)"
             )
-        r = body_fun(r)
+        r = body_fun(VirtualRegister(value, from_data=getattr(r, "from_data", False)))
         count += 1

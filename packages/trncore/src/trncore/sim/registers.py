@@ -93,6 +93,8 @@ class VirtualRegister(NKIObject):
 
 
 def _check_register(reg: Any, op: str, what: str) -> VirtualRegister:
+    if isinstance(reg, IterationRegister):
+        return reg  # type: ignore[return-value]  # fori_loop's i: a register passed by value
     if not isinstance(reg, VirtualRegister):
         raise TypeError(f"nisa.{op}: {what} must be a register from nisa.register_alloc, got {reg!r}")
     return reg
@@ -149,24 +151,38 @@ def register_load(dst: Any, src: Any) -> None:
 class IterationRegister(int):
     """The iteration value ``nl.fori_loop`` passes to its body. The nki.language.fori_loop page
     (NKI 0.6.0): "The body receives the current iteration value ``i`` as a VirtualRegister, passed
-    by value. Read it inside the body (for example, as a ``scalar_offset`` into a tensor)". The
-    loop runs eagerly, so the value is known: it is an int (slices, arithmetic) that the register
-    reads also take (``register_store(dst, src=i)``, ``register_move``, ``.ap(scalar_offset=i)``)."""
+    by value. Read it inside the body (for example, as a ``scalar_offset`` into a tensor)", and
+    "writing to ``i`` has no effect on the loop". The loop runs eagerly, so the value is known: it
+    is an int (slices, arithmetic) that the register operations also take (``register_store(dst,
+    src=i)``, ``register_move``, ``.ap(scalar_offset=i)``, and as their ``dst``:
+    ``register_load(i, t)``). A value written into ``i`` is what later register reads of ``i`` in
+    the same iteration see; Python arithmetic on ``i`` keeps the iteration value (an int cannot
+    change), and the loop's next iteration is unaffected, as the page says."""
 
-    def read(self, site: Any) -> int:
-        """The value, as :meth:`VirtualRegister.read`."""
-        return int(self)
+    #: a value written into the register by the body (``None``: still the iteration value)
+    value: int | float | None = None
+    #: the written value came from device data (as :attr:`VirtualRegister.from_data`)
+    from_data: bool = False
+
+    def read(self, site: Any) -> int | float:
+        """The register's value, as :meth:`VirtualRegister.read`."""
+        if self.value is None:
+            return int(self)
+        if self.from_data:
+            context.current().engine_state["data_dependent"] = True
+        return self.value
 
     def as_scalar_offset(self) -> int:
         """The value as ``.ap(scalar_offset=i)`` (called by :meth:`trncore.sim.tensor.NkiTensor.ap`)."""
-        return int(self)
+        if self.value is None:
+            return int(self)
+        return VirtualRegister.as_scalar_offset(self)  # type: ignore[arg-type]
 
 
 def register_store(dst: Any, src: Any) -> None:
     """Store register ``src`` into the one element of ``dst`` (SBUF/HBM)."""
     ctx, site = _begin()
-    if not isinstance(src, IterationRegister):
-        src = _check_register(src, "register_store", "src")
+    src = _check_register(src, "register_store", "src")
     dst = _check_scalar(dst, "register_store", "dst", site)
     value = src.read(site)
     operand = dst.operand(site)
