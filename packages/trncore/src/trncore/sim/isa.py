@@ -128,7 +128,6 @@ _NOT_EMULATED = (
     "nc_n_gather",
     "local_gather",
     "nc_stream_shuffle",
-    "sequence_bounds",
     "nonzero_with_count",
     "rand2",
     "register_alloc",
@@ -158,6 +157,7 @@ from trncore.sim.isa_random import (  # noqa: E402, F401
 from trncore.sim.isa_range_select import range_select  # noqa: E402, F401
 from trncore.sim.isa_reduce_chain import tensor_scalar_cumulative  # noqa: E402, F401
 from trncore.sim.isa_select import nc_find_index8, nc_match_replace8, nc_stream_shuffle  # noqa: E402, F401
+from trncore.sim.isa_sequence import sequence_bounds  # noqa: E402, F401
 from trncore.sim.lnc import core_barrier, sendrecv  # noqa: E402, F401
 from trncore.sim.registers import (  # noqa: E402, F401
     VirtualRegister,
