@@ -39,9 +39,13 @@ rank to arrive computes every member's result from the sources as they are then 
 program records the instruction writing its destinations. Reductions are computed in float32 in
 rank-list order and rounded once to the destination dtype (the docs do not define the order or
 precision). A launch without ranks (``kernel[...]`` / ``run_kernel``) is rank 0 of one: a group
-``[[0]]`` works, a group naming other ranks is refused. ``all_to_all_v`` and ``all_gather_v``
-are not emulated (``NotImplementedError``; ``all_to_all_v``'s documented forms are inter-node or
-NeuronSwitch, trn3, systems).
+``[[0]]`` works, a group naming other ranks is refused. A program holding a collective is
+traced again on its next call (its values are computed when the ranks meet).
+
+The variable-length ``all_to_all_v`` (NKI 0.3.0) and ``all_gather_v`` (NKI 0.6.0) exchange chunks
+of flat buffers whose counts and displacements are data (a ``uint32`` metadata tensor), read when
+the ranks meet; see :func:`all_to_all_v`, :func:`all_gather_v` and docs/emulator.md,
+"Variable-length collectives".
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from trncore.sim.tensor import NkiTensor
 __all__ = [
     "ReplicaGroup",
     "all_gather",
+    "all_gather_v",
     "all_reduce",
     "all_to_all",
     "all_to_all_v",
@@ -334,6 +339,10 @@ def _collective(
     compute: Callable[[dict[int, Any]], None],
 ) -> None:
     payload.update(op=op, rank=launch.rank)
+    # The results are computed from the sources as they are when the ranks meet and recorded as
+    # values: a program holding a collective is traced again on its next call (a launch of one
+    # rank, ``run_kernel`` with a group ``[[0]]``, would otherwise replay the first call's data).
+    launch.ctx.engine_state["data_dependent"] = True
     arrived = launch.meet(op, key, payload, site, ranks)
     if arrived is None:
         return  # the last rank to arrive performed the collective for every member
@@ -659,13 +668,189 @@ def collective_permute_implicit_current_processing_rank_id(
     return RankRegister(ranks[(k - int(step)) % len(ranks)])
 
 
-def _not_emulated(name: str) -> Any:
-    def op(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f"nki.collectives.{name} is not emulated by trncore.sim")
-
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"``nki.collectives.{name}``: not emulated (raises NotImplementedError)."
-    return op
+# ---------------------------------------------------------------- variable-length (``_v``) forms
+#: Logical ranks of one trn2 chip at LNC=2 (8 NeuronCores, two per logical core): all_gather_v's
+#: "exactly 4 ranks (intra-chip)" (nki.collectives.all_gather_v, NKI 0.6.0).
+CHIP_RANKS_LNC2 = 4
 
 
-all_to_all_v = _not_emulated("all_to_all_v")
+def _metadata(
+    what: str, site: Any, metadata_tensor: Any, n: int, recv_counts_known: bool, has_rdispls: bool
+) -> tuple[NkiTensor, int]:
+    """The checked ``metadata_tensor`` of a ``_v`` collective and its number of rows.
+
+    The pages (NKI 0.4.0-0.6.0): uint32, ``(rows, n)`` in HBM or ``(1, rows, n)`` in SBUF (one
+    partition), rows 3, or 4 with ``has_rdispls``. The NKI 0.3.0 page gives "(2-4, world_size)"
+    with row 2 present when ``recv_counts_known``: under 0.3.0 two rows are accepted when neither
+    flag is set (nothing is written back then).
+    """
+    from trncore.sim import versions
+
+    meta = as_tensor(metadata_tensor, what, "metadata_tensor", site)
+    if meta.dtype != "uint32":
+        raise DtypeError("collective-v-metadata", f"{what}: metadata_tensor must be uint32, got "
+                         f"{meta.describe()}", site)  # fmt: skip
+    rows = 4 if has_rdispls else 3
+    allowed = {rows}
+    if not versions.at_least("0.4.0") and not has_rdispls and not recv_counts_known:
+        allowed.add(2)
+    shapes: dict[tuple[int, ...], int]
+    if meta.buffer.is_hbm:
+        shapes = {(r, n): r for r in allowed}
+    elif meta.buffer.name == "sbuf":
+        shapes = {(1, r, n): r for r in allowed}
+    else:
+        raise BufferError("collective-v-metadata", f"{what}: metadata_tensor must be in HBM or "
+                          f"SBUF, got {meta.describe()}", site)  # fmt: skip
+    if tuple(meta.shape) not in shapes:
+        want = " or ".join(str(list(x)) for x in shapes)
+        raise ShapeError("collective-v-metadata", f"{what}: metadata_tensor must have shape {want} "
+                         f"(rows x {n} ranks of the list), got {meta.describe()}", site)  # fmt: skip
+    return meta, shapes[tuple(meta.shape)]
+
+
+def _flag(value: Any, what: str, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what}: {name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def _v_bounds(what: str, site: Any, rank: int, text: str) -> None:
+    from trncore.sim.errors import BoundsError
+
+    raise BoundsError("collective-v-bounds", f"{what}: rank {rank}'s metadata {text}", site)
+
+
+def _v_exchange(
+    what: str,
+    srcs: Any,
+    dsts: Any,
+    replica_group: Any,
+    metadata_tensor: Any,
+    recv_counts_known: Any,
+    has_rdispls: Any,
+    priority: Any,
+    gather: bool,
+) -> None:
+    """all_to_all_v (``gather`` False) and all_gather_v (True): flat element buffers, counts and
+    displacements read from each rank's metadata when the ranks meet."""
+    _, site = _begin()
+    known = _flag(recv_counts_known, what, "recv_counts_known")
+    rdispls = _flag(has_rdispls, what, "has_rdispls")
+    s, d, _ = _operands(what, site, srcs, dsts, hbm_only=True, single=True)
+    _priority(priority, what, site)
+    launch = _Launch()
+    ctx = launch.ctx
+    if rdispls:
+        if gather:
+            raise LanguageError("collective-v-rdispls", f"{what}: has_rdispls=True is not "
+                                "supported (the page's current limitations)", site)  # fmt: skip
+        raise TargetError("collective-v-rdispls", f"{what}: has_rdispls=True needs a NeuronSwitch "
+                          "system (trn3); trn1/trn2 place each chunk at its equal slot", site)  # fmt: skip
+    ranks = launch.group(replica_group, what, site)
+    n = len(ranks)
+    if gather:
+        if ctx.rules.nc_version < 3:
+            raise TargetError("collective-v-lnc", f"{what} supports LNC=2 only, which NeuronCore-v2 "
+                              "(trn1) does not have", site)  # fmt: skip
+        if launch.lnc != 2:
+            raise LanguageError("collective-v-lnc", f"{what} supports LNC=2 launches only; this "
+                                f"launch has LNC={launch.lnc}", site)  # fmt: skip
+        if n != CHIP_RANKS_LNC2 or len({r // CHIP_RANKS_LNC2 for r in ranks}) != 1:
+            raise LanguageError("collective-v-group", f"{what}: each rank list must be the "
+                                f"{CHIP_RANKS_LNC2} ranks of one chip (intra-chip), got "
+                                f"{list(ranks)}", site)  # fmt: skip
+    else:
+        per_node = int(ctx.engine_state.get("ranks_per_node") or launch.ranks)
+        nodes = [r // per_node for r in ranks]
+        if len(set(nodes)) != n or len({r % per_node for r in ranks}) != 1:
+            raise LanguageError("collective-v-group", f"{what}: on trn1/trn2 each rank list must "
+                                "hold same-indexed ranks of different nodes (inter-node); "
+                                f"{list(ranks)} with {per_node} rank(s) per node", site)  # fmt: skip
+    meta, rows = _metadata(what, site, metadata_tensor, n, known, rdispls)
+    dst = d[0]
+    if dst.size % n:
+        raise ShapeError("collective-v-slots", f"{what}: destination {dst.describe()} does not "
+                         f"split into {n} equal slots, one per rank of the list", site)  # fmt: skip
+    slot = dst.size // n
+
+    def compute(arrived: dict[int, Any]) -> None:
+        tables = {r: _read(arrived[r]["meta_ops"][0]).reshape(-1, n).astype(np.int64) for r in ranks}
+        flats = {r: _read(arrived[r]["srcs_ops"][0]).reshape(-1) for r in ranks}
+        chunks: dict[tuple[int, int], np.ndarray] = {}  # (sender, receiver) -> elements
+        for i, r in enumerate(ranks):
+            site_r = arrived[r]["site"]
+            for j in range(n):
+                col = 0 if gather else j
+                count, displ = int(tables[r][0, col]), int(tables[r][1, col])
+                if displ + count > flats[r].size:
+                    _v_bounds(what, site_r, r, f"sends elements {displ}..{displ + count} of a "
+                              f"{flats[r].size}-element source")  # fmt: skip
+                if count > slot:
+                    _v_bounds(what, site_r, r, f"sends {count} elements to a slot of {slot} "
+                              f"(destination {dst.size} elements / {n} ranks)")  # fmt: skip
+                chunks[i, j] = flats[r][displ : displ + count]
+        for j, r in enumerate(ranks):
+            part = arrived[r]
+            out = _read(part["dsts_ops"][0]).reshape(-1)
+            table = _read(part["meta_ops"][0])
+            view = table.reshape(-1, n)
+            for i in range(n):
+                piece = chunks[i, j]
+                out[i * slot : i * slot + piece.size] = piece
+                if not known and rows > 2:
+                    view[2, i] = piece.size
+            writes = [(part["dsts"][0], out)]
+            if not known and rows > 2:
+                writes.append((part["meta"][0], table))
+            _emit(what, launch, part, part["srcs"] + part["meta"], writes)
+
+    payload = _payload(site, srcs=s, dsts=d, meta=[meta])
+    payload["flags"] = (known, rdispls)
+    _collective(what, ranks, launch, ranks, payload, site, ("srcs", "dsts", "meta", "flags"), compute)
+
+
+def all_to_all_v(
+    srcs: Any,
+    dsts: Any,
+    replica_group: Any,
+    metadata_tensor: Any,
+    recv_counts_known: Any = False,
+    has_rdispls: Any = False,
+    priority: Any = None,
+    name: str | None = None,
+) -> None:
+    """Variable-length all-to-all over flat element buffers (nki.collectives.all_to_all_v, NKI
+    0.3.0; layout and limits from the SDK 2.30-2.32 pages).
+
+    Rank i of the list sends ``src[send_displs[j] : send_displs[j] + send_counts[j]]`` (metadata
+    rows 0 and 1, column j) to rank j, which writes it at its slot ``i * dst.size / n``; row 2 of
+    the receiver's metadata gets the counts received, unless ``recv_counts_known``. On trn1/trn2
+    a rank list holds same-indexed ranks of different nodes (``run_ranks(ranks_per_node=)``);
+    ``has_rdispls=True`` needs a NeuronSwitch system (trn3).
+    """
+    _v_exchange("all_to_all_v", srcs, dsts, replica_group, metadata_tensor, recv_counts_known,
+                has_rdispls, priority, gather=False)  # fmt: skip
+
+
+def all_gather_v(
+    srcs: Any,
+    dsts: Any,
+    replica_group: Any,
+    metadata_tensor: Any,
+    recv_counts_known: Any = False,
+    has_rdispls: Any = False,
+    priority: Any = None,
+    name: str | None = None,
+) -> None:
+    """Variable-length all-gather over flat element buffers (nki.collectives.all_gather_v, NKI
+    0.6.0): each rank broadcasts ``src[send_displ : send_displ + send_count]`` (column 0 of
+    metadata rows 0 and 1) to every rank of its list, which writes sender i's chunk at slot
+    ``i * dst.size / n``; row 2 gets the counts received unless ``recv_counts_known``. The page's
+    limits: LNC=2 launches, rank lists of the 4 ranks of one chip, ``has_rdispls=False``.
+    """
+    from trncore.sim import versions
+
+    versions.require("nki.collectives.all_gather_v")
+    _v_exchange("all_gather_v", srcs, dsts, replica_group, metadata_tensor, recv_counts_known,
+                has_rdispls, priority, gather=True)  # fmt: skip

@@ -209,8 +209,8 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "has_rdispls=True has no effect on NeuronSwitch systems (Trainium3 UltraServer)",
         "none documented",
         "not emulated", "no rule can show it: only NeuronSwitch systems (Trainium3 "
-        "UltraServer) are affected, the emulated targets are trn1/trn2, and all_to_all_v "
-        "raises NotImplementedError",
+        "UltraServer) are affected, the emulated targets are trn1/trn2, where has_rdispls=True "
+        "is a target error (the SDK 2.30+ page: NeuronSwitch systems only)",
     ),
     KnownIssue(
         "nested-dynamic-range", "nl.dynamic_range", ("0.4.0", "0.5.0", "0.6.0"),

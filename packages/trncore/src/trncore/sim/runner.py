@@ -517,6 +517,7 @@ def run_ranks(
     target: str | None = None,
     lnc: int | None = None,
     nki_version: str | None = None,
+    ranks_per_node: int | None = None,
 ) -> list[Any]:
     """Run ``fn`` as ``len(inputs)`` collective ranks; rank ``r`` is called with ``inputs[r]``.
 
@@ -526,12 +527,17 @@ def run_ranks(
     process, one instance at a time in a fixed order (:func:`trncore.sim.lnc.run_world`), so a
     run is deterministic. Multi-rank programs are not cached: a replay could not meet the other
     ranks. Returns each rank's result as :func:`run_kernel` returns one; inputs the kernel wrote
-    are updated in place.
+    are updated in place. ``ranks_per_node`` places ranks ``k * ranks_per_node`` onwards on node
+    ``k`` (default: every rank on one node), which ``all_to_all_v``'s inter-node rule reads.
     """
     if context.maybe_current() is not None:
         raise LanguageError("nested-kernel-call", "a kernel cannot launch another kernel", user_site())
     if isinstance(inputs, Mapping) or not inputs:
         raise TypeError("run_ranks: inputs must be a non-empty sequence of per-rank argument dicts")
+    if ranks_per_node is not None and (
+        isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or ranks_per_node < 1
+    ):
+        raise ValueError(f"run_ranks: ranks_per_node must be a positive int, got {ranks_per_node!r}")
     fn, target, release, grid, lnc = _launch(fn, target, lnc, nki_version)
     strict = _strict()
     flags = [f"lnc={lnc}", f"ranks={len(inputs)}"] + (["grid"] if grid else [])
@@ -542,6 +548,7 @@ def run_ranks(
             dtypes.dtype_name(a.dtype)
         key = KernelKey.build(fn, arrays, params, target=target, flags=flags, nki_version=release)
         ctx, body = _start_trace(fn, names, arrays, params, key, lnc, grid, strict, True, release)
+        ctx.engine_state["ranks_per_node"] = ranks_per_node
         bound.append(arrays)
         ctxs.append(ctx)
         bodies.append(body)

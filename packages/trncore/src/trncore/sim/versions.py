@@ -255,8 +255,9 @@ CHANGES: tuple[ApiChange, ...] = (
     ApiChange("nisa.NkiInstruction.depends_on", "behaviour", introduced="0.6.0", emulated="no",
               what="ISA calls return an instruction handle for scheduling edges (the emulator "
               "returns None)", page="nki.isa"),
-    ApiChange("nki.collectives.all_gather_v", "function", introduced="0.6.0", emulated="no",
-              what="variable-length all-gather (multi-rank)", page="nki.collectives"),
+    ApiChange("nki.collectives.all_gather_v", "function", introduced="0.6.0",
+              what="variable-length all-gather (multi-rank; LNC=2, the 4 ranks of one trn2 chip)",
+              page="nki.collectives.all_gather_v"),
     ApiChange("neuronxcc.nki namespace", "behaviour", deprecated="0.3.0", removed="0.4.0",
               emulated="no", what="the pre-0.3 (Beta 1) namespace; a compile error from 0.4.0",
               page=_RN),
