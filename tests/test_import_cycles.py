@@ -238,7 +238,7 @@ SIM_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "known_issues", "lnc_control", "cache_purity")),
     ("tensors", ("dynamic", "tensor", "views")),
     ("operand rules", ("alu", "checks", "release_rules", "creation")),
-    ("instruction plumbing", ("isa_common",)),
+    ("instruction plumbing", ("isa_common", "isa_instruction")),
     ("instructions", ("isa_movement", "isa_scalar", "isa_vector", "isa_statistics",
                       "isa_tensor_engine", "isa_dma_compute", "isa_gather", "isa_nonzero",
                       "isa_range_select", "isa_reduce_chain", "isa_select", "isa_sequence", "isa_topk",

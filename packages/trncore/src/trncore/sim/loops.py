@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trncore.sim import context, lnc_control
+from trncore.sim.isa_instruction import dynamic_scope
 from trncore.sim.registers import IterationRegister, VirtualRegister
 
 __all__ = ["MAX_WHILE_ITERATIONS", "fori_loop", "while_loop"]
@@ -67,7 +68,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[int], Any], step: int 
     hi = _value(upper, "nl.fori_loop", "upper bound")
     lnc_control.record("nl.fori_loop", len(range(lo, hi, step)), context.user_site())
     for i in range(lo, hi, step):
-        body_fun(IterationRegister(i))
+        with dynamic_scope("nl.fori_loop"):
+            body_fun(IterationRegister(i))
 
 
 def while_loop(init: Any, body_fun: Callable[[Any], Any]) -> None:
@@ -94,5 +96,6 @@ def while_loop(init: Any, body_fun: Callable[[Any], Any]) -> None:
                 f"nl.while_loop: the condition was still nonzero after {MAX_WHILE_ITERATIONS} "
                 "iterations (body_fun must return the next condition)"
             )
-        r = body_fun(VirtualRegister(value, from_data=getattr(r, "from_data", False)))
+        with dynamic_scope("nl.while_loop"):
+            r = body_fun(VirtualRegister(value, from_data=getattr(r, "from_data", False)))
         count += 1

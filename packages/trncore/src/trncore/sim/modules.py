@@ -9,6 +9,7 @@ in ``sys.modules`` so that ``import nki.language as nl`` in a third-party file f
 from __future__ import annotations
 
 import importlib.machinery
+import inspect
 import sys
 import types
 from typing import Any
@@ -52,6 +53,16 @@ nl.while_loop = loops.while_loop  # type: ignore[attr-defined]
 nisa.topk = topk  # type: ignore[attr-defined]
 views.attach(NkiTensor)
 versions.install({"nl": nl, "nisa": nisa}, NkiTensor, {"nl.float8_e8m0fnu": "float8_e8m0fnu"})
+
+# NKI 0.6.0: nki.isa calls return an NkiInstruction handle (its depends_on adds scheduling edges):
+# every instruction function of nisa, outermost, after the release gates.
+from trncore.sim import isa_instruction  # noqa: E402
+
+nisa.NkiInstruction = isa_instruction.NkiInstruction  # type: ignore[attr-defined]
+for _name, _fn in list(vars(nisa).items()):
+    if _name.startswith("_") or not inspect.isfunction(_fn) or _name.startswith("get_nc_"):
+        continue
+    setattr(nisa, _name, isa_instruction.returning_handle(_fn))
 
 # nki.dtype: the dtype names (nl.float32 is the string "float32"); nkilib annotates dtype
 # parameters with it (``dtype: nki.dtype = nl.bfloat16``).

@@ -33,6 +33,7 @@ import numpy as np
 from trncore.sim import context, dtypes, known_issues, lnc_control
 from trncore.sim.errors import LanguageError, ShapeError
 from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_instruction import dynamic_scope
 from trncore.sim.nki_object import NKIObject
 from trncore.sim.tensor import NkiTensor
 
@@ -257,7 +258,8 @@ def _loop(lo: int, hi: int, step: int, state: dict[str, Any] | None) -> Iterator
         state["dynamic_range_depth"] = state.get("dynamic_range_depth", 0) + 1
     try:
         for i in builtins.range(lo, hi, step):
-            yield ScalarInduction(i) if scalar else i
+            with dynamic_scope("nl.dynamic_range"):  # each iteration: the loop body (depends_on)
+                yield ScalarInduction(i) if scalar else i
     finally:
         if state is not None:
             state["dynamic_range_depth"] -= 1

@@ -250,7 +250,8 @@ class ScheduledInstr:
     end_s: float
     site: tuple[str, int] | None  #: (kernel file, line)
     #: what set its start: "queue" (its engine or DMA queue), "DMA engine busy", "RAW", "WAR",
-    #: "WAW" (a dependency on ``after``) or "start"
+    #: "WAW" (a dependency on ``after``), "depends_on" (an ``NkiInstruction.depends_on`` edge)
+    #: or "start"
     waited_for: str
     after: int | None  #: the instruction whose end set its start (None at time 0)
 
@@ -355,16 +356,21 @@ def schedule(prog: Program, rules: TargetRules | None = None) -> Schedule:
     lanes_of: list[tuple[str, ...]] = []
     kept: list[Instr] = []
     preds: list[dict[int, str]] = []
-    for ins in prog.instrs:
+    kept_at: dict[int, int] = {}  # program position -> index in kept (for depends_on edges)
+    for position, ins in enumerate(prog.instrs):
         engine = ins.engine
         if engine != "dma" and engine not in COMPUTE_LANES:
             continue  # allocation markers and debug prints take no engine time
         index = len(kept)
+        kept_at[position] = index
         kept.append(ins)
         durations.append(instr_seconds(ins, rules))
         lanes = _lanes_of(ins)
         lanes_of.append(lanes)
         deps: dict[int, str] = {}
+        for pos in ins.meta.get("after", ()):  # NkiInstruction.depends_on (NKI 0.6.0)
+            if pos in kept_at:
+                deps[kept_at[pos]] = "depends_on"
         order = [f"{dma_queue(ins)}:{lane}" for lane in lanes] if engine == "dma" else list(lanes)
         for lane_key in order:
             j = last_on.get(lane_key)

@@ -252,9 +252,9 @@ CHANGES: tuple[ApiChange, ...] = (
     ApiChange("nisa.nc_matmul overlapping PSUM", "behaviour", introduced="0.6.0",
               what="simulator fix: accumulate=None into a partly written PSUM region accumulates "
               "the overlap (before: overwritten; reproduced under 0.3-0.5)", page="nki.simulate"),
-    ApiChange("nisa.NkiInstruction.depends_on", "behaviour", introduced="0.6.0", emulated="no",
-              what="ISA calls return an instruction handle for scheduling edges (the emulator "
-              "returns None)", page="nki.isa"),
+    ApiChange("nisa.NkiInstruction.depends_on", "behaviour", introduced="0.6.0",
+              what="ISA calls return an instruction handle; depends_on adds scheduling edges "
+              "(checked; the modelled schedule waits on them)", page="nki.isa.NkiInstruction"),
     ApiChange("nki.collectives.all_gather_v", "function", introduced="0.6.0",
               what="variable-length all-gather (multi-rank; LNC=2, the 4 ranks of one trn2 chip)",
               page="nki.collectives.all_gather_v"),

@@ -1,0 +1,131 @@
+"""``nisa.NkiInstruction``: the handle an ``nki.isa`` call returns, and its ``depends_on`` edges.
+
+AWS NKI docs, nki.isa (NKI 0.6.0 / SDK 2.32), class ``NkiInstruction``: ISA operations return an
+opaque handle to the traced instruction; ``consumer.depends_on(*producers)`` adds scheduling
+dependencies (the consumer runs after every producer completes) and returns the consumer, so
+calls chain. The page's rule: an edge lowers to a semaphore wait fixed at compile time, so both
+instructions sit at the same dynamic-loop nesting, or the producer in an enclosing scope; no edge
+may be wired into or out of a dynamic loop (``nl.fori_loop`` / ``nl.while_loop``); static Python
+loops are unrolled and do not count.
+
+Emulation: :func:`returning_handle` wraps each ``nisa`` instruction (in :mod:`trncore.sim.modules`)
+so that a call that recorded instructions returns a handle to them (calls that return a value,
+such as ``register_alloc``, are unchanged). The emulator runs instructions in program order, so
+every producer has already run when ``depends_on`` is called; the edge is checked (the release,
+the argument types, one kernel instance, no self edge, the loop-nesting rule) and recorded on the
+consumer's instructions (``meta["after"]``), where the modelled schedule
+(:mod:`trncore.sim.schedule`) makes the consumer wait for the producer. Dynamic-loop scopes are
+counted by :func:`dynamic_scope`, entered by ``nl.fori_loop``, ``nl.while_loop`` and
+``nl.dynamic_range`` once per iteration (each iteration of the emulator's eager loop is the
+loop body of the hardware: an edge from one iteration to the next is an edge into the loop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from trncore.sim import context
+from trncore.sim.errors import LanguageError
+
+__all__ = ["NkiInstruction", "dynamic_scope", "returning_handle"]
+
+_SCOPE = "dynamic_scope"
+_COUNTER = "dynamic_scope_count"
+
+
+@contextlib.contextmanager
+def dynamic_scope(kind: str) -> Iterator[None]:
+    """One iteration of a dynamic loop (``kind``: its API) in the current trace."""
+    ctx = context.maybe_current()
+    if ctx is None:
+        yield
+        return
+    state = ctx.engine_state
+    state[_COUNTER] = count = state.get(_COUNTER, 0) + 1
+    outer = state.get(_SCOPE, ())
+    state[_SCOPE] = (*outer, (kind, count))
+    try:
+        yield
+    finally:
+        state[_SCOPE] = outer
+
+
+def _scope_text(scope: tuple[tuple[str, int], ...]) -> str:
+    return " > ".join(f"{kind} #{n}" for kind, n in scope) or "the kernel's top level"
+
+
+class NkiInstruction:
+    """Opaque handle to the instruction(s) one ``nisa`` call recorded (NKI 0.6.0)."""
+
+    __slots__ = ("_ctx", "_core", "_first", "_end", "_scope", "_site", "_op")
+
+    def __init__(self, ctx: Any, first: int, end: int, site: Any, op: str) -> None:
+        self._ctx = ctx
+        self._core = int(getattr(ctx, "program_id", 0) or 0)
+        self._first, self._end = first, end
+        self._scope: tuple[tuple[str, int], ...] = ctx.engine_state.get(_SCOPE, ())
+        self._site = site
+        self._op = op
+
+    def __repr__(self) -> str:
+        where = f" at {self._site[0]}:{self._site[1]}" if self._site else ""
+        return f"NkiInstruction({self._op}{where})"
+
+    def depends_on(self, *producers: NkiInstruction) -> NkiInstruction:
+        """This instruction runs after every one of ``producers`` completes; returns ``self``."""
+        from trncore.sim import versions
+
+        site = context.user_site()
+        versions.require("nisa.NkiInstruction.depends_on", site)
+        for k, p in enumerate(producers):
+            if not isinstance(p, NkiInstruction):
+                raise TypeError(f"NkiInstruction.depends_on: producer {k} must be an NkiInstruction "
+                                f"(what an nki.isa call returns), got {type(p).__name__}")  # fmt: skip
+            if p._ctx is not self._ctx or p._core != self._core:
+                raise LanguageError("depends-on-kernel", f"{self!r} cannot depend on {p!r}: it "
+                                    "belongs to another kernel instance", site)  # fmt: skip
+            if p is self or p._first == self._first:
+                raise LanguageError("depends-on-cycle", f"{self!r} cannot depend on itself", site)
+            if p._first > self._first:
+                raise NotImplementedError(
+                    f"NkiInstruction.depends_on: {self!r} on {p!r}, traced after it: trncore.sim "
+                    "runs instructions in program order and cannot wait for a later one"
+                )
+            if self._scope[: len(p._scope)] != p._scope:
+                raise LanguageError(
+                    "depends-on-dynamic-loop",
+                    f"{self!r} (in {_scope_text(self._scope)}) cannot depend on {p!r} (in "
+                    f"{_scope_text(p._scope)}): an edge cannot go into or out of a dynamic loop "
+                    "(nl.fori_loop / nl.while_loop / nl.dynamic_range); the producer must be at "
+                    "the same dynamic-loop nesting or in an enclosing scope",
+                    site,
+                )
+        instrs = self._ctx.instrs
+        after = tuple(pos for p in producers for pos in range(p._first, p._end))
+        for pos in range(self._first, self._end):
+            ins = instrs[pos]
+            ins.meta = {**ins.meta, "after": tuple(ins.meta.get("after", ())) + after}
+        return self
+
+
+def returning_handle(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (an ``nisa`` instruction) returning an :class:`NkiInstruction` for what it recorded
+    when it would return None."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        ctx = context.maybe_current()
+        if ctx is None:
+            return fn(*args, **kwargs)
+        first = len(ctx.instrs)
+        out = fn(*args, **kwargs)
+        end = len(ctx.instrs)
+        if out is None and end > first:
+            return NkiInstruction(ctx, first, end, ctx.instrs[first].site, ctx.instrs[first].op)
+        return out
+
+    call.__trncore_handle__ = True  # type: ignore[attr-defined]
+    return call
