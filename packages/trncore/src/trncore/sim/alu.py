@@ -236,6 +236,18 @@ DOCUMENTED_ACTIVATIONS = frozenset(
 for _name in ("rsqrt", "reciprocal", "abs"):
     UNARY_ALU[_name] = ACTIVATIONS[_name]
 
+#: NKI 0.4.0 operator tokens (AWS NKI docs, nki.language, SDK 2.30-2.32). ``nl.prelu``: the
+#: parametric ReLU activation, ``x`` where ``x >= 0`` else ``relu_param * x``, its slope given by
+#: ``relu_param``, which only ``nisa.activate2`` (NeuronCore-v4) takes. ``nl.bypass``: the no-op
+#: stage of ``activate2``'s ``op0``/``op1``. Neither is legal in an instruction of trn1/trn2
+#: (``nisa.activation`` has no ``relu_param``; no trn1/trn2 instruction page lists ``bypass``):
+#: reading them works from 0.4.0, using them is refused by the operand checks.
+TOKENS_0_4: dict[str, Op] = {
+    "prelu": Op("prelu", "activation",
+                lambda x, relu_param=0.0: np.where(x >= 0, x, F32(relu_param) * x).astype(F32)),
+    "bypass": Op("bypass", "bypass", lambda x: x),
+}  # fmt: skip
+
 #: AWS NKI API Common Fields (NKI 0.3.0), column R: tokens legal as reduction ops, with their NumPy
 #: reductions.
 REDUCIBLE: dict[str, Callable[..., np.ndarray]] = {

@@ -70,6 +70,7 @@ __all__ = [
     "dma_transpose",
     "engine",
     "exponential",
+    "get_nc_sub_version",
     "get_nc_version",
     "gpsimd_engine",
     "iota",
@@ -109,6 +110,16 @@ def get_nc_version() -> nc_version:
 
         return nc_version(rules_for(current_target()).nc_version)
     return nc_version(ctx.rules.nc_version)
+
+
+def get_nc_sub_version() -> int:
+    """AWS NKI docs, nki.isa.get_nc_sub_version (NKI 0.5.0): the silicon revision within the target's
+    ``nc_version``, 0 for the first revision (the page's default) and 1 for the second.
+
+    No AWS page says which revision a trn1 or trn2 instance is, and the emulator models one
+    NeuronCore per target (the figures of docs/hardware.md), so it returns the default, 0, on both.
+    """
+    return 0
 
 
 def _unsupported(api: str) -> Any:

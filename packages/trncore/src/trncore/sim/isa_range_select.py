@@ -6,8 +6,18 @@ compared with the per-partition ``bound0``/``bound1``; where both comparisons ho
 kernel line: NeuronCore-v3 or newer; comparison operators among equal/less/less_equal/greater/
 greater_equal; fp ``on_true_tile``, fp32 bounds with one element per partition;
 ``on_false_value`` FP32_MIN ("due to hardware constraints"); ``reduce_op`` maximum; a
-compile-time int ``range_start``. ``reduce_cmd`` values that keep accumulator state across
-instructions (reset, reduce, load_reduce) are not emulated (NotImplementedError).
+compile-time int ``range_start``.
+
+``reduce_cmd`` drives the Vector Engine accumulator registers (the ``nki.isa.reduce_cmd`` page,
+NKI 0.3.0), the one register file ``tensor_scalar_reduce`` / ``tensor_scalar_cumulative`` use
+(:data:`trncore.sim.isa_reduce_chain.ACC_KEY`): ``reset_reduce`` (the default) resets them to the
+maximum's initial state (-inf) and takes this instruction's row maxima, ``reduce`` keeps
+accumulating into what earlier instructions left, ``reset`` only resets, ``idle`` leaves them
+alone (``reduce_res`` then gets this instruction's row maxima, as before). ``reduce_res`` receives
+the accumulator; without it the result stays in the registers for a later call (the 0.6.0 page:
+"only the final call needs to pass a tile"). ``load_reduce`` is not emulated
+(NotImplementedError): it loads "a value" into the registers, and ``range_select`` has no
+parameter that gives one.
 """
 
 from __future__ import annotations
@@ -24,12 +34,22 @@ from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import reduce_cmd
+from trncore.sim.isa_common import reduce_cmd as _ReduceCmd
 from trncore.sim.isa_common import writer as _writer
+from trncore.sim.isa_reduce_chain import ACC_KEY
 
 __all__ = ["range_select"]
 
 _FP32_MIN = float(np.finfo(np.float32).min)
 _COMPARE = {k: BINARY[k] for k in ("equal", "less", "less_equal", "greater", "greater_equal")}
+
+
+def _accumulator(ctx: Any) -> np.ndarray:
+    """The Vector Engine accumulator registers of the trace ((pmax, 1) float32, zeroed on replay)."""
+    acc = ctx.engine_state.get(ACC_KEY)
+    if acc is None:
+        acc = ctx.engine_state[ACC_KEY] = np.zeros((ctx.rules.pmax, 1), dtype=np.float32)
+    return acc
 
 
 def range_select(
@@ -73,9 +93,12 @@ def range_select(
                          f"(-3.4028235e+38) on the hardware, got {on_false_value!r}", site)  # fmt: skip
     if isinstance(range_start, bool) or not isinstance(range_start, (int, np.integer)):
         raise TypeError(f"range_select: range_start must be a compile-time int (at {site})")
-    cmd = int(reduce_cmd)
-    if cmd not in (0, 3):
-        raise NotImplementedError(f"nisa.range_select reduce_cmd={cmd} (accumulator registers)")
+    if not isinstance(reduce_cmd, _ReduceCmd):
+        raise TypeError(f"range_select: reduce_cmd must be a nisa.reduce_cmd member, got {reduce_cmd!r}")
+    cmd = reduce_cmd.name
+    if cmd == "load_reduce":
+        raise NotImplementedError("nisa.range_select reduce_cmd=load_reduce (the page gives no "
+                                  "value to load)")  # fmt: skip
     writes = [dst]
     res_write = None
     if reduce_res is not None:
@@ -91,6 +114,8 @@ def range_select(
     index = (int(range_start) + np.arange(f)).astype(np.float32)[None, :]
     fill = np.float32(_FP32_MIN)
 
+    acc = _accumulator(ctx)[:p] if cmd != "idle" else None
+
     def run() -> None:
         x = read_f32(s_op.read(), p)
         b0 = read_f32(b0_op.read(), p)
@@ -98,8 +123,15 @@ def range_select(
         mask = op0.fn(index, b0).astype(bool) & op1.fn(index, b1).astype(bool)
         out = np.where(mask, x, fill).astype(np.float32)
         write(out)
+        rowmax = out.max(axis=1, keepdims=True)
+        if acc is not None:
+            if cmd in ("reset", "reset_reduce"):
+                acc[...] = -np.inf
+            if cmd != "reset":
+                acc[...] = np.maximum(acc, rowmax)
+            rowmax = acc
         if res_write is not None:
-            res_write(out.max(axis=1, keepdims=True))
+            res_write(rowmax)
 
     reads = [src, *bounds]
     ctx.emit("range_select", "vector", site, reads, writes, run, _elementwise_meta(dst))

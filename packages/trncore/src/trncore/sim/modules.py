@@ -14,7 +14,7 @@ import sys
 import types
 from typing import Any
 
-from trncore.sim import binding, collectives, dtypes, isa_constants, nki_typing
+from trncore.sim import alu, binding, collectives, dtypes, isa_constants, nki_typing
 from trncore.sim import isa as nisa
 from trncore.sim import language as nl
 from trncore.sim.runner import jit, simulate
@@ -52,7 +52,15 @@ nl.fori_loop = loops.fori_loop  # type: ignore[attr-defined]
 nl.while_loop = loops.while_loop  # type: ignore[attr-defined]
 nisa.topk = topk  # type: ignore[attr-defined]
 views.attach(NkiTensor)
-versions.install({"nl": nl, "nisa": nisa}, NkiTensor, {"nl.float8_e8m0fnu": "float8_e8m0fnu"})
+versions.install(
+    {"nl": nl, "nisa": nisa},
+    NkiTensor,
+    {
+        "nl.float8_e8m0fnu": "float8_e8m0fnu",
+        "nl.prelu": alu.TOKENS_0_4["prelu"],
+        "nl.bypass": alu.TOKENS_0_4["bypass"],
+    },
+)
 
 # NKI 0.6.0: nki.isa calls return an NkiInstruction handle (its depends_on adds scheduling edges):
 # every instruction function of nisa, outermost, after the release gates.

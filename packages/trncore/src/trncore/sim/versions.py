@@ -146,10 +146,12 @@ CHANGES: tuple[ApiChange, ...] = (
               what="element-wise absolute minimum (trn3 only)", page="nki.language.abs_min"),
     ApiChange("nisa.activate2", "function", introduced="0.4.0", emulated="trn3",
               what="two-stage tensor-scalar then activation (trn3 only)", page="nki.isa.activate2"),
-    ApiChange("nl.prelu", "value", introduced="0.4.0", emulated="no",
-              what="parametric ReLU activation token", page="nki.api.shared"),
-    ApiChange("nl.bypass", "value", introduced="0.4.0", emulated="no",
-              what="pass-through operator token for activate2", page="nki.api.shared"),
+    ApiChange("nl.prelu", "value", introduced="0.4.0",
+              what="parametric ReLU activation token; its slope is activate2's relu_param (trn3), "
+              "so no trn1/trn2 instruction accepts it", page="nki.language.prelu"),
+    ApiChange("nl.bypass", "value", introduced="0.4.0",
+              what="no-op stage token of activate2's op0/op1 (trn3); no trn1/trn2 instruction "
+              "accepts it", page="nki.language.bypass"),
     ApiChange("nl.tile_size.sbuf_size_bytes", "attribute", introduced="0.4.0",
               what="SBUF bytes over all partitions", page=_TS),
     ApiChange("nl.tile_size.sbuf_fmax", "attribute", introduced="0.4.0",
@@ -214,8 +216,9 @@ CHANGES: tuple[ApiChange, ...] = (
               page="nki.language.NkiTensor"),
     ApiChange("nl.tile_size.psum_num_banks", "attribute", introduced="0.5.0",
               what="usable PSUM banks per partition", page=_TS),
-    ApiChange("nisa.get_nc_sub_version", "function", introduced="0.5.0", emulated="no",
-              what="NeuronCore sub-version", page="nki.isa"),
+    ApiChange("nisa.get_nc_sub_version", "function", introduced="0.5.0",
+              what="silicon revision within the nc_version: 0 (the page's default) on trn1 and "
+              "trn2", page="nki.isa.get_nc_sub_version"),
     ApiChange("nisa.nc_matmul bfloat16 dst", "behaviour", introduced="0.5.0", emulated="trn3",
               what="moving free size up to 8192 with a bfloat16 dst on NeuronCore-v4; on "
               "trn1/trn2 dst stays float32 with N <= 512", page="nki.isa.nc_matmul"),
