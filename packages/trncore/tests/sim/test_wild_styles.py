@@ -132,6 +132,17 @@ def test_gather_flattened_from_psum_is_refused(target: str) -> None:
     assert info.value.lineno == _line_of(gather_psum, "# PSUM")
 
 
+def test_gather_flattened_other_axis_is_not_emulated() -> None:
+    # the page describes axis only as "axis along which to gather"; only the default is defined
+    def gather_axis1(table, idx):
+        out = nl.ndarray(idx.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.gather_flattened(nl.load(table), nl.load(idx), axis=1))
+        return out
+
+    with pytest.raises(NotImplementedError, match=r"gather_flattened with axis=1.*default axis=0"):
+        simulate(gather_axis1)(np.zeros((8, 16), np.float32), np.zeros((8, 4), np.int32))
+
+
 def row_by_register(table, which):
     """out[0, :] = table[which[0, 0], :], the row picked on the device through a register."""
     rows, cols = table.shape

@@ -501,9 +501,15 @@ def gather_flattened(data: NkiTensor, indices: NkiTensor, axis: int = 0, dtype: 
     so its rules apply: SBUF operands, equal partition counts, every index inside
     ``[0, data.size / data.shape[0])`` (checked on every run). The docs give no index dtype for
     this wrapper; signed or narrower integer indices are first copied to the ``uint32`` tile
-    ``nc_n_gather`` takes. Only the documented default ``axis=0`` is emulated."""
+    ``nc_n_gather`` takes. Only the default ``axis=0`` is emulated: the page (NKI 0.3.0 to 0.6.0)
+    describes ``axis`` only as "axis along which to gather", its default already selects along
+    the free dimension, and neither its example nor its test uses another value, so no other
+    value has documented semantics."""
     if axis != 0:
-        raise NotImplementedError(f"nl.gather_flattened with axis={axis!r} (only the default axis=0)")
+        raise NotImplementedError(
+            f"nl.gather_flattened with axis={axis!r}: the nki.language.gather_flattened page defines "
+            "only the default axis=0 (a gather along each partition's flattened free dims)"
+        )
     if not isinstance(data, NkiTensor) or not isinstance(indices, NkiTensor):
         raise TypeError("nl.gather_flattened: data and indices must be on-chip tiles")
     idx = indices
