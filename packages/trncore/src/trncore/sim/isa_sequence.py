@@ -7,12 +7,13 @@ segment and the index one past its last element. A segment is a run of equal con
 7]``, ends ``[-1, 3, 3, 6, 6, 6, -1, 9, 9]``). ID 0 marks padding, whose bounds are ``(n, -1)``
 with ``n`` the number of IDs. IDs must be non-negative integers.
 
-Rules checked at the kernel's line (each from the page): the partition dimension is 1; ``dst``
-has shape ``(1, 2, n)`` for ``segment_ids`` of shape ``(1, n)`` (row 0 of the middle dim the
-starts, row 1 the ends); both tiles are ``float32`` or ``int32``. GpSimd reads and writes SBUF
-only (it has no PSUM access, as for every GpSimd-only instruction of the emulator). The IDs are
-data, so their rule (non-negative integers) is checked when the instruction runs, on every run.
-Available on trn1 and trn2 (the page names no target restriction).
+Rules checked at the kernel's line (from the page): the partition dimension is 1; ``dst`` has
+shape ``(1, 2, n)`` for ``segment_ids`` of shape ``(1, n)`` (row 0 of the middle dim the starts,
+row 1 the ends); both tiles are ``float32`` or ``int32``. GpSimd reads and writes SBUF only
+("GpSimd Engine cannot access PSUM", the nki.isa reference of NKI 0.3.0, e.g. its
+``nc_n_gather`` and ``tensor_copy`` pages; the rule of every GpSimd-only instruction here). The
+IDs are data, so their rule (non-negative integers) is checked when the instruction runs, on
+every run. Available on trn1 and trn2 (the page names no target restriction).
 """
 
 from __future__ import annotations
