@@ -669,8 +669,10 @@ def collective_permute_implicit_current_processing_rank_id(
 
 
 # ---------------------------------------------------------------- variable-length (``_v``) forms
-#: Logical ranks of one trn2 chip at LNC=2 (8 NeuronCores, two per logical core): all_gather_v's
-#: "exactly 4 ranks (intra-chip)" (nki.collectives.all_gather_v, NKI 0.6.0).
+#: Logical ranks of one trn2 chip at LNC=2: all_gather_v's "exactly 4 ranks (intra-chip)"
+#: (nki.collectives.all_gather_v, NKI 0.6.0). A Trainium2 chip has 8 physical NeuronCores, 4
+#: logical ones at LNC=2 (AWS's Trainium2 architecture and Logical NeuronCore configuration
+#: pages; docs/hardware.md); ranks 4c..4c+3 are taken as chip c.
 CHIP_RANKS_LNC2 = 4
 
 
