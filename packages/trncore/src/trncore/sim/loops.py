@@ -36,7 +36,7 @@ MAX_WHILE_ITERATIONS = 1 << 20
 
 def _value(value: Any, api: str, what: str) -> int:
     """A bound or condition as an int: a Python int, or a register's value at this point."""
-    if isinstance(value, VirtualRegister):
+    if isinstance(value, (VirtualRegister, IterationRegister)):
         v = value.read(context.user_site())
         if isinstance(v, float) and not v.is_integer():
             raise TypeError(f"{api}: the {what} register holds {v!r}, not an integer")
@@ -79,7 +79,9 @@ def while_loop(init: Any, body_fun: Callable[[Any], Any]) -> None:
     ``r`` as a VirtualRegister, passed by value", and the next condition is the register the body
     returns. So each iteration's body gets a new register holding the condition's value (the body
     may ``register_load`` into it and return it; the caller's ``init`` register is not changed),
-    also when ``init`` or the returned condition is a compile-time int.
+    also when ``init`` or the returned condition is a compile-time int. Like fori_loop's ``i`` it
+    is an :class:`~trncore.sim.registers.IterationRegister`, so a body that counts down with
+    Python arithmetic (``return r - 1``) also runs.
     """
     if not callable(body_fun):
         raise TypeError(f"nl.while_loop: body_fun must be callable, got {body_fun!r}")
@@ -97,5 +99,5 @@ def while_loop(init: Any, body_fun: Callable[[Any], Any]) -> None:
                 "iterations (body_fun must return the next condition)"
             )
         with dynamic_scope("nl.while_loop"):
-            r = body_fun(VirtualRegister(value, from_data=getattr(r, "from_data", False)))
+            r = body_fun(IterationRegister(value))
         count += 1

@@ -150,7 +150,8 @@ def register_load(dst: Any, src: Any) -> None:
 
 
 class IterationRegister(int):
-    """The iteration value ``nl.fori_loop`` passes to its body. The nki.language.fori_loop page
+    """The register ``nl.fori_loop`` and ``nl.while_loop`` pass their body (the iteration value,
+    the current condition). The nki.language.fori_loop page
     (NKI 0.6.0): "The body receives the current iteration value ``i`` as a VirtualRegister, passed
     by value. Read it inside the body (for example, as a ``scalar_offset`` into a tensor)", and
     "writing to ``i`` has no effect on the loop". The loop runs eagerly, so the value is known: it
