@@ -8,7 +8,10 @@ instance needs the other to have reached the matching point: instance 0 runs in 
 instance 1 in a second thread, and a baton lets exactly one run at a time, so the trace stays deterministic.
 An instance that reaches an exchange before its partner hands the baton over and waits; the
 instance that arrives last performs the exchange (its DMA instructions join the program at that
-point) and carries on. The recorded program therefore replays in the same order.
+point) and carries on. The recorded program therefore replays in the same order. Because the
+trace order is not the hardware's (the cores run at the same time), every executing LNC=2 trace
+checks the cores' shared-HBM accesses for races (:mod:`trncore.sim.core_races`, rule
+``lnc-race``): the scheduler keeps a vector clock per instance, advanced at each completed meeting.
 
 AWS sources (nki.isa API reference, NKI 0.3.0 / SDK 2.29): ``sendrecv`` sends ``src`` to the
 ``dst`` of core ``send_to_rank`` while receiving into its own ``dst`` from ``recv_from_rank``;
