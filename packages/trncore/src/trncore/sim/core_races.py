@@ -86,32 +86,100 @@ class _Footprint:
             idx = (idx[:, None] + np.arange(num, dtype=np.int64) * step).reshape(-1)
         return idx
 
+    def dense(self) -> bool:
+        """Whether the pattern covers every element between its first and last (one run)."""
+        if self.elems is not None:
+            return False
+        extent = 1
+        for step, num in sorted((abs(s), n) for s, n in self.dims if n > 1):
+            if step != extent:
+                return False
+            extent *= num
+        return True
+
     def starts(self) -> np.ndarray:
         """Sorted distinct byte starts of the touched elements."""
-        return np.unique(self.indices() * self.isz)
+        idx = self.indices()
+        if self.elems is None and _increasing(self.dims):
+            return idx * self.isz  # row-major order is already sorted and distinct
+        idx = np.sort(idx)
+        if idx.size > 1:
+            idx = idx[np.concatenate(([True], idx[1:] != idx[:-1]))]
+        return idx * self.isz
 
 
-def _overlap(a: _Footprint, b: _Footprint) -> np.ndarray:
-    """Byte starts of ``b``'s elements that share a byte with an element of ``a`` (sorted)."""
-    if a.hi <= b.lo or b.hi <= a.lo:
-        return np.empty(0, dtype=np.int64)
-    sa, sb = a.starts(), b.starts()
+def _increasing(dims: tuple[tuple[int, int], ...]) -> bool:
+    """Whether a pattern's elements, in row-major order of its dims, strictly increase."""
+    span = 0  # how far the inner dims reach past their first element
+    for step, num in reversed(dims):
+        if num <= 1:
+            continue
+        if step <= span:
+            return False
+        span += (num - 1) * step
+    return True
+
+
+def _meets(a: _Footprint, b: _Footprint) -> np.ndarray | None:
+    """Per element of ``b`` (in :meth:`_Footprint.indices` order): whether it shares a byte with
+    an element of ``a`` (None: their byte ranges do not even meet)."""
+    if a.hi <= b.lo or b.hi <= a.lo or _apart(a, b):
+        return None
+    sb = b.indices() * b.isz
+    if a.dense():  # one byte run: b's elements inside it
+        return (sb < a.hi) & (sb + b.isz > a.lo)
+    sa = a.starts()
     # a's elements have one width: among a's starts before the end of b's element, the last one
     # reaches furthest; b's element meets a iff that one ends after b's element starts
     k = np.searchsorted(sa, sb + b.isz, side="left") - 1
     hit = k >= 0
     hit[hit] = sa[k[hit]] + a.isz > sb[hit]
-    return sb[hit]
+    return hit
+
+
+def _band(fp: _Footprint, period: int) -> tuple[int, int] | None:
+    """``(start, width)`` in bytes modulo ``period`` of the residues ``fp`` can touch, when its
+    dims split into steps that are multiples of the period and a rest spanning at most one period
+    (None otherwise)."""
+    if fp.elems is not None:
+        return None
+    width = fp.isz
+    for step, num in fp.dims:
+        if num > 1 and (step * fp.isz) % period:
+            width += (num - 1) * abs(step) * fp.isz
+    return (fp.lo % period, width) if width <= period else None
+
+
+def _apart(a: _Footprint, b: _Footprint) -> bool:
+    """Whether two strided patterns provably share no byte without listing their elements: both
+    lie in bands of one period (a row pitch) that do not meet, as columns of the same rows do."""
+    periods = {abs(s) * f.isz for f in (a, b) if f.elems is None for s, n in f.dims if n > 1 and s}
+    for period in periods:
+        ba, bb = _band(a, period), _band(b, period)
+        if ba is None or bb is None:
+            continue
+        (ra, wa), (rb, wb) = ba, bb
+        if all(not (ra < rb + k + wb and rb + k < ra + wa) for k in (-period, 0, period)):
+            return True
+    return False
+
+
+def _overlap(a: _Footprint, b: _Footprint) -> np.ndarray:
+    """Byte starts of ``b``'s elements that share a byte with an element of ``a``."""
+    hit = _meets(a, b)
+    if hit is None:
+        return np.empty(0, dtype=np.int64)
+    return b.indices()[hit] * b.isz
 
 
 def _without(fp: _Footprint, other: _Footprint) -> _Footprint | None:
     """``fp`` minus its elements meeting ``other`` (None when nothing is left)."""
-    gone = _overlap(other, fp)
-    if not gone.size:
+    hit = _meets(other, fp)
+    if hit is None or not hit.any():
         return fp
-    idx = fp.indices()
-    keep = idx[~np.isin(idx * fp.isz, gone)]
-    return _Footprint(fp.isz, elems=keep) if keep.size else None
+    if hit.all():
+        return None
+    return _Footprint(fp.isz, elems=fp.indices()[~hit])
 
 
 class _Record:
@@ -204,13 +272,17 @@ def _footprint(t: Any) -> _Footprint | None:
 
 
 def _values(t: Any, fp: _Footprint) -> np.ndarray:
-    """The bytes of ``fp``'s elements now, one row per element (in :meth:`indices` order)."""
+    """The bytes of ``fp``'s elements now, one row per element (in :meth:`indices` order; one
+    unsigned integer per row where the width allows)."""
     flat = t.alloc.flat_as(t.dtype)
     if fp.elems is None and all(s >= 0 for s, _ in fp.dims):
         arr = np.array(strided_view(flat, fp.offset, [n for _, n in fp.dims], [s for s, _ in fp.dims]))
     else:
         arr = flat[fp.indices()]
-    return arr.reshape(-1).view(np.uint8).reshape(-1, fp.isz)
+    raw = arr.reshape(-1).view(np.uint8)
+    if fp.isz in (1, 2, 4, 8):
+        return raw.view(f"u{fp.isz}").reshape(-1, 1)
+    return raw.reshape(-1, fp.isz)
 
 
 class RaceTracker:
@@ -255,7 +327,8 @@ class RaceTracker:
                 new.append((t.alloc, rec))
         for t, fp, old in before:
             rec = _Record(slot, time, True, fp, ins.op, ins.site)
-            diff = (_values(t, fp) != old).any(axis=1)
+            now = _values(t, fp)
+            diff = (now != old)[:, 0] if now.shape[1] == 1 else (now != old).any(axis=1)
             if not diff.any():
                 rec.changed = None
             elif not diff.all():
@@ -331,7 +404,7 @@ class RaceTracker:
                 return
             hit = _overlap(prev.changed, rec.fp)
         if hit.size:
-            raise RaceError("lnc-race", self._message(alloc, prev, rec, int(hit[0])), rec.site)
+            raise RaceError("lnc-race", self._message(alloc, prev, rec, int(hit.min())), rec.site)
 
     def _message(self, alloc: Any, prev: _Record, rec: _Record, byte: int) -> str:
         isz = dtypes.storage_dtype(alloc.dtype).itemsize
