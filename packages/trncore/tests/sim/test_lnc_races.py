@@ -15,7 +15,9 @@ import inspect
 import numpy as np
 import pytest
 
+from trncore.sim import collectives as ncc
 from trncore.sim import nisa, nl
+from trncore.sim.collectives import ReplicaGroup
 from trncore.sim.errors import RaceError
 from trncore.sim.runner import run_kernel, run_ranks
 
@@ -202,3 +204,67 @@ def test_ranks_have_separate_hbm() -> None:
     with pytest.raises(RaceError, match=r"rank 0 core 1 reads .* rank 0 core 0 wrote"):
         run_ranks(exchange_through_hbm, [{"x": np.ones((8, 4), np.float32), "sync": "none"}] * 2,
                   target="trn2", lnc=2)  # fmt: skip
+
+
+def test_pattern_overlap_matches_byte_sets() -> None:
+    """The overlap of two strided access patterns (the check's fast paths: one run, sorted
+    patterns, bands of one row pitch) agrees with the byte sets listed one by one."""
+    from trncore.sim.core_races import _apart, _Footprint, _meets
+
+    rng = np.random.default_rng(7)
+
+    def pattern() -> _Footprint:
+        dims = tuple((int(rng.integers(0, 40)), int(rng.integers(1, 6))) for _ in range(rng.integers(1, 4)))
+        return _Footprint(int(rng.choice([1, 2, 4])), int(rng.integers(0, 200)), dims)
+
+    def byte_set(fp: _Footprint) -> set[int]:
+        return {int(e) * fp.isz + k for e in fp.indices() for k in range(fp.isz)}
+
+    apart = 0
+    for _ in range(1500):
+        a, b = pattern(), pattern()
+        bytes_a = byte_set(a)
+        expected = [any(int(e) * b.isz + k in bytes_a for k in range(b.isz)) for e in b.indices()]
+        hit = _meets(a, b)
+        assert (hit.tolist() if hit is not None else [False] * len(expected)) == expected
+        if _apart(a, b):
+            apart += 1
+            assert not any(expected)
+    assert apart > 100  # the band test decided a fair share without listing elements
+
+
+def relay(x, group, barrier: bool):
+    """Core 0 writes x to shared HBM, core 1 reads it; between them two all_reduces (each core
+    meets the same core of the other rank), and a core_barrier on the ranks given ``barrier``."""
+    me = nl.program_id(axis=0)
+    shared = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    u = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    if me == 0:
+        nisa.dma_copy(dst=shared, src=t)
+    ncc.all_reduce(dsts=[u], srcs=[t], op=nl.add, replica_group=group)
+    if barrier:
+        nisa.core_barrier(data=shared, cores=(0, 1))
+    ncc.all_reduce(dsts=[u], srcs=[t], op=nl.add, replica_group=group)
+    if me == 1:
+        nisa.dma_copy(dst=t, src=shared)  # READ
+        nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_a_chain_of_collectives_through_another_rank_orders_the_cores() -> None:
+    """Rank 0's core 0 → all_reduce (core 0s) → rank 1's barrier → all_reduce (core 1s) → rank
+    0's core 1: rank 0's read is ordered after its write although rank 0 has no barrier. A
+    collective alone meets one core of each rank, never both cores of one rank."""
+    group = ReplicaGroup([[0, 1]])
+    xs = [np.full((4, 8), r + 1.0, np.float32) for r in range(2)]
+    outs = run_ranks(relay, [{"x": xs[0], "group": group, "barrier": False},
+                             {"x": xs[1], "group": group, "barrier": True}],
+                     target="trn2", lnc=2)  # fmt: skip
+    for out, x in zip(outs, xs):
+        np.testing.assert_array_equal(out, x)
+    with pytest.raises(RaceError, match=r"rank 0 core 1 reads .* rank 0 core 0 wrote") as info:
+        run_ranks(relay, [{"x": x, "group": group, "barrier": False} for x in xs], target="trn2", lnc=2)
+    assert info.value.lineno == _line(relay, "READ")
