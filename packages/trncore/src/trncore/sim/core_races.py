@@ -292,12 +292,10 @@ class RaceTracker:
     each instruction itself, reading the bytes a shared-HBM write is about to overwrite first.
     """
 
-    def __init__(self, ctx: Any, sched: Any, rank: int) -> None:
-        self.ctx = ctx
+    def __init__(self, sched: Any, rank: int) -> None:
         self.sched = sched
         self.base = rank * sched.lnc
         self.stores: dict[tuple[int, int, bool], _Store] = {}  # (alloc id, slot, write)
-        self.allocs: dict[int, Any] = {}
         self.meetings = 0
         #: per shared allocation: the cores that touched it, whether any wrote it, whether any
         #: access had a dynamic offset (see :meth:`depends_on_data`)
@@ -356,7 +354,6 @@ class RaceTracker:
         store = self.stores.get(key)
         if store is None:
             store = self.stores[key] = _Store(alloc.storage.nbytes)
-            self.allocs[alloc.id] = alloc
         return store
 
     def _ordered(self, rec: _Record, slot: int) -> bool:
@@ -386,9 +383,13 @@ class RaceTracker:
     def _pair(self, alloc: Any, prev: _Record, rec: _Record) -> None:
         """Refuse the concurrent pair ``prev`` (other core, earlier) / ``rec`` unless benign."""
         if rec.write and prev.write:
-            if not _overlap(prev.fp, rec.fp).size:
+            both = _overlap(prev.fp, rec.fp)
+            if not both.size:
                 return
-            hit = _overlap(prev.fp, rec.changed) if rec.changed is not None else np.empty(0)
+            if rec.changed is rec.fp:
+                hit = both
+            else:
+                hit = _overlap(prev.fp, rec.changed) if rec.changed is not None else both[:0]
             if not hit.size:
                 # the same bytes as the other core wrote: either order leaves them; what the other
                 # core's write changed there no longer differs from this core's view of it

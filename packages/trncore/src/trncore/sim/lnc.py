@@ -220,7 +220,7 @@ def run_world(ctxs: Sequence[Any], lnc: int, bodies: Sequence[Callable[[int], An
         if len(ctxs) > 1:
             ctx.engine_state["rank"] = rank
         if lnc > 1 and ctx.execute:
-            ctx.on_emit = RaceTracker(ctx, sched, rank)  # rule lnc-race (trncore.sim.core_races)
+            ctx.on_emit = RaceTracker(sched, rank)  # rule lnc-race (trncore.sim.core_races)
     results: list[Any] = [None] * sched.size
 
     inherited = context.thread_state()  # target release, known-issues and cast modes
