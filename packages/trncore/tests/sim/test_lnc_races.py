@@ -184,6 +184,27 @@ def test_dynamic_offsets_are_resolved_to_the_rows_touched() -> None:
     assert "element [2, 0]" in str(info.value)
 
 
+def private_scratch(x):
+    """Each core writes its own values into a private HBM scratch tensor and reads them back."""
+    rows, cols = x.shape
+    me = nl.program_id(axis=0)
+    scratch = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.private_hbm)
+    t = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=me * 100.0)
+    nisa.dma_copy(dst=scratch, src=t)
+    nisa.dma_copy(dst=t, src=scratch)
+    out = nl.ndarray((2 * rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[me * rows : (me + 1) * rows, :], src=t)
+    return out
+
+
+def test_private_hbm_is_per_core() -> None:
+    x = np.arange(4 * 8, dtype=np.float32).reshape(4, 8)
+    out = run_kernel(private_scratch, [x], target="trn2", lnc=2)
+    np.testing.assert_array_equal(out, np.concatenate([x, x + 100]))  # each core read its own
+
+
 def test_ranks_have_separate_hbm() -> None:
     def ranked(x):
         # every rank runs the same LNC=2 kernel on its own arguments: core 0 writes x's top half,
