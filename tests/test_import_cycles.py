@@ -237,7 +237,7 @@ SIM_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "nki_object", "nki_typing", "matmul_modes", "dtypes", "versions",
                     "known_issues", "lnc_control", "cache_purity")),
     ("tensors", ("dynamic", "tensor", "views")),
-    ("operand rules", ("alu", "checks", "release_rules", "creation")),
+    ("operand rules", ("alu", "checks", "release_rules", "creation", "core_races")),
     ("instruction plumbing", ("isa_common", "isa_instruction")),
     ("instructions", ("isa_movement", "isa_scalar", "isa_vector", "isa_statistics",
                       "isa_tensor_engine", "isa_dma_compute", "isa_gather", "isa_nonzero",

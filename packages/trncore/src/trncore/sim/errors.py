@@ -19,6 +19,7 @@ __all__ = [
     "LanguageError",
     "NkiValidationError",
     "PartitionError",
+    "RaceError",
     "ShapeError",
     "TargetError",
     "UninitializedReadError",
@@ -107,3 +108,10 @@ class LanguageError(NkiValidationError):
     """NKI language rules: outputs not in shared_hbm, ``.ap`` on an indexed view, launch grid."""
 
     family = "language"
+
+
+class RaceError(NkiValidationError):
+    """The two cores of an LNC=2 launch touch the same shared HBM bytes, at least one writing,
+    with nothing ordering the two accesses (rule ``lnc-race``, :mod:`trncore.sim.core_races`)."""
+
+    family = "race"

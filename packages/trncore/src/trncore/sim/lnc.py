@@ -8,7 +8,10 @@ instance needs the other to have reached the matching point: instance 0 runs in 
 instance 1 in a second thread, and a baton lets exactly one run at a time, so the trace stays deterministic.
 An instance that reaches an exchange before its partner hands the baton over and waits; the
 instance that arrives last performs the exchange (its DMA instructions join the program at that
-point) and carries on. The recorded program therefore replays in the same order.
+point) and carries on. The recorded program therefore replays in the same order. Because the
+trace order is not the hardware's (the cores run at the same time), every executing LNC=2 trace
+checks the cores' shared-HBM accesses for races (:mod:`trncore.sim.core_races`, rule
+``lnc-race``): the scheduler keeps a vector clock per instance, advanced at each completed meeting.
 
 AWS sources (nki.isa API reference, NKI 0.3.0 / SDK 2.29): ``sendrecv`` sends ``src`` to the
 ``dst`` of core ``send_to_rank`` while receiving into its own ``dst`` from ``recv_from_rank``;
@@ -29,6 +32,7 @@ import numpy as np
 
 from trncore.sim import context, dtypes, lnc_control
 from trncore.sim.checks import as_tensor
+from trncore.sim.core_races import RaceTracker
 from trncore.sim.errors import BufferError, DtypeError, LanguageError, ShapeError, TargetError
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import dma_engine, engine
@@ -66,6 +70,10 @@ class Scheduler:
         self.complete: set[tuple[Any, ...]] = set()
         self.waiting: dict[int, tuple[Any, ...]] = {}
         self.error: BaseException | None = None
+        #: vector clocks: ``clock[s][t]`` counts the meetings of slot ``t`` that slot ``s`` is
+        #: ordered after (happens-before for the shared-HBM race check, trncore.sim.core_races)
+        self.clock = [[0] * self.size for _ in range(self.size)]
+        self.meetings_done = 0
 
     @property
     def ranks(self) -> int:
@@ -147,6 +155,7 @@ class Scheduler:
             arrived = self.meetings.setdefault(ident, {})
             arrived[slot] = payload
             if len(arrived) == len(group):
+                self._synchronise(group)
                 self.complete.add(ident)
                 del self.meetings[ident]
                 return arrived
@@ -168,6 +177,16 @@ class Scheduler:
             finally:
                 self.waiting.pop(slot, None)
         return None
+
+    def _synchronise(self, group: Sequence[int]) -> None:
+        """A completed meeting: every member is now ordered after everything each member did
+        before arriving (each member's own count advances, then the clocks join)."""
+        for m in group:
+            self.clock[m][m] += 1
+        joined = [max(col) for col in zip(*(self.clock[m] for m in group))]
+        for m in group:
+            self.clock[m] = list(joined)
+        self.meetings_done += 1
 
     def _check_deadlock(self, slot: int, kind: str, key: Any, site: Any, rule: str) -> None:
         stuck = {s: w for s, w in self.waiting.items() if w not in self.complete}
@@ -200,6 +219,8 @@ def run_world(ctxs: Sequence[Any], lnc: int, bodies: Sequence[Callable[[int], An
         ctx.engine_state["lnc"] = sched
         if len(ctxs) > 1:
             ctx.engine_state["rank"] = rank
+        if lnc > 1 and ctx.execute:
+            ctx.on_emit = RaceTracker(sched, rank)  # rule lnc-race (trncore.sim.core_races)
     results: list[Any] = [None] * sched.size
 
     inherited = context.thread_state()  # target release, known-issues and cast modes
@@ -238,6 +259,9 @@ def run_world(ctxs: Sequence[Any], lnc: int, bodies: Sequence[Callable[[int], An
     finally:
         for ctx in ctxs:
             ctx.engine_state.pop("lnc", None)
+            if isinstance(ctx.on_emit, RaceTracker) and ctx.on_emit.depends_on_data():
+                ctx.engine_state["data_dependent"] = True  # re-checked on the next call's offsets
+            ctx.on_emit = None
             flows.append(lnc_control.take(ctx))
     if sched.error is not None and not isinstance(sched.error, _Abort):
         raise sched.error

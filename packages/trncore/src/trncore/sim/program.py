@@ -170,6 +170,9 @@ class TraceContext:
         self.address_storage: dict[tuple[int, str, int, int, int], np.ndarray] = {}
         #: the NKI release this trace is checked against (set by the runner)
         self.nki_version: str | None = None
+        #: runs each instruction instead of :meth:`emit` when set (an executing LNC=2 trace:
+        #: :class:`trncore.sim.core_races.RaceTracker`, installed by trncore.sim.lnc)
+        self.on_emit: Callable[[Instr, Sequence[NkiTensor], Sequence[NkiTensor]], None] | None = None
 
     # ------------------------------------------------------------------ memory
     def allocate(
@@ -335,8 +338,11 @@ class TraceContext:
             if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None and t.alloc.flags_made:
                 t.flags_array()[...] = False  # (flags not made yet are all clear)
         access = record_access(reads, writes)
-        self.instrs.append(Instr(op, engine, site, run, meta or {}, access))
-        if self.execute:
+        ins = Instr(op, engine, site, run, meta or {}, access)
+        self.instrs.append(ins)
+        if self.on_emit is not None:  # an LNC=2 trace: the race check runs it (core_races)
+            self.on_emit(ins, reads, writes)
+        elif self.execute:
             run()
 
     def _touch(self, t: NkiTensor, position: int) -> None:

@@ -1,0 +1,424 @@
+"""Races between the cores of an LNC=2 launch on shared HBM (rule ``lnc-race``).
+
+Under ``kernel[2]`` the two cores of a logical NeuronCore run the kernel at the same time on
+"two physical cores ... that have shared HBM memory" (AWS NKI docs, Using Logical Neuron Cores,
+NKI 0.3.0 / SDK 2.29). The emulator traces them one after the other (core 0 first, interleaved
+only at exchanges, :mod:`trncore.sim.lnc`), so without a check a kernel in which core 1 reads
+what core 0 writes would see core 0's data, while on hardware which comes first is timing. No AWS
+page states the race rule in words; the ``nki.isa.core_barrier`` page (NKI 0.3.0, unchanged
+through 0.6.0) says what the barrier is for: two cores "write to disjoint portions of a shared HBM
+tensor and they both need to consume the tensor after both cores have finished writing", so
+"both cores can perform the write ... and then signal to each other when the write operation is
+complete using nisa.core_barrier" ("Now both cores can safely read the complete tensor").
+
+The rule: two accesses to overlapping bytes of one shared HBM allocation (``nl.shared_hbm``, or a
+kernel argument, which is shared HBM under LNC=2) by the two cores of one launch (one rank), at
+least one a write, with no meeting of both cores between them (``core_barrier``, ``sendrecv``,
+or a chain of meetings through ``nki.collectives`` that orders them), are refused at the line of
+the later access in trace order, naming the tensor, both cores and the other core's line.
+Happens-before is a vector clock per instance (:class:`trncore.sim.lnc.Scheduler` advances it
+at every completed meeting).
+
+A race whose outcome does not depend on the order is accepted: a write that leaves the
+overlapping bytes as they were (both cores writing the same values, as a kernel that computes
+the same result on both cores does), judged on the traced run's data. Private HBM
+(``nl.private_hbm`` / ``nl.hbm``) is per core and never checked. Dynamic offsets
+(``.ap(scalar_offset=/vector_offset=)``) are resolved to the rows the instruction touches when it
+runs on the traced run (a replay with other offset data is not re-checked); a transfer skipped by
+``oob_mode.skip`` touches nothing. Checked on executing traces only (a cost report traced from
+shapes has no data).
+
+Cost: the check is installed only on LNC=2 traces; an instruction touching no shared HBM pays one
+scan of its operands. Accesses are kept per allocation, core and kind in byte-range buckets, and
+compared exactly (element sets of the strided patterns) only when their byte ranges meet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from trncore.sim import context, dtypes
+from trncore.sim.arrays import strided_view
+from trncore.sim.dynamic import ScalarOffset, VectorOffset
+from trncore.sim.errors import RaceError
+from trncore.sim.tensor import SHARED_HBM
+
+__all__ = ["RaceTracker"]
+
+#: Byte-range buckets per allocation (a record spanning more than _WIDE buckets is kept apart).
+_BUCKETS = 256
+_WIDE = 32
+
+
+class _Footprint:
+    """The elements one access touches: a strided pattern or explicit element indices.
+
+    Offsets are in elements of the view's dtype (``isz`` bytes each); ``lo``/``hi`` bound the
+    touched bytes (half-open).
+    """
+
+    __slots__ = ("dims", "elems", "hi", "isz", "lo", "offset")
+
+    def __init__(
+        self, isz: int, offset: int = 0, dims: tuple[tuple[int, int], ...] = (),
+        elems: np.ndarray | None = None,
+    ) -> None:  # fmt: skip
+        self.isz = isz
+        self.offset = offset
+        self.dims = dims
+        self.elems = elems
+        if elems is not None:
+            self.lo = int(elems.min()) * isz
+            self.hi = int(elems.max()) * isz + isz
+        else:
+            self.lo = (offset + sum(min(0, (n - 1) * s) for s, n in dims)) * isz
+            self.hi = (offset + sum(max(0, (n - 1) * s) for s, n in dims)) * isz + isz
+
+    def indices(self) -> np.ndarray:
+        """Element indices in row-major order of the pattern (the order of its strided view)."""
+        if self.elems is not None:
+            return self.elems
+        idx = np.array([self.offset], dtype=np.int64)
+        for step, num in self.dims:
+            idx = (idx[:, None] + np.arange(num, dtype=np.int64) * step).reshape(-1)
+        return idx
+
+    def dense(self) -> bool:
+        """Whether the pattern covers every element between its first and last (one run)."""
+        if self.elems is not None:
+            return False
+        extent = 1
+        for step, num in sorted((abs(s), n) for s, n in self.dims if n > 1):
+            if step != extent:
+                return False
+            extent *= num
+        return True
+
+    def starts(self) -> np.ndarray:
+        """Sorted distinct byte starts of the touched elements."""
+        idx = self.indices()
+        if self.elems is None and _increasing(self.dims):
+            return idx * self.isz  # row-major order is already sorted and distinct
+        idx = np.sort(idx)
+        if idx.size > 1:
+            idx = idx[np.concatenate(([True], idx[1:] != idx[:-1]))]
+        return idx * self.isz
+
+
+def _increasing(dims: tuple[tuple[int, int], ...]) -> bool:
+    """Whether a pattern's elements, in row-major order of its dims, strictly increase."""
+    span = 0  # how far the inner dims reach past their first element
+    for step, num in reversed(dims):
+        if num <= 1:
+            continue
+        if step <= span:
+            return False
+        span += (num - 1) * step
+    return True
+
+
+def _meets(a: _Footprint, b: _Footprint) -> np.ndarray | None:
+    """Per element of ``b`` (in :meth:`_Footprint.indices` order): whether it shares a byte with
+    an element of ``a`` (None: their byte ranges do not even meet)."""
+    if a.hi <= b.lo or b.hi <= a.lo or _apart(a, b):
+        return None
+    sb = b.indices() * b.isz
+    if a.dense():  # one byte run: b's elements inside it
+        return (sb < a.hi) & (sb + b.isz > a.lo)
+    sa = a.starts()
+    # a's elements have one width: among a's starts before the end of b's element, the last one
+    # reaches furthest; b's element meets a iff that one ends after b's element starts
+    k = np.searchsorted(sa, sb + b.isz, side="left") - 1
+    hit = k >= 0
+    hit[hit] = sa[k[hit]] + a.isz > sb[hit]
+    return hit
+
+
+def _band(fp: _Footprint, period: int) -> tuple[int, int] | None:
+    """``(start, width)`` in bytes modulo ``period`` of the residues ``fp`` can touch, when its
+    dims split into steps that are multiples of the period and a rest spanning at most one period
+    (None otherwise)."""
+    if fp.elems is not None:
+        return None
+    width = fp.isz
+    for step, num in fp.dims:
+        if num > 1 and (step * fp.isz) % period:
+            width += (num - 1) * abs(step) * fp.isz
+    return (fp.lo % period, width) if width <= period else None
+
+
+def _apart(a: _Footprint, b: _Footprint) -> bool:
+    """Whether two strided patterns provably share no byte without listing their elements: both
+    lie in bands of one period (a row pitch) that do not meet, as columns of the same rows do."""
+    periods = {abs(s) * f.isz for f in (a, b) if f.elems is None for s, n in f.dims if n > 1 and s}
+    for period in periods:
+        ba, bb = _band(a, period), _band(b, period)
+        if ba is None or bb is None:
+            continue
+        (ra, wa), (rb, wb) = ba, bb
+        if all(not (ra < rb + k + wb and rb + k < ra + wa) for k in (-period, 0, period)):
+            return True
+    return False
+
+
+def _overlap(a: _Footprint, b: _Footprint) -> np.ndarray:
+    """Byte starts of ``b``'s elements that share a byte with an element of ``a``."""
+    hit = _meets(a, b)
+    if hit is None:
+        return np.empty(0, dtype=np.int64)
+    return b.indices()[hit] * b.isz
+
+
+def _without(fp: _Footprint, other: _Footprint) -> _Footprint | None:
+    """``fp`` minus its elements meeting ``other`` (None when nothing is left)."""
+    hit = _meets(other, fp)
+    if hit is None or not hit.any():
+        return fp
+    if hit.all():
+        return None
+    return _Footprint(fp.isz, elems=fp.indices()[~hit])
+
+
+class _Record:
+    """One access of one core to a shared allocation."""
+
+    __slots__ = ("changed", "fp", "op", "site", "slot", "time", "write")
+
+    def __init__(self, slot: int, time: int, write: bool, fp: _Footprint, op: str, site: Any) -> None:
+        self.slot = slot
+        self.time = time  # the core's own clock when it made the access
+        self.write = write
+        self.fp = fp
+        #: for a write: the elements whose bytes it changed (None: it changed none)
+        self.changed: _Footprint | None = fp
+        self.op = op
+        self.site = site
+
+
+class _Store:
+    """The records of one allocation by one core and one kind, filed in byte-range buckets."""
+
+    __slots__ = ("bsize", "buckets", "count", "wide")
+
+    def __init__(self, nbytes: int) -> None:
+        self.bsize = max(64, -(-nbytes // _BUCKETS))
+        self.buckets: dict[int, list[_Record]] = {}
+        self.wide: list[_Record] = []
+        self.count = 0
+
+    def add(self, rec: _Record) -> None:
+        first, last = rec.fp.lo // self.bsize, (rec.fp.hi - 1) // self.bsize
+        self.count += 1
+        if last - first >= _WIDE:
+            self.wide.append(rec)
+            return
+        for b in range(first, last + 1):
+            self.buckets.setdefault(b, []).append(rec)
+
+    def near(self, fp: _Footprint) -> list[_Record]:
+        """Records whose byte range meets ``fp``'s (each once, in trace order)."""
+        first, last = fp.lo // self.bsize, (fp.hi - 1) // self.bsize
+        seen: dict[int, _Record] = {}
+        for rec in self.wide:
+            seen[id(rec)] = rec
+        for b in range(first, min(last, first + 4 * _BUCKETS) + 1):
+            for rec in self.buckets.get(b, ()):
+                seen[id(rec)] = rec
+        return [r for r in seen.values() if r.fp.lo < fp.hi and fp.lo < r.fp.hi]
+
+    def prune(self, keep: Any) -> None:
+        """Drop the records ``keep`` rejects (ordered before every later access of the others)."""
+        self.wide = [r for r in self.wide if keep(r)]
+        for b in list(self.buckets):
+            kept = [r for r in self.buckets[b] if keep(r)]
+            if kept:
+                self.buckets[b] = kept
+            else:
+                del self.buckets[b]
+        self.count = len(self.wide) + sum(len(v) for v in self.buckets.values())
+
+
+def _shared(t: Any) -> bool:
+    """Whether operand ``t`` is a view of a shared HBM tensor."""
+    alloc = getattr(t, "alloc", None)
+    return alloc is not None and alloc.buffer is SHARED_HBM
+
+
+def _footprint(t: Any) -> _Footprint | None:
+    """What view ``t`` touches now (dynamic offsets read from their tensors; None: nothing)."""
+    isz = dtypes.storage_dtype(t.dtype).itemsize
+    dyn = t.dynamic
+    if dyn is None:
+        if any(n == 0 for _, n in t.dims):
+            return None
+        return _Footprint(isz, t.offset, t.dims)
+    size = t.alloc.storage.nbytes // isz
+    if isinstance(dyn, ScalarOffset):
+        value = int(np.asarray(dyn.tensor.array()).reshape(-1)[0])
+        fp = _Footprint(isz, t.offset + value * dyn.row, t.dims)
+        if fp.lo < 0 or fp.hi > size * isz:
+            return None  # out of bounds: skipped (oob_mode.skip) or refused by the instruction
+        return fp
+    if isinstance(dyn, VectorOffset):
+        rows = np.asarray(dyn.tensor.array()).reshape(-1)[: t.shape[0]].astype(np.int64)
+        inner = _Footprint(isz, t.offset, t.dims[1:]).indices()
+        elems = (rows[:, None] * dyn.row + inner[None, :]).reshape(-1)
+        elems = elems[(elems >= 0) & (elems < size)]
+        return _Footprint(isz, elems=elems) if elems.size else None
+    return _Footprint(isz, 0, ((1, size),))  # an offset kind not known here: the whole tensor
+
+
+def _values(t: Any, fp: _Footprint) -> np.ndarray:
+    """The bytes of ``fp``'s elements now, one row per element (in :meth:`indices` order; one
+    unsigned integer per row where the width allows)."""
+    flat = t.alloc.flat_as(t.dtype)
+    if fp.elems is None and all(s >= 0 for s, _ in fp.dims):
+        arr = np.array(strided_view(flat, fp.offset, [n for _, n in fp.dims], [s for s, _ in fp.dims]))
+    else:
+        arr = flat[fp.indices()]
+    raw = arr.reshape(-1).view(np.uint8)
+    if fp.isz in (1, 2, 4, 8):
+        return raw.view(f"u{fp.isz}").reshape(-1, 1)
+    return raw.reshape(-1, fp.isz)
+
+
+class RaceTracker:
+    """The shared-HBM accesses of one rank's LNC=2 trace, checked as they are traced.
+
+    Installed as the trace context's ``on_emit`` by :func:`trncore.sim.lnc.run_world`: it runs
+    each instruction itself, reading the bytes a shared-HBM write is about to overwrite first.
+    """
+
+    def __init__(self, sched: Any, rank: int) -> None:
+        self.sched = sched
+        self.base = rank * sched.lnc
+        self.stores: dict[tuple[int, int, bool], _Store] = {}  # (alloc id, slot, write)
+        self.meetings = 0
+        #: per shared allocation: the cores that touched it, whether any wrote it, whether any
+        #: access had a dynamic offset (see :meth:`depends_on_data`)
+        self.touched: dict[int, tuple[frozenset[int], bool, bool]] = {}
+
+    # ------------------------------------------------------------------ the hook
+    def __call__(self, ins: Any, reads: Sequence[Any], writes: Sequence[Any]) -> None:
+        """Run ``ins``; record and check its shared-HBM accesses."""
+        shared_r = [t for t in reads if _shared(t)]
+        shared_w = [t for t in writes if _shared(t)]
+        if not shared_r and not shared_w:
+            ins.run()
+            return
+        if self.meetings != self.sched.meetings_done:
+            self._prune()
+        slot = self.base + int(context.current().program_id)
+        time = self.sched.clock[slot][slot]
+        reads_fp = [(t, _footprint(t)) for t in shared_r]
+        writes_fp = [(t, _footprint(t)) for t in shared_w]
+        before = [(t, fp, _values(t, fp)) for t, fp in writes_fp if fp is not None]
+        ins.run()
+        new: list[tuple[Any, _Record]] = []
+        for t, fp in reads_fp:
+            if fp is not None:
+                rec = _Record(slot, time, False, fp, ins.op, ins.site)
+                self._check(t.alloc, rec)
+                new.append((t.alloc, rec))
+        for t, fp, old in before:
+            rec = _Record(slot, time, True, fp, ins.op, ins.site)
+            now = _values(t, fp)
+            diff = (now != old)[:, 0] if now.shape[1] == 1 else (now != old).any(axis=1)
+            if not diff.any():
+                rec.changed = None
+            elif not diff.all():
+                rec.changed = _Footprint(fp.isz, elems=fp.indices()[diff])
+            self._check(t.alloc, rec)
+            new.append((t.alloc, rec))
+        for t, _ in (*reads_fp, *writes_fp):
+            cores, written, dynamic = self.touched.get(t.alloc.id, (frozenset(), False, False))
+            self.touched[t.alloc.id] = (
+                cores | {slot},
+                written or any(t is w for w in shared_w),
+                dynamic or t.dynamic is not None,
+            )
+        for alloc, rec in new:
+            self._store(alloc, slot, rec.write).add(rec)
+
+    def depends_on_data(self) -> bool:
+        """Whether the verdict rests on offset data: a shared allocation both cores touched, one
+        writing, through a dynamic offset (such a program is traced, and checked, on every call)."""
+        return any(len(c) > 1 and w and d for c, w, d in self.touched.values())
+
+    # ------------------------------------------------------------------ records
+    def _store(self, alloc: Any, slot: int, write: bool) -> _Store:
+        key = (alloc.id, slot, write)
+        store = self.stores.get(key)
+        if store is None:
+            store = self.stores[key] = _Store(alloc.storage.nbytes)
+        return store
+
+    def _ordered(self, rec: _Record, slot: int) -> bool:
+        """Whether ``rec`` happens before every access ``slot`` makes from now on."""
+        return self.sched.clock[slot][rec.slot] > rec.time
+
+    def _prune(self) -> None:
+        """After a meeting: drop the records every other core of the rank is now ordered after."""
+        self.meetings = self.sched.meetings_done
+        cores = range(self.base, self.base + self.sched.lnc)
+        for (_, owner, _), store in self.stores.items():
+            others = [s for s in cores if s != owner]
+            store.prune(lambda r, others=others: not all(self._ordered(r, s) for s in others))
+
+    def _check(self, alloc: Any, rec: _Record) -> None:
+        for other in range(self.base, self.base + self.sched.lnc):
+            if other == rec.slot:
+                continue
+            for write in (True, False) if rec.write else (True,):
+                store = self.stores.get((alloc.id, other, write))
+                if store is None:
+                    continue
+                for prev in store.near(rec.fp):
+                    if not self._ordered(prev, rec.slot):
+                        self._pair(alloc, prev, rec)
+
+    def _pair(self, alloc: Any, prev: _Record, rec: _Record) -> None:
+        """Refuse the concurrent pair ``prev`` (other core, earlier) / ``rec`` unless benign."""
+        if rec.write and prev.write:
+            both = _overlap(prev.fp, rec.fp)
+            if not both.size:
+                return
+            if rec.changed is rec.fp:
+                hit = both
+            else:
+                hit = _overlap(prev.fp, rec.changed) if rec.changed is not None else both[:0]
+            if not hit.size:
+                # the same bytes as the other core wrote: either order leaves them; what the other
+                # core's write changed there no longer differs from this core's view of it
+                if prev.changed is not None:
+                    prev.changed = _without(prev.changed, rec.fp)
+                return
+        elif rec.write:  # this write against the other core's read
+            if rec.changed is None:
+                return
+            hit = _overlap(prev.fp, rec.changed)
+        else:  # this read against the other core's write
+            if prev.changed is None:
+                return
+            hit = _overlap(prev.changed, rec.fp)
+        if hit.size:
+            raise RaceError("lnc-race", self._message(alloc, prev, rec, int(hit.min())), rec.site)
+
+    def _message(self, alloc: Any, prev: _Record, rec: _Record, byte: int) -> str:
+        isz = dtypes.storage_dtype(alloc.dtype).itemsize
+        index = tuple(int(i) for i in np.unravel_index(byte // isz, alloc.shape)) if alloc.shape else ()
+        where = f"{prev.site[0].rsplit('/', 1)[-1]}:{prev.site[1]}" if prev.site else "an unknown line"
+        me, other = self.sched.describe(rec.slot), self.sched.describe(prev.slot)
+        verb = "writes" if rec.write else "reads"
+        was = "wrote" if prev.write else "read"
+        what = "different values into " if rec.write and prev.write else ""
+        return (
+            f"{me} {verb} {what}{alloc.label()} (element {list(index)}) that {other} {was} at "
+            f"{where} ({prev.op}) with no core_barrier, sendrecv or collective of both cores "
+            "between them: the two cores of an LNC=2 launch run at the same time and share HBM, "
+            "so which access comes first is timing (nki.isa.core_barrier, NKI 0.3.0: write, then "
+            "core_barrier, then read)"
+        )
