@@ -54,6 +54,10 @@ def a2av(x, meta, group, dst_rows, known=False, sbuf_meta=False):
     dst = nl.ndarray((dst_rows, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
     md = nl.ndarray(meta.shape, dtype=meta.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=md, src=meta)
+    if nl.num_programs(0) > 1:
+        # LNC=2: both cores copy into the one shared md; each exchange then writes row 2, so the
+        # copies must land first (else core 1's copy may overwrite core 0's counts: lnc-race)
+        nisa.core_barrier(data=md, cores=(0, 1))
     if sbuf_meta:
         tile = nl.ndarray((1, *meta.shape), dtype=nl.uint32, buffer=nl.sbuf)
         nisa.dma_copy(dst=tile, src=meta.reshape((1, *meta.shape)))
@@ -72,6 +76,8 @@ def agv(x, meta, group, dst_rows, known=False):
     dst = nl.ndarray((dst_rows, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
     md = nl.ndarray(meta.shape, dtype=nl.uint32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=md, src=meta)
+    if nl.num_programs(0) > 1:
+        nisa.core_barrier(data=md, cores=(0, 1))  # as in a2av: the copies land before row 2 is written
     ncc.all_gather_v(srcs=[src], dsts=[dst], replica_group=group, metadata_tensor=md,  # HERE
                      recv_counts_known=known)  # fmt: skip
     return dst, md

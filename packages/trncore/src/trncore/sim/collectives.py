@@ -795,17 +795,19 @@ def _v_exchange(
         for j, r in enumerate(ranks):
             part = arrived[r]
             out = _read(part["dsts_ops"][0]).reshape(-1)
-            table = _read(part["meta_ops"][0])
-            view = table.reshape(-1, n)
+            received = np.array([chunks[i, j].size for i in range(n)], dtype=np.uint32)
             for i in range(n):
                 piece = chunks[i, j]
                 out[i * slot : i * slot + piece.size] = piece
-                if not known and rows > 2:
-                    view[2, i] = piece.size
+            # the accesses the schedule and the LNC=2 race rule see: rows 0-1 (counts,
+            # displacements) read, row 2 (counts received) written back unless recv_counts_known
+            m = part["meta"][0]
+            hbm = m.buffer.is_hbm
             writes = [(part["dsts"][0], out)]
             if not known and rows > 2:
-                writes.append((part["meta"][0], table))
-            _emit(what, launch, part, part["srcs"] + part["meta"], writes)
+                row2 = m[2:3] if hbm else m[:, 2:3]
+                writes.append((row2, received.reshape(row2.shape)))
+            _emit(what, launch, part, part["srcs"] + [m[0:2] if hbm else m[:, 0:2]], writes)
 
     payload = _payload(site, srcs=s, dsts=d, meta=[meta])
     payload["flags"] = (known, rdispls)
