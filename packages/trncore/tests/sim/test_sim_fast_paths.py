@@ -225,3 +225,59 @@ def test_the_collector_is_paused_while_tracing_and_restored() -> None:
             assert seen[-1] is False and gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+def _reused_tile_cases(a, start):  # type: ignore[no-untyped-def]
+    """Four tiles, each on the storage of a dead tile that held 1.0s (recycled), each first
+    touched differently; every tile is copied out whole."""
+    from trncore.sim import nisa, nl
+
+    p, f = a.shape
+    out = nl.ndarray((4 * p, f), nl.float32, buffer=nl.shared_hbm)
+
+    def recycled():  # type: ignore[no-untyped-def]
+        primer = nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=primer, src=a)
+        del primer  # its storage goes to the next tile of its size
+        return nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+
+    s = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=start)
+    read_first = recycled()  # (a) first read whole, before any write
+    copy = nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=copy, src=read_first)
+    nisa.dma_copy(dst=out[0:p, :], src=copy)
+    overwritten = recycled()  # (b) first written whole
+    nisa.memset(dst=overwritten, value=2.0)
+    nisa.dma_copy(dst=out[p : 2 * p, :], src=overwritten)
+    half = recycled()  # (c) first written in part
+    nisa.memset(dst=half[0 : p // 2, :], value=3.0)
+    nisa.dma_copy(dst=out[2 * p : 3 * p, :], src=half)
+    skipped = recycled()  # (d) first "written" by a transfer that oob_mode=skip may drop
+    src = a.ap([[f, p], [1, f]], scalar_offset=s, indirect_dim=0)
+    nisa.dma_copy(dst=skipped, src=src, oob_mode=nisa.oob_mode.skip)
+    nisa.dma_copy(dst=out[3 * p :, :], src=skipped)
+    return out
+
+
+def test_sentinel_fills_are_dropped_only_where_nothing_can_see_them() -> None:
+    """A new tile reads as NaN until written (AWS NKI docs, NKI CPU Simulator, NKI 0.3.0), also on
+    recycled storage, traced and replayed: the emulator may leave out a fill only when the first
+    instruction on the tile overwrites all of it."""
+    import trncore.sim as sim
+    from trncore.sim import simulate
+
+    a = np.ones((32, 8), np.float32)
+    nan = np.full((32, 8), np.nan, np.float32)
+    half = np.concatenate([np.full((16, 8), 3.0, np.float32), nan[16:]])
+    prog = sim.trace(_reused_tile_cases, a, np.zeros((1, 1), np.int32))
+    tiles = [x for x in prog.allocs if x.buffer.name == "sbuf" and x.shape == (32, 8)]
+    assert len({id(x.storage) for x in tiles}) < len(tiles) - 2  # the cases reuse primers' storage
+    sim.clear_cache()
+    for start, last in ((0, a), (1, nan)):  # (d): in bounds, then skipped (32 rows from row 1)
+        for _ in range(2):  # traced, then replayed
+            got = simulate(_reused_tile_cases)(a, np.array([[start]], np.int32)).reshape(4, 32, 8)
+            np.testing.assert_array_equal(got[0], nan)
+            np.testing.assert_array_equal(got[1], np.full((32, 8), 2.0, np.float32))
+            np.testing.assert_array_equal(got[2], half)
+            np.testing.assert_array_equal(got[3], last)

@@ -244,7 +244,7 @@ class TraceContext:
         self.allocs.append(alloc)
         if buffer is SHARED_HBM and self.lnc > 1:
             self.shared_allocs.append(alloc)
-        self._emit_alloc(alloc, site, fill=not aliased)
+        self._emit_alloc(alloc, site, fill=not aliased, lazy=buffer.on_chip and not placed)
         view = NkiTensor.whole(alloc)
         if buffer.on_chip and not placed:
             # Recycle the storage once no Python object can name this tensor any more: every
@@ -253,9 +253,17 @@ class TraceContext:
             alloc.die_with_views(view, self._recycle)
         return view
 
-    def _emit_alloc(self, alloc: Allocation, site: tuple[str, int] | None, fill: bool = True) -> None:
+    def _emit_alloc(
+        self, alloc: Allocation, site: tuple[str, int] | None, fill: bool = True, lazy: bool = False
+    ) -> None:
         """An allocation marker: fills the tensor with its sentinel at this point of the program
-        (unless ``fill`` is false: a tile sharing the storage of an earlier one)."""
+        (unless ``fill`` is false: a tile sharing the storage of an earlier one).
+
+        ``lazy`` (on-chip tiles with storage of their own): whether the fill is needed is decided
+        by the first instruction touching the tile (:meth:`_settle_fills`); until then nothing
+        can observe it, so the traced run fills there, and the program keeps the fill at its
+        marker only if that instruction does not overwrite every element first.
+        """
         if fill:
             # the sentinel's bit pattern written as unsigned words of the element's width: the
             # same bytes as assigning NaN/4 element by element, several times cheaper for
@@ -264,11 +272,53 @@ class TraceContext:
             run: Callable[[], None] = functools.partial(alloc.storage.view(word).fill, pattern)
         else:
             run = _no_fill
-        self.instrs.append(Instr("alloc", "alloc", site, run, {"alloc": alloc.id}))
-        if self.execute:
+        marker = Instr("alloc", "alloc", site, run, {"alloc": alloc.id})
+        self.instrs.append(marker)
+        if fill and lazy:
+            alloc.fill_marker = marker
+        elif self.execute:
             run()
 
+    def _settle_fills(self, op: str, reads: Sequence[NkiTensor], writes: Sequence[NkiTensor]) -> None:
+        """Decide the sentinel fills still waiting on the tiles this instruction touches.
+
+        A fill is dropped when the instruction writes every element of the tile, unconditionally
+        (:data:`OVERWRITING_OPS`, static views only), without reading the tile: nothing can
+        have observed the sentinel, and every replay overwrites it at the same point. Otherwise
+        the traced run fills now, before the instruction runs, and the marker keeps its fill:
+        between a tile's allocation and its first instruction nothing else uses its storage
+        (recycled storage comes from tiles that no Python object names any more).
+        """
+        offsets = [
+            d.tensor for t in (*reads, *writes)
+            if (d := t.dynamic) is not None and getattr(d, "tensor", None) is not None
+        ]  # fmt: skip
+        overwrite = op in OVERWRITING_OPS and not offsets
+        if overwrite:
+            overwrite = all(t.dynamic is None for t in (*reads, *writes))
+        read = {id(t.alloc) for t in (*reads, *offsets)}
+        for t in (*writes, *reads, *offsets):
+            alloc = t.alloc
+            marker = alloc.fill_marker
+            if marker is None:
+                continue
+            alloc.fill_marker = None
+            if overwrite and id(alloc) not in read and any(w.alloc is alloc and _covers(w) for w in writes):
+                marker.run = _no_fill
+            elif self.execute:
+                marker.run()
+
+    def close_fills(self) -> None:
+        """At the end of the trace: the fills of tiles no instruction touched are not needed."""
+        for alloc in self.allocs:
+            if alloc.fill_marker is not None:
+                alloc.fill_marker.run = _no_fill
+                alloc.fill_marker = None
+
     def _recycle(self, alloc: Allocation) -> None:
+        if alloc.fill_marker is not None:  # never touched: nothing reads its fill
+            alloc.fill_marker.run = _no_fill
+            alloc.fill_marker = None
         alloc.mask = None
         alloc.mm_flags = None
         self.free_storage.setdefault(alloc.storage.nbytes, []).append(alloc.storage)
@@ -310,8 +360,9 @@ class TraceContext:
     ) -> None:
         """Record (and, on an executing trace, run) one instruction after its checks passed."""
         position = len(self.instrs)
+        settle = False  # a tile's sentinel fill waits for this instruction
         for t in reads:
-            self._touch(t, position)
+            settle |= self._touch(t, position)
             if self.strict:
                 mask = t.mask_array()
                 if mask is not None and not mask.all():
@@ -324,7 +375,7 @@ class TraceContext:
             if t.alloc.buffer is PSUM and not matmul_write:
                 t.alloc.read_since_matmul = True
         for t in writes:
-            self._touch(t, position)
+            settle |= self._touch(t, position)
             mask = t.mask_array()
             if mask is not None:
                 mask[...] = True
@@ -336,17 +387,23 @@ class TraceContext:
                 self.written.add(t.alloc.id)
             if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None and t.alloc.flags_made:
                 t.flags_array()[...] = False  # (flags not made yet are all clear)
+        if settle:
+            self._settle_fills(op, reads, writes)
         access = record_access(reads, writes)
         self.instrs.append(Instr(op, engine, site, run, meta or {}, access))
         if self.execute:
             run()
 
-    def _touch(self, t: NkiTensor, position: int) -> None:
-        if t.alloc.first_use is None:
-            t.alloc.first_use = position
-        t.alloc.last_use = position
+    def _touch(self, t: NkiTensor, position: int) -> bool:
+        """Record a use of ``t``'s tile at ``position``; whether a sentinel fill may wait on it."""
+        alloc = t.alloc
+        if alloc.first_use is None:
+            alloc.first_use = position
+        alloc.last_use = position
         if t.dynamic is not None:
             t.dynamic.tensor.alloc.last_use = position
+            return True
+        return alloc.fill_marker is not None
 
     # ------------------------------------------------------------------ end of trace
     def check_capacity(self) -> tuple[int, int, int]:
@@ -461,6 +518,41 @@ class TraceContext:
             live += amount if start else -amount
             peak = max(peak, live)
         return peak
+
+
+#: Instructions that write every element of each of their outputs, whatever the data (each
+#: page's semantics: dst = a function of the inputs, element by element; a matmul that
+#: overwrites, since one that accumulates reads its dst). A tile first touched by one of these,
+#: as a whole and not read, needs no sentinel fill (TraceContext._settle_fills).
+OVERWRITING_OPS = frozenset(
+    {
+        "activation",
+        "activation_reduce",
+        "dma_copy",
+        "dma_transpose",
+        "iota",
+        "memset",
+        "nc_matmul",
+        "nc_transpose",
+        "tensor_copy",
+        "tensor_scalar",
+        "tensor_tensor",
+    }
+)
+
+
+def _covers(t: NkiTensor) -> bool:
+    """Whether the static view ``t`` names every element of its allocation exactly once: offset
+    0, the allocation's element width and count, and steps (sorted) of a mixed-radix count."""
+    alloc = t.alloc
+    if t.offset != 0 or t.size != alloc.size or dtypes.itemsize(t.dtype) != dtypes.itemsize(alloc.dtype):
+        return False
+    expected = 1
+    for step, num in sorted(d for d in t.dims if d[1] != 1):
+        if step != expected:
+            return False
+        expected *= num
+    return True
 
 
 @functools.cache

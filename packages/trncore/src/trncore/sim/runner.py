@@ -282,6 +282,7 @@ def _finish_trace(
 ) -> Program:
     """The program of a finished trace (instance 0's ``result`` names the outputs)."""
     outputs = _outputs(result, fn, ctx.inputs)
+    ctx.close_fills()
     sbuf_peak, psum_bytes, psum_banks = ctx.check_capacity()
     regs = ctx.engine_state.get("scalar_regs")
     prog = Program(

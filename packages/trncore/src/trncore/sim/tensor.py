@@ -130,6 +130,9 @@ class Allocation:
         self.is_input = False
         #: the lifetime token of a recyclable tile, weakly (see :meth:`die_with_views`)
         self._life: weakref.ref[_Lifetime] | None = None
+        #: the allocation marker whose sentinel fill waits for the first instruction touching
+        #: the tile (trncore.sim.program.TraceContext.emit decides it there)
+        self.fill_marker: Any = None
 
     def die_with_views(self, first: NkiTensor, callback: Any) -> None:
         """Call ``callback(self)`` once ``first`` and every view made of this tile later are gone.
