@@ -30,6 +30,12 @@ __all__ = ["range_select"]
 
 _FP32_MIN = float(np.finfo(np.float32).min)
 _COMPARE = {k: BINARY[k] for k in ("equal", "less", "less_equal", "greater", "greater_equal")}
+#: the comparisons as NumPy's boolean functions (the tokens' own results are 1.0/0.0 in fp32,
+#: which the mask would only turn back into booleans)
+_COMPARE_BOOL = {
+    "equal": np.equal, "less": np.less, "less_equal": np.less_equal, "greater": np.greater,
+    "greater_equal": np.greater_equal,
+}  # fmt: skip
 
 
 def range_select(
@@ -91,12 +97,15 @@ def range_select(
     index = (int(range_start) + np.arange(f)).astype(np.float32)[None, :]
     fill = np.float32(_FP32_MIN)
 
+    cmp0, cmp1 = _COMPARE_BOOL[op0.name], _COMPARE_BOOL[op1.name]
+
     def run() -> None:
         x = read_f32(s_op.read(), p)
         b0 = read_f32(b0_op.read(), p)
         b1 = read_f32(b1_op.read(), p)
-        mask = op0.fn(index, b0).astype(bool) & op1.fn(index, b1).astype(bool)
-        out = np.where(mask, x, fill).astype(np.float32)
+        mask = cmp0(index, b0)
+        mask &= cmp1(index, b1)
+        out = np.where(mask, x, fill)  # float32: x and fill are
         write(out)
         if res_write is not None:
             res_write(out.max(axis=1, keepdims=True))
