@@ -19,7 +19,6 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -414,18 +413,20 @@ class TraceContext:
             (SBUF, rules.sbuf_bytes, "bytes"),
             (PSUM, rules.psum_banks, "banks"),
         ):
-            events = []
-            for a in self.allocs:
-                if a.buffer is not buffer:
-                    continue
-                amount = a.partition_bytes if unit == "bytes" else 1
-                # live from the first instruction that touches the tile (a tile allocated early
-                # but first written later holds no memory before: the compiler allocates live
-                # ranges) to its last use
-                start = a.first_use if a.first_use is not None else a.position
-                events.append((start, 1, amount, a))
-                events.append((max(a.last_use, start) + 1, 0, amount, a))
-            events.sort(key=itemgetter(0, 1))  # (stable: ties keep allocation order)
+            tiles = [a for a in self.allocs if a.buffer is buffer]
+            # live from the first instruction that touches the tile (a tile allocated early but
+            # first written later holds no memory before: the compiler allocates live ranges)
+            # to its last use
+            starts = [a.position if a.first_use is None else a.first_use for a in tiles]
+            order = _event_order(starts, [a.last_use for a in tiles])
+            amounts = [a.partition_bytes for a in tiles] if unit == "bytes" else [1] * len(tiles)
+            # (first row, end row, end byte) of the tiles placed at explicit addresses
+            wheres = [
+                None if a.address_bytes is None
+                else (a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1),
+                      a.address_bytes + amount)
+                for a, amount in zip(tiles, amounts)
+            ]  # fmt: skip
             live, peak, live_set = 0, 0, {}
             # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
             # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
@@ -433,7 +434,7 @@ class TraceContext:
             # Tiles placed at explicit addresses (nl.ndarray address=) occupy their byte range;
             # AWS's allocators deliberately place several tiles at one address, so those count
             # by the highest end address live on each partition, not by their sum.
-            placed: dict[int, Any] = {}
+            placed: set[int] = set()
             # ... counted by distinct (first row, end row, end byte): hundreds of live logical
             # tiles of a modular allocator share a few such places (the sweep's cost)
             places: dict[tuple[int, int, int], int] = {}
@@ -446,31 +447,43 @@ class TraceContext:
             # placed ends change (tiles joining a live place change neither)
             usage: int | None = None
             usage_ends: np.ndarray | None = None
+            # PSUM: live tiles per bank of the placed tiles (their distinct banks are in use)
+            bank_users: dict[int, int] = {}
+            bank_bytes = rules.psum_bank_bytes
 
             auto_banks = 0
             auto_rows: dict[int, slice] = {}
-            for _, is_start, amount, a in events:
-                rows = slice(a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1))
-                if a.address_bytes is not None:
-                    where = (rows.start, rows.stop, a.address_bytes + amount)
+            for event in order:
+                i = event >> 1
+                is_start = not event & 1
+                a, amount, where = tiles[i], amounts[i], wheres[i]
+                if where is not None:
                     if is_start:
-                        placed[a.id] = a
+                        placed.add(i)
                         count = places.get(where, 0)
                         places[where] = count + 1
                         if not count:
                             ends = None
-                    elif placed.pop(a.id, None) is not None:
+                        if unit != "bytes":
+                            for bank in _banks(a, bank_bytes):
+                                bank_users[bank] = bank_users.get(bank, 0) + 1
+                    elif i in placed:
+                        placed.discard(i)
                         places[where] -= 1
                         if not places[where]:
                             del places[where]
                             ends = None
+                        if unit != "bytes":
+                            for bank in _banks(a, bank_bytes):
+                                bank_users[bank] -= 1
+                                if not bank_users[bank]:
+                                    del bank_users[bank]
                 elif unit == "bytes":
                     if is_start:
-                        rows = _auto_rows(per_partition, a)
-                        auto_rows[a.id] = rows
+                        rows = auto_rows[i] = _auto_rows(per_partition, a)
+                        per_partition[rows] += amount
                     else:
-                        rows = auto_rows.pop(a.id, rows)
-                    per_partition[rows] += amount if is_start else -amount
+                        per_partition[auto_rows.pop(i)] -= amount
                     usage = None
                 else:
                     auto_banks += amount if is_start else -amount
@@ -487,7 +500,7 @@ class TraceContext:
                             usage, usage_ends = int((per_partition + ends).max()), ends
                         live = usage
                     else:
-                        live = auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
+                        live = auto_banks + len(bank_users)
                     live_set[a.id] = a
                     if live > limit:
                         biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
@@ -499,7 +512,8 @@ class TraceContext:
                             f"{a.label()} is allocated (largest live: {names})",
                             a.site,
                         )
-                    peak = max(peak, live)
+                    if live > peak:
+                        peak = live
                 else:
                     live_set.pop(a.id, None)
             peaks.append(peak)
@@ -507,17 +521,33 @@ class TraceContext:
         return peaks[0], psum_bytes, peaks[1]
 
     def _psum_bytes_peak(self) -> int:
-        events = []
-        for a in self.allocs:
-            if a.buffer is PSUM:
-                events.append((a.position, 1, a.partition_bytes))
-                events.append((max(a.last_use, a.position) + 1, 0, a.partition_bytes))
-        events.sort(key=itemgetter(0, 1))
-        live = peak = 0
-        for _, start, amount in events:
-            live += amount if start else -amount
-            peak = max(peak, live)
-        return peak
+        tiles = [a for a in self.allocs if a.buffer is PSUM]
+        if not tiles:
+            return 0
+        order = np.asarray(_event_order([a.position for a in tiles], [a.last_use for a in tiles]))
+        amounts = np.array([a.partition_bytes for a in tiles], dtype=np.int64)
+        change = np.where(order & 1, -amounts[order >> 1], amounts[order >> 1])
+        return max(0, int(np.cumsum(change).max()))
+
+
+def _event_order(starts: list[int], last_uses: list[int]) -> list[int]:
+    """The capacity sweep's events in time order: event ``2 * i`` is tile ``i``'s start (at
+    ``starts[i]``), ``2 * i + 1`` its end (after ``max(last_uses[i], starts[i])``); at one time
+    ends come before starts, and ties keep allocation order (a stable sort of one int key)."""
+    begin = np.asarray(starts, dtype=np.int64)
+    finish = np.maximum(np.asarray(last_uses, dtype=np.int64), begin) + 1
+    keys = np.empty(2 * len(starts), dtype=np.int64)
+    keys[0::2] = 2 * begin + 1
+    keys[1::2] = 2 * finish
+    order: list[int] = np.argsort(keys, kind="stable").tolist()
+    return order
+
+
+def _banks(a: Any, bank_bytes: int) -> range:
+    """The PSUM banks a tile placed at an explicit address spans."""
+    first = a.address_bytes // bank_bytes
+    last = (a.address_bytes + max(a.partition_bytes, 1) - 1) // bank_bytes
+    return range(first, last + 1)
 
 
 #: Instructions that write every element of each of their outputs, whatever the data (each
@@ -595,16 +625,6 @@ def _auto_rows(per_partition: np.ndarray, a: Any) -> slice:
     starts = (0, 64) if p > 32 else (0, 32, 64, 96)
     best = min(starts, key=lambda s: int(per_partition[s : s + p].max()))
     return slice(best, best + p)
-
-
-def _placed_banks(placed: dict[int, Any], bank_bytes: int) -> int:
-    """Distinct PSUM banks used by the live tiles placed at explicit addresses."""
-    banks: set[int] = set()
-    for b in placed.values():
-        first = b.address_bytes // bank_bytes
-        last = (b.address_bytes + max(b.partition_bytes, 1) - 1) // bank_bytes
-        banks.update(range(first, last + 1))
-    return len(banks)
 
 
 def current() -> TraceContext:
