@@ -288,24 +288,26 @@ class TraceContext:
         between a tile's allocation and its first instruction nothing else uses its storage
         (recycled storage comes from tiles that no Python object names any more).
         """
-        offsets = [
-            d.tensor for t in (*reads, *writes)
-            if (d := t.dynamic) is not None and getattr(d, "tensor", None) is not None
-        ]  # fmt: skip
-        overwrite = op in OVERWRITING_OPS and not offsets
-        if overwrite:
-            overwrite = all(t.dynamic is None for t in (*reads, *writes))
-        read = {id(t.alloc) for t in (*reads, *offsets)}
-        for t in (*writes, *reads, *offsets):
+        dynamic = [t.dynamic for t in (*reads, *writes) if t.dynamic is not None]
+        offsets = [d.tensor for d in dynamic if getattr(d, "tensor", None) is not None]
+        overwrite = not dynamic and op in OVERWRITING_OPS
+        for t in writes:
             alloc = t.alloc
             marker = alloc.fill_marker
             if marker is None:
                 continue
             alloc.fill_marker = None
-            if overwrite and id(alloc) not in read and any(w.alloc is alloc and _covers(w) for w in writes):
+            if overwrite and _covers(t) and all(r.alloc is not alloc for r in reads):
                 marker.run = _no_fill
             elif self.execute:
                 marker.run()
+        for t in (*reads, *offsets):
+            alloc = t.alloc
+            marker = alloc.fill_marker
+            if marker is not None:
+                alloc.fill_marker = None
+                if self.execute:
+                    marker.run()
 
     def close_fills(self) -> None:
         """At the end of the trace: the fills of tiles no instruction touched are not needed."""
