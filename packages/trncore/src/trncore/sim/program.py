@@ -6,7 +6,8 @@ shapes/dtypes, compile-time parameters, target). The first call runs the Python 
 call is checked, turned into a closure over pre-resolved NumPy views of the program's memory,
 executed at once and recorded. Later calls with the same key copy the inputs in and run the
 recorded closures (allocation markers refill each new tensor with its NaN/4 sentinel at its
-allocation point): no Python kernel code runs, and the result is bit-identical to the traced run
+allocation point, unless the tensor's first instruction overwrites all of it): no Python kernel
+code runs, and the result is bit-identical to the traced run
 because the same closures execute on the same storage. On-chip storage is recycled once the kernel
 drops every reference to a tensor, so a program's memory is its working set, not the sum of every
 tile an unrolled loop allocated.
