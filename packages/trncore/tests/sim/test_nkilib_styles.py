@@ -325,6 +325,8 @@ def test_psum_tiles_at_one_bank_address_share_the_bank(target: str) -> None:
 
     x = np.zeros((1, 1), np.float32)
     simulate(banks)(x, 4)  # 12 live tiles in 4 banks
+    with pytest.raises(CapacityError, match="9 live PSUM banks"):
+        simulate(banks)(x, 12)  # 12 placed tiles in 12 banks: the 9th passes the 8 banks
     with pytest.raises(CapacityError, match="psum-banks"):
 
         def twelve_banks(x):

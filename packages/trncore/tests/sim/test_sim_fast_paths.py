@@ -37,6 +37,24 @@ def test_byte_float_casts_match_ml_dtypes(name: str) -> None:
     np.testing.assert_array_equal(dtypes.to_f32(every[::2, 1::3]), every[::2, 1::3].astype(np.float32))
 
 
+@pytest.mark.parametrize("name", ["bfloat16", "float16", *sorted(BYTE_FLOATS)])
+def test_strided_views_convert_as_ml_dtypes_converts_them(name: str) -> None:
+    """Strided (non-contiguous) views read and written through the engines' fp32 give, bit for
+    bit, what ml_dtypes' own ``astype`` gives on them (the emulator copies them contiguous first)."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((16, 64)) * 50).astype(np.float32)
+    x[0, :8] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, 3e38, -7.5]
+    target = np.dtype(dtypes.storage_dtype(name))
+    word = f"u{target.itemsize}"
+    with np.errstate(all="ignore"):
+        stored = x.astype(target)
+        for view in (x[:, ::3], x.T, x[::2, 1:40]):
+            np.testing.assert_array_equal(dtypes.cast(view, name).view(word), view.astype(target).view(word))
+        for view in (stored[:, ::3], stored.T, stored[::2, 1:40]):
+            got = dtypes.to_f32(view)
+            np.testing.assert_array_equal(got.view(np.uint32), view.astype(np.float32).view(np.uint32))
+
+
 def test_to_f32_leaves_float32_alone() -> None:
     x = np.ones((4, 4), np.float32)
     assert dtypes.to_f32(x) is x
@@ -99,3 +117,185 @@ def test_vector_offset_row_out_of_range_still_refused() -> None:
     kernel = _rows_kernel([1, 6], 5)
     with pytest.raises(BoundsError, match="vector_offset row index 10"):
         simulate(kernel)(a, np.array([[1], [10]], dtype=np.int32), a)
+
+
+# ---------------------------------------------------------------- allocation, views, collector
+
+
+@pytest.mark.parametrize("name", sorted(dtypes.NKI_DTYPES))
+def test_new_tiles_hold_the_sentinel_bits_numpy_assigns(name: str) -> None:
+    """A tile read before any write shows NaN (floats) or 4 (integers), the vendor simulator's
+    fill (AWS NKI docs, NKI CPU Simulator, NKI 0.3.0), bit for bit as NumPy assigns those
+    values, however the emulator writes them."""
+    from trncore.sim import nisa, nl, simulate
+
+    def k(a):  # type: ignore[no-untyped-def]
+        t = nl.ndarray((8, 6), name, buffer=nl.sbuf)
+        out = nl.ndarray((8, 6), name, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    storage = dtypes.storage_dtype(name)
+    expected = np.empty((8, 6), dtype=storage)
+    expected[...] = np.nan if dtypes.is_float(name) else 4
+    got = simulate(k)(np.zeros((1, 1), np.float32))
+    assert got.dtype == storage
+    word = f"u{storage.itemsize}"
+    np.testing.assert_array_equal(got.view(word), expected.view(word))
+
+
+def _nki_shape(shape: tuple[int, ...], key: tuple, on_chip: bool) -> tuple[int, ...]:  # type: ignore[type-arg]
+    """The shape NKI gives ``t[key]`` (AWS NKI Indexing overview, NKI 0.3.0; NKI guide "Tensor
+    Indexing", SDK 2.31): an integer drops its dim, except on the partition dim of an on-chip
+    tensor (kept at 1); an on-chip view keeps at least 2 dims (the last dropped one, at 1)."""
+    out: list[int] = []
+    dropped = False
+    for axis, (k, n) in enumerate(zip(key, shape)):
+        if isinstance(k, slice):
+            out.append(len(range(*k.indices(n))))
+        elif on_chip and axis == 0:
+            out.append(1)
+        elif on_chip:
+            dropped = True
+    if on_chip and dropped and len(out) < 2:
+        out.append(1)
+    return tuple(out)
+
+
+@pytest.mark.parametrize("buffer", ["sbuf", "private_hbm"])
+def test_views_of_slices_and_ints_match_numpy(buffer: str) -> None:
+    """Keys of unit-step slices and integers (the emulator's direct path) give NumPy's elements
+    in NKI's shape, and the same view as the same key spelled so that the general path builds
+    it (an explicit step 1); a negative index counts from the end either way."""
+    import itertools
+
+    from trncore.sim.tensor import Allocation, Buffer, NkiTensor
+
+    shape = (4, 5, 6)
+    alloc = Allocation(0, Buffer(buffer), "float32", shape, "t", None, "input", 0, False)
+    alloc.flat[...] = np.arange(alloc.size, dtype=np.float32)
+    t = NkiTensor.whole(alloc)
+    ref = alloc.flat.reshape(shape)
+    on_chip = buffer == "sbuf"
+    choices = [slice(None), slice(1, 3), slice(2, None), slice(None, 2), slice(3, 3), 0, 2, -1]
+    for key in itertools.product(choices, repeat=3):
+        want = _nki_shape(shape, key, on_chip)
+        view = t[key]
+        assert view.shape == want, key
+        np.testing.assert_array_equal(view.array(), ref[key].reshape(want))
+        general = tuple(slice(k.start, k.stop, 1) if isinstance(k, slice) else k for k in key)
+        other = t[general]
+        assert (other.offset, other.dims, other.shape) == (view.offset, view.dims, view.shape), key
+    # an index past the end is refused on either path
+    from trncore.sim.errors import BoundsError
+
+    for bad in ((slice(None), 5, 0), (slice(0, 5), 0, 0), (4, 0, 0)):
+        with pytest.raises(BoundsError):
+            t[bad]
+
+
+def test_a_tile_is_recycled_only_when_its_last_view_is_gone() -> None:
+    """Storage is reused once no Python object names a tile any more (docs/emulator.md, Trace
+    once, replay many times): a surviving sub-view keeps its tile's storage from reuse."""
+    import trncore.sim as sim
+    from trncore.sim import nisa, nl
+
+    def tiles(a, keep):  # type: ignore[no-untyped-def]
+        kept = []
+        for _ in nl.static_range(3):
+            t = nl.ndarray((128, 8), nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a)
+            if keep:
+                kept.append(t[0:64, 2:4])
+        out = nl.ndarray((128, 8), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+
+    # (without keeping, tile i is still named by `t` while tile i + 1 is allocated: two storages)
+    for keep, distinct in ((True, 3), (False, 2)):
+        prog = sim.trace(tiles, ((128, 8), "float32"), keep=keep)
+        storages = {id(x.storage) for x in prog.allocs if x.buffer.name == "sbuf"}
+        assert len(storages) == distinct
+
+
+def test_the_collector_is_paused_while_tracing_and_restored() -> None:
+    """Automatic cyclic collection is off while a kernel is traced and back as it was after."""
+    import gc
+
+    import trncore.sim as sim
+    from trncore.sim import nisa, nl, simulate
+
+    seen: list[bool] = []
+
+    def k(a):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+
+    a = np.ones((4, 4), np.float32)
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            gc.enable() if enabled else gc.disable()
+            sim.clear_cache()
+            np.testing.assert_array_equal(simulate(k)(a), a)
+            assert seen[-1] is False and gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
+def _reused_tile_cases(a, start):  # type: ignore[no-untyped-def]
+    """Four tiles, each on the storage of a dead tile that held 1.0s (recycled), each first
+    touched differently; every tile is copied out whole."""
+    from trncore.sim import nisa, nl
+
+    p, f = a.shape
+    out = nl.ndarray((4 * p, f), nl.float32, buffer=nl.shared_hbm)
+
+    def recycled():  # type: ignore[no-untyped-def]
+        primer = nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=primer, src=a)
+        del primer  # its storage goes to the next tile of its size
+        return nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+
+    s = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=start)
+    read_first = recycled()  # (a) first read whole, before any write
+    copy = nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=copy, src=read_first)
+    nisa.dma_copy(dst=out[0:p, :], src=copy)
+    overwritten = recycled()  # (b) first written whole
+    nisa.memset(dst=overwritten, value=2.0)
+    nisa.dma_copy(dst=out[p : 2 * p, :], src=overwritten)
+    half = recycled()  # (c) first written in part
+    nisa.memset(dst=half[0 : p // 2, :], value=3.0)
+    nisa.dma_copy(dst=out[2 * p : 3 * p, :], src=half)
+    skipped = recycled()  # (d) first "written" by a transfer that oob_mode=skip may drop
+    src = a.ap([[f, p], [1, f]], scalar_offset=s, indirect_dim=0)
+    nisa.dma_copy(dst=skipped, src=src, oob_mode=nisa.oob_mode.skip)
+    nisa.dma_copy(dst=out[3 * p :, :], src=skipped)
+    return out
+
+
+def test_sentinel_fills_are_dropped_only_where_nothing_can_see_them() -> None:
+    """A new tile reads as NaN until written (AWS NKI docs, NKI CPU Simulator, NKI 0.3.0), also on
+    recycled storage, traced and replayed: the emulator may leave out a fill only when the first
+    instruction on the tile overwrites all of it."""
+    import trncore.sim as sim
+    from trncore.sim import simulate
+
+    a = np.ones((32, 8), np.float32)
+    nan = np.full((32, 8), np.nan, np.float32)
+    half = np.concatenate([np.full((16, 8), 3.0, np.float32), nan[16:]])
+    prog = sim.trace(_reused_tile_cases, a, np.zeros((1, 1), np.int32))
+    tiles = [x for x in prog.allocs if x.buffer.name == "sbuf" and x.shape == (32, 8)]
+    assert len({id(x.storage) for x in tiles}) < len(tiles) - 2  # the cases reuse primers' storage
+    sim.clear_cache()
+    for start, last in ((0, a), (1, nan)):  # (d): in bounds, then skipped (32 rows from row 1)
+        for _ in range(2):  # traced, then replayed
+            got = simulate(_reused_tile_cases)(a, np.array([[start]], np.int32)).reshape(4, 32, 8)
+            np.testing.assert_array_equal(got[0], nan)
+            np.testing.assert_array_equal(got[1], np.full((32, 8), 2.0, np.float32))
+            np.testing.assert_array_equal(got[2], half)
+            np.testing.assert_array_equal(got[3], last)

@@ -22,10 +22,5 @@ def strided_view(
     ml_dtypes' bfloat16/fp8 dtypes through the array interface.
     """
     item = flat.itemsize
-    return np.ndarray(
-        tuple(shape),
-        dtype=flat.dtype,
-        buffer=flat,
-        offset=offset * item,
-        strides=tuple(s * item for s in steps),
-    )
+    # (positional arguments: the constructor's keyword parsing cost more than the view itself)
+    return np.ndarray(tuple(shape), flat.dtype, flat, offset * item, tuple([s * item for s in steps]))

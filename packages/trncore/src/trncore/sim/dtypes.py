@@ -148,6 +148,11 @@ def _round_tf32(values: np.ndarray) -> np.ndarray:
     return out.view(np.float32)
 
 
+#: The ml_dtypes types (NumPy's casts of them run element by element through their own loops).
+_ML_DTYPES = frozenset(
+    NKI_DTYPES[n] for n in ("bfloat16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu")
+)
+
 #: The one-byte float dtypes, converted through tables (see :func:`to_f32` and :func:`cast`).
 _BYTE_FLOATS = frozenset(
     NKI_DTYPES[n] for n in ("float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu")
@@ -181,6 +186,10 @@ def to_f32(values: np.ndarray) -> np.ndarray:
     if values.dtype in _BYTE_FLOATS:
         table = _byte_float_tables(values.dtype)[0]
         return table.take(values.view(np.uint8))
+    if values.dtype in _ML_DTYPES and not values.flags.c_contiguous:
+        # ml_dtypes converts a strided array several times slower than a contiguous copy of it
+        # (the same conversion of the same elements)
+        values = np.ascontiguousarray(values)
     return np.asarray(values, dtype=np.float32)
 
 
@@ -216,6 +225,8 @@ def cast(values: Any, name: str) -> np.ndarray:
     if target in _BYTE_FLOATS and arr.dtype == np.float32:
         return _f32_to_byte_float(arr, target)
     if name in FLOAT_NAMES:
+        if target in _ML_DTYPES and not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr)  # (see to_f32: the same conversion, contiguous)
         return arr.astype(target)
     if arr.dtype == target:
         return arr

@@ -93,9 +93,16 @@ def writer(dst: NkiTensor, site: Any) -> Any:
     operand = dst.operand(site)
     name = dst.dtype
     shape = dst.shape
+    # values already of a plain float dst's storage type need no cast (dtypes.cast would copy
+    # them unchanged before the write copies them again); tfloat32 still rounds
+    same = dtypes.storage_dtype(name) if dtypes.is_float(name) and name != "tfloat32" else None
 
     def write(values: np.ndarray) -> None:
-        operand.write(dtypes.cast(np.asarray(values).reshape(shape), name))
+        values = np.asarray(values)
+        if values.dtype == same:
+            operand.write(values)
+        else:
+            operand.write(dtypes.cast(values.reshape(shape), name))
 
     return write
 

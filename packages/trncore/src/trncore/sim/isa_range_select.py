@@ -42,6 +42,12 @@ __all__ = ["range_select"]
 
 _FP32_MIN = float(np.finfo(np.float32).min)
 _COMPARE = {k: BINARY[k] for k in ("equal", "less", "less_equal", "greater", "greater_equal")}
+#: the comparisons as NumPy's boolean functions (the tokens' own results are 1.0/0.0 in fp32,
+#: which the mask would only turn back into booleans)
+_COMPARE_BOOL = {
+    "equal": np.equal, "less": np.less, "less_equal": np.less_equal, "greater": np.greater,
+    "greater_equal": np.greater_equal,
+}  # fmt: skip
 
 
 def _accumulator(ctx: Any) -> np.ndarray:
@@ -115,13 +121,15 @@ def range_select(
     fill = np.float32(_FP32_MIN)
 
     acc = _accumulator(ctx)[:p] if cmd != "idle" else None
+    cmp0, cmp1 = _COMPARE_BOOL[op0.name], _COMPARE_BOOL[op1.name]
 
     def run() -> None:
         x = read_f32(s_op.read(), p)
         b0 = read_f32(b0_op.read(), p)
         b1 = read_f32(b1_op.read(), p)
-        mask = op0.fn(index, b0).astype(bool) & op1.fn(index, b1).astype(bool)
-        out = np.where(mask, x, fill).astype(np.float32)
+        mask = cmp0(index, b0)
+        mask &= cmp1(index, b1)
+        out = np.where(mask, x, fill)  # float32: x and fill are
         write(out)
         rowmax = out.max(axis=1, keepdims=True)
         if acc is not None:

@@ -6,7 +6,8 @@ shapes/dtypes, compile-time parameters, target). The first call runs the Python 
 call is checked, turned into a closure over pre-resolved NumPy views of the program's memory,
 executed at once and recorded. Later calls with the same key copy the inputs in and run the
 recorded closures (allocation markers refill each new tensor with its NaN/4 sentinel at its
-allocation point): no Python kernel code runs, and the result is bit-identical to the traced run
+allocation point, unless the tensor's first instruction overwrites all of it): no Python kernel
+code runs, and the result is bit-identical to the traced run
 because the same closures execute on the same storage. On-chip storage is recycled once the kernel
 drops every reference to a tensor, so a program's memory is its working set, not the sum of every
 tile an unrolled loop allocated.
@@ -19,7 +20,6 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -245,31 +245,85 @@ class TraceContext:
             storage,
         )
         self.allocs.append(alloc)
+        if buffer is SHARED_HBM and self.lnc > 1:
+            self.shared_allocs.append(alloc)
+        self._emit_alloc(alloc, site, fill=not aliased, lazy=buffer.on_chip and not placed)
+        view = NkiTensor.whole(alloc)
         if buffer.on_chip and not placed:
             # Recycle the storage once no Python object can name this tensor any more: every
             # later instruction comes after every use, so replays stay correct
             # (docs/emulator.md, Trace once, replay many times).
-            alloc.on_death = self._recycle
-        if buffer is SHARED_HBM and self.lnc > 1:
-            self.shared_allocs.append(alloc)
-        self._emit_alloc(alloc, site, fill=not aliased)
-        return NkiTensor.whole(alloc)
+            alloc.die_with_views(view, self._recycle)
+        return view
 
-    def _emit_alloc(self, alloc: Allocation, site: tuple[str, int] | None, fill: bool = True) -> None:
+    def _emit_alloc(
+        self, alloc: Allocation, site: tuple[str, int] | None, fill: bool = True, lazy: bool = False
+    ) -> None:
         """An allocation marker: fills the tensor with its sentinel at this point of the program
-        (unless ``fill`` is false: a tile sharing the storage of an earlier one)."""
-        flat = alloc.flat
-        value = np.nan if dtypes.is_float(alloc.dtype) else SENTINEL_INT
+        (unless ``fill`` is false: a tile sharing the storage of an earlier one).
 
-        def run() -> None:
-            if fill:
-                flat[...] = value
-
-        self.instrs.append(Instr("alloc", "alloc", site, run, {"alloc": alloc.id}))
-        if self.execute:
+        ``lazy`` (on-chip tiles with storage of their own): whether the fill is needed is decided
+        by the first instruction touching the tile (:meth:`_settle_fills`); until then nothing
+        can observe it, so the traced run fills there, and the program keeps the fill at its
+        marker only if that instruction does not overwrite every element first.
+        """
+        if fill:
+            # the sentinel's bit pattern written as unsigned words of the element's width: the
+            # same bytes as assigning NaN/4 element by element, several times cheaper for
+            # ml_dtypes' bfloat16/fp8 (whose scalar assignment NumPy does not vectorise)
+            word, pattern = _sentinel_word(alloc.dtype)
+            run: Callable[[], None] = functools.partial(alloc.storage.view(word).fill, pattern)
+        else:
+            run = _no_fill
+        marker = Instr("alloc", "alloc", site, run, {"alloc": alloc.id})
+        self.instrs.append(marker)
+        if fill and lazy:
+            alloc.fill_marker = marker
+        elif self.execute:
             run()
 
+    def _settle_fills(self, op: str, reads: Sequence[NkiTensor], writes: Sequence[NkiTensor]) -> None:
+        """Decide the sentinel fills still waiting on the tiles this instruction touches.
+
+        A fill is dropped when the instruction writes every element of the tile, unconditionally
+        (:data:`OVERWRITING_OPS`, static views only), without reading the tile: nothing can
+        have observed the sentinel, and every replay overwrites it at the same point. Otherwise
+        the traced run fills now, before the instruction runs, and the marker keeps its fill:
+        between a tile's allocation and its first instruction nothing else uses its storage
+        (recycled storage comes from tiles that no Python object names any more).
+        """
+        dynamic = [t.dynamic for t in (*reads, *writes) if t.dynamic is not None]
+        offsets = [d.tensor for d in dynamic if getattr(d, "tensor", None) is not None]
+        overwrite = not dynamic and op in OVERWRITING_OPS
+        for t in writes:
+            alloc = t.alloc
+            marker = alloc.fill_marker
+            if marker is None:
+                continue
+            alloc.fill_marker = None
+            if overwrite and _covers(t) and all(r.alloc is not alloc for r in reads):
+                marker.run = _no_fill
+            elif self.execute:
+                marker.run()
+        for t in (*reads, *offsets):
+            alloc = t.alloc
+            marker = alloc.fill_marker
+            if marker is not None:
+                alloc.fill_marker = None
+                if self.execute:
+                    marker.run()
+
+    def close_fills(self) -> None:
+        """At the end of the trace: the fills of tiles no instruction touched are not needed."""
+        for alloc in self.allocs:
+            if alloc.fill_marker is not None:
+                alloc.fill_marker.run = _no_fill
+                alloc.fill_marker = None
+
     def _recycle(self, alloc: Allocation) -> None:
+        if alloc.fill_marker is not None:  # never touched: nothing reads its fill
+            alloc.fill_marker.run = _no_fill
+            alloc.fill_marker = None
         alloc.mask = None
         alloc.mm_flags = None
         self.free_storage.setdefault(alloc.storage.nbytes, []).append(alloc.storage)
@@ -311,8 +365,9 @@ class TraceContext:
     ) -> None:
         """Record (and, on an executing trace, run) one instruction after its checks passed."""
         position = len(self.instrs)
+        settle = False  # a tile's sentinel fill waits for this instruction
         for t in reads:
-            self._touch(t, position)
+            settle |= self._touch(t, position)
             if self.strict:
                 mask = t.mask_array()
                 if mask is not None and not mask.all():
@@ -325,7 +380,7 @@ class TraceContext:
             if t.alloc.buffer is PSUM and not matmul_write:
                 t.alloc.read_since_matmul = True
         for t in writes:
-            self._touch(t, position)
+            settle |= self._touch(t, position)
             mask = t.mask_array()
             if mask is not None:
                 mask[...] = True
@@ -337,6 +392,8 @@ class TraceContext:
                 self.written.add(t.alloc.id)
             if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None and t.alloc.flags_made:
                 t.flags_array()[...] = False  # (flags not made yet are all clear)
+        if settle:
+            self._settle_fills(op, reads, writes)
         access = record_access(reads, writes)
         ins = Instr(op, engine, site, run, meta or {}, access)
         self.instrs.append(ins)
@@ -345,12 +402,16 @@ class TraceContext:
         elif self.execute:
             run()
 
-    def _touch(self, t: NkiTensor, position: int) -> None:
-        if t.alloc.first_use is None:
-            t.alloc.first_use = position
-        t.alloc.last_use = position
+    def _touch(self, t: NkiTensor, position: int) -> bool:
+        """Record a use of ``t``'s tile at ``position``; whether a sentinel fill may wait on it."""
+        alloc = t.alloc
+        if alloc.first_use is None:
+            alloc.first_use = position
+        alloc.last_use = position
         if t.dynamic is not None:
             t.dynamic.tensor.alloc.last_use = position
+            return True
+        return alloc.fill_marker is not None
 
     # ------------------------------------------------------------------ end of trace
     def check_capacity(self) -> tuple[int, int, int]:
@@ -361,18 +422,20 @@ class TraceContext:
             (SBUF, rules.sbuf_bytes, "bytes"),
             (PSUM, rules.psum_banks, "banks"),
         ):
-            events = []
-            for a in self.allocs:
-                if a.buffer is not buffer:
-                    continue
-                amount = a.partition_bytes if unit == "bytes" else 1
-                # live from the first instruction that touches the tile (a tile allocated early
-                # but first written later holds no memory before: the compiler allocates live
-                # ranges) to its last use
-                start = a.first_use if a.first_use is not None else a.position
-                events.append((start, 1, amount, a))
-                events.append((max(a.last_use, start) + 1, 0, amount, a))
-            events.sort(key=itemgetter(0, 1))  # (stable: ties keep allocation order)
+            tiles = [a for a in self.allocs if a.buffer is buffer]
+            # live from the first instruction that touches the tile (a tile allocated early but
+            # first written later holds no memory before: the compiler allocates live ranges)
+            # to its last use
+            starts = [a.position if a.first_use is None else a.first_use for a in tiles]
+            order = _event_order(starts, [a.last_use for a in tiles])
+            amounts = [a.partition_bytes for a in tiles] if unit == "bytes" else [1] * len(tiles)
+            # (first row, end row, end byte) of the tiles placed at explicit addresses
+            wheres = [
+                None if a.address_bytes is None
+                else (a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1),
+                      a.address_bytes + amount)
+                for a, amount in zip(tiles, amounts)
+            ]  # fmt: skip
             live, peak, live_set = 0, 0, {}
             # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
             # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
@@ -380,7 +443,7 @@ class TraceContext:
             # Tiles placed at explicit addresses (nl.ndarray address=) occupy their byte range;
             # AWS's allocators deliberately place several tiles at one address, so those count
             # by the highest end address live on each partition, not by their sum.
-            placed: dict[int, Any] = {}
+            placed: set[int] = set()
             # ... counted by distinct (first row, end row, end byte): hundreds of live logical
             # tiles of a modular allocator share a few such places (the sweep's cost)
             places: dict[tuple[int, int, int], int] = {}
@@ -393,31 +456,43 @@ class TraceContext:
             # placed ends change (tiles joining a live place change neither)
             usage: int | None = None
             usage_ends: np.ndarray | None = None
+            # PSUM: live tiles per bank of the placed tiles (their distinct banks are in use)
+            bank_users: dict[int, int] = {}
+            bank_bytes = rules.psum_bank_bytes
 
             auto_banks = 0
             auto_rows: dict[int, slice] = {}
-            for _, is_start, amount, a in events:
-                rows = slice(a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1))
-                if a.address_bytes is not None:
-                    where = (rows.start, rows.stop, a.address_bytes + amount)
+            for event in order:
+                i = event >> 1
+                is_start = not event & 1
+                a, amount, where = tiles[i], amounts[i], wheres[i]
+                if where is not None:
                     if is_start:
-                        placed[a.id] = a
+                        placed.add(i)
                         count = places.get(where, 0)
                         places[where] = count + 1
                         if not count:
                             ends = None
-                    elif placed.pop(a.id, None) is not None:
+                        if unit != "bytes":
+                            for bank in _banks(a, bank_bytes):
+                                bank_users[bank] = bank_users.get(bank, 0) + 1
+                    elif i in placed:
+                        placed.discard(i)
                         places[where] -= 1
                         if not places[where]:
                             del places[where]
                             ends = None
+                        if unit != "bytes":
+                            for bank in _banks(a, bank_bytes):
+                                bank_users[bank] -= 1
+                                if not bank_users[bank]:
+                                    del bank_users[bank]
                 elif unit == "bytes":
                     if is_start:
-                        rows = _auto_rows(per_partition, a)
-                        auto_rows[a.id] = rows
+                        rows = auto_rows[i] = _auto_rows(per_partition, a)
+                        per_partition[rows] += amount
                     else:
-                        rows = auto_rows.pop(a.id, rows)
-                    per_partition[rows] += amount if is_start else -amount
+                        per_partition[auto_rows.pop(i)] -= amount
                     usage = None
                 else:
                     auto_banks += amount if is_start else -amount
@@ -434,7 +509,7 @@ class TraceContext:
                             usage, usage_ends = int((per_partition + ends).max()), ends
                         live = usage
                     else:
-                        live = auto_banks + _placed_banks(placed, rules.psum_bank_bytes)
+                        live = auto_banks + len(bank_users)
                     live_set[a.id] = a
                     if live > limit:
                         biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
@@ -446,7 +521,8 @@ class TraceContext:
                             f"{a.label()} is allocated (largest live: {names})",
                             a.site,
                         )
-                    peak = max(peak, live)
+                    if live > peak:
+                        peak = live
                 else:
                     live_set.pop(a.id, None)
             peaks.append(peak)
@@ -454,17 +530,83 @@ class TraceContext:
         return peaks[0], psum_bytes, peaks[1]
 
     def _psum_bytes_peak(self) -> int:
-        events = []
-        for a in self.allocs:
-            if a.buffer is PSUM:
-                events.append((a.position, 1, a.partition_bytes))
-                events.append((max(a.last_use, a.position) + 1, 0, a.partition_bytes))
-        events.sort(key=itemgetter(0, 1))
-        live = peak = 0
-        for _, start, amount in events:
-            live += amount if start else -amount
-            peak = max(peak, live)
-        return peak
+        tiles = [a for a in self.allocs if a.buffer is PSUM]
+        if not tiles:
+            return 0
+        order = np.asarray(_event_order([a.position for a in tiles], [a.last_use for a in tiles]))
+        amounts = np.array([a.partition_bytes for a in tiles], dtype=np.int64)
+        change = np.where(order & 1, -amounts[order >> 1], amounts[order >> 1])
+        return max(0, int(np.cumsum(change).max()))
+
+
+def _event_order(starts: list[int], last_uses: list[int]) -> list[int]:
+    """The capacity sweep's events in time order: event ``2 * i`` is tile ``i``'s start (at
+    ``starts[i]``), ``2 * i + 1`` its end (after ``max(last_uses[i], starts[i])``); at one time
+    ends come before starts, and ties keep allocation order (a stable sort of one int key)."""
+    begin = np.asarray(starts, dtype=np.int64)
+    finish = np.maximum(np.asarray(last_uses, dtype=np.int64), begin) + 1
+    keys = np.empty(2 * len(starts), dtype=np.int64)
+    keys[0::2] = 2 * begin + 1
+    keys[1::2] = 2 * finish
+    order: list[int] = np.argsort(keys, kind="stable").tolist()
+    return order
+
+
+def _banks(a: Any, bank_bytes: int) -> range:
+    """The PSUM banks a tile placed at an explicit address spans."""
+    first = a.address_bytes // bank_bytes
+    last = (a.address_bytes + max(a.partition_bytes, 1) - 1) // bank_bytes
+    return range(first, last + 1)
+
+
+#: Instructions that write every element of each of their outputs, whatever the data (each
+#: page's semantics: dst = a function of the inputs, element by element; a matmul that
+#: overwrites, since one that accumulates reads its dst). A tile first touched by one of these,
+#: as a whole and not read, needs no sentinel fill (TraceContext._settle_fills).
+OVERWRITING_OPS = frozenset(
+    {
+        "activation",
+        "activation_reduce",
+        "dma_copy",
+        "dma_transpose",
+        "iota",
+        "memset",
+        "nc_matmul",
+        "nc_transpose",
+        "tensor_copy",
+        "tensor_scalar",
+        "tensor_tensor",
+    }
+)
+
+
+def _covers(t: NkiTensor) -> bool:
+    """Whether the static view ``t`` names every element of its allocation exactly once: offset
+    0, the allocation's element width and count, and steps (sorted) of a mixed-radix count."""
+    alloc = t.alloc
+    if t.offset != 0 or t.size != alloc.size or dtypes.itemsize(t.dtype) != dtypes.itemsize(alloc.dtype):
+        return False
+    expected = 1
+    for step, num in sorted(d for d in t.dims if d[1] != 1):
+        if step != expected:
+            return False
+        expected *= num
+    return True
+
+
+@functools.cache
+def _sentinel_word(dtype: str) -> tuple[np.dtype, int]:
+    """(unsigned word dtype of the element's width, the word a new tensor of NKI ``dtype`` is
+    filled with): NaN for floats, :data:`SENTINEL_INT` for integers, as NumPy assigns them
+    (AWS NKI docs, NKI CPU Simulator (NKI 0.3.0): the vendor simulator's fill)."""
+    one = np.empty(1, dtype=dtypes.storage_dtype(dtype))
+    one[...] = np.nan if dtypes.is_float(dtype) else SENTINEL_INT
+    word = np.dtype(f"u{one.itemsize}")
+    return word, int(one.view(word)[0])
+
+
+def _no_fill() -> None:
+    """The marker of a tile that shares an earlier tile's storage: nothing to fill."""
 
 
 def _placed_ends(places: dict[tuple[int, int, int], int], pmax: int) -> np.ndarray:
@@ -492,16 +634,6 @@ def _auto_rows(per_partition: np.ndarray, a: Any) -> slice:
     starts = (0, 64) if p > 32 else (0, 32, 64, 96)
     best = min(starts, key=lambda s: int(per_partition[s : s + p].max()))
     return slice(best, best + p)
-
-
-def _placed_banks(placed: dict[int, Any], bank_bytes: int) -> int:
-    """Distinct PSUM banks used by the live tiles placed at explicit addresses."""
-    banks: set[int] = set()
-    for b in placed.values():
-        first = b.address_bytes // bank_bytes
-        last = (b.address_bytes + max(b.partition_bytes, 1) - 1) // bank_bytes
-        banks.update(range(first, last + 1))
-    return len(banks)
 
 
 def current() -> TraceContext:

@@ -282,6 +282,7 @@ def _finish_trace(
 ) -> Program:
     """The program of a finished trace (instance 0's ``result`` names the outputs)."""
     outputs = _outputs(result, fn, ctx.inputs)
+    ctx.close_fills()
     sbuf_peak, psum_bytes, psum_banks = ctx.check_capacity()
     regs = ctx.engine_state.get("scalar_regs")
     prog = Program(
@@ -356,43 +357,41 @@ def _target(target: str | None) -> str:
     return rules_for(target).name
 
 
-_frozen_depth = 0
-
-#: Allocations between young collections while a kernel is traced (Python's default is 700).
-TRACE_GC_THRESHOLD = 100_000
+_paused_depth = 0
+_was_enabled = True
 
 
 @contextlib.contextmanager
-def _older_objects_frozen() -> Iterator[None]:
-    """Keep the objects that existed before a trace out of the cyclic collector while it runs.
+def _collector_paused() -> Iterator[None]:
+    """No automatic cyclic garbage collection while a kernel is traced (process-wide; restored after).
 
-    A trace creates many objects (instructions, closures, views), which triggers collections; each
-    full collection walks every object of the process, and in a large test session (nkilib's
-    harness collects 9000 cases) those walks took more time than the kernel itself: 17 s of
-    collection in a 23 s case. ``gc.freeze`` moves the existing objects to the permanent
-    generation, so collections during the trace walk only the trace's own objects; tiles are
-    recycled by reference counting, not by the collector, so memory is unaffected. Callers hold
+    A trace creates many objects that live as long as its program (instructions, their closures
+    and cells, access records: ~600 000 for a 25 000-instruction nkilib kernel), and every young
+    collection walks the new ones again, so the collector cost the same whatever its threshold:
+    ~11 % of the moe shard-on-H kernel at a threshold of 100 000 (Python's default of 700 had
+    cost a quarter), while the collections of that whole trace found 24 unreachable objects.
+    Tiles are recycled by reference counting (:meth:`trncore.sim.tensor.Allocation.die_with_views`),
+    not by the collector, so memory does not depend on it; any cycles a kernel's own Python makes
+    are collected by a later full collection. At the end every object is moved to the oldest
+    generation (``gc.freeze`` then ``gc.unfreeze``, which also resets the young generation's
+    count): re-enabled with the count the trace left, the collector would at once walk all of the
+    trace's objects. (As before, objects a caller froze are unfrozen by a trace.) Callers hold
     ``_cache_lock``, so traces do not nest across threads.
-
-    The youngest generation's threshold is raised to :data:`TRACE_GC_THRESHOLD` for the same
-    reason: at Python's default (700 allocations) a trace of ~100 000 instructions ran ~12 000
-    young collections, each walking the trace's recent objects, a quarter of the moe shard-on-H
-    kernel's time; the trace's own garbage has few cycles, so collecting it less often costs
-    little memory.
     """
-    global _frozen_depth
-    saved = gc.get_threshold()
-    if _frozen_depth == 0:
-        gc.freeze()
-        gc.set_threshold(max(saved[0], TRACE_GC_THRESHOLD), *saved[1:])
-    _frozen_depth += 1
+    global _paused_depth, _was_enabled
+    if _paused_depth == 0:
+        _was_enabled = gc.isenabled()
+        gc.disable()
+    _paused_depth += 1
     try:
         yield
     finally:
-        _frozen_depth -= 1
-        if _frozen_depth == 0:
-            gc.set_threshold(*saved)
+        _paused_depth -= 1
+        if _paused_depth == 0:
+            gc.freeze()
             gc.unfreeze()
+            if _was_enabled:
+                gc.enable()
 
 
 def _launch(
@@ -466,7 +465,7 @@ def get_program(
         if prog is not None and cache_purity.changed(fn, digest) is None:
             return prog, arrays, NOT_RUN
         external = cache_purity.before_trace(fn)
-        with _older_objects_frozen():
+        with _collector_paused():
             prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release)
         cache_purity.remember(fn, digest, external)
         # collect the traced run's results before other threads can replay the program
@@ -554,7 +553,7 @@ def run_ranks(
         bodies.append(body)
         keys.append(key)
     truncate = versions.cast_truncates(release)
-    with _cache_lock, _older_objects_frozen():
+    with _cache_lock, _collector_paused():
         context.push(ctxs[0])
         try:
             with blas_threads(), dtypes.float_to_int_truncation(truncate):

@@ -58,6 +58,27 @@ PRIVATE_HBM = Buffer("private_hbm")
 SHARED_HBM = Buffer("shared_hbm")
 
 
+class _Lifetime:
+    """The token every view of a recyclable tile holds (and nothing else holds strongly).
+
+    It dies with the tile's last view, which is the moment no Python object can name the tile
+    any more, and then hands the allocation to ``callback`` (storage recycling,
+    :meth:`trncore.sim.program.TraceContext.allocate`). One object per tile, instead of a weak
+    reference per view: a kernel makes a view for nearly every operand of every instruction.
+    """
+
+    __slots__ = ("__weakref__", "alloc", "callback")
+
+    def __init__(self, alloc: Allocation, callback: Any) -> None:
+        self.alloc = alloc
+        self.callback = callback
+
+    def __del__(self) -> None:
+        callback, self.callback = self.callback, None
+        if callback is not None:
+            callback(self.alloc)
+
+
 class Allocation:
     """One allocated tensor: flat storage plus what the checks and the cost model need."""
 
@@ -107,12 +128,21 @@ class Allocation:
         self._mm_flags: np.ndarray | None = None
         self.read_since_matmul = False
         self.is_input = False
-        self.live_views = 0
-        self.on_death: Any = None
-        # one weak reference per live view, whose callback counts the view's death: a plain
-        # weakref.ref costs a fraction of a weakref.finalize, and a kernel makes a view for
-        # nearly every operand of every instruction
-        self._view_refs: set[weakref.ref[NkiTensor]] = set()
+        #: the lifetime token of a recyclable tile, weakly (see :meth:`die_with_views`)
+        self._life: weakref.ref[_Lifetime] | None = None
+        #: the allocation marker whose sentinel fill waits for the first instruction touching
+        #: the tile (trncore.sim.program.TraceContext.emit decides it there)
+        self.fill_marker: Any = None
+
+    def die_with_views(self, first: NkiTensor, callback: Any) -> None:
+        """Call ``callback(self)`` once ``first`` and every view made of this tile later are gone.
+
+        ``first`` is the tile's first view (made before this call, none made before it); each
+        view holds the tile's :class:`_Lifetime` token, which dies with the last of them.
+        """
+        token = _Lifetime(self, callback)
+        self._life = weakref.ref(token)
+        first._life = token
 
     @property
     def mask(self) -> np.ndarray | None:
@@ -147,18 +177,6 @@ class Allocation:
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The arrays this allocation holds now (storage, and the check bookkeeping made so far)."""
         return tuple(a for a in (self.storage, self._mask, self._mm_flags) if a is not None)
-
-    def _view_created(self, view: NkiTensor) -> None:
-        if self.on_death is not None:
-            self.live_views += 1
-            self._view_refs.add(weakref.ref(view, self._view_died))
-
-    def _view_died(self, ref: weakref.ref[NkiTensor]) -> None:
-        self._view_refs.discard(ref)
-        self.live_views -= 1
-        if self.live_views == 0 and self.on_death is not None:
-            callback, self.on_death = self.on_death, None
-            callback(self)
 
     @property
     def partition_bytes(self) -> int:
@@ -202,8 +220,8 @@ class NkiTensor:
     """
 
     __slots__ = (
-        "__weakref__", "_array", "_shape", "_unchecked", "alloc", "dims", "dtype", "dynamic",
-        "indexed", "offset",
+        "_array", "_life", "_shape", "_unchecked", "alloc", "dims", "dtype", "dynamic", "indexed",
+        "offset",
     )  # fmt: skip
 
     def __init__(
@@ -228,7 +246,9 @@ class NkiTensor:
         self._array: np.ndarray | None = None
         #: Set on an .ap() view whose bounds are checked when it is first read or written.
         self._unchecked: tuple[str, int] | None = None
-        alloc._view_created(self)
+        # a view of a recyclable tile keeps the tile's lifetime token alive (Allocation.die_with_views)
+        life = alloc._life
+        self._life = life() if life is not None else None
 
     @classmethod
     def whole(cls, alloc: Allocation) -> NkiTensor:
@@ -401,23 +421,47 @@ class NkiTensor:
                 "index-dynamic-view", "cannot index a view with a dynamic offset", user_site()
             )
         if type(key) is tuple and len(key) == len(self.dims):
-            # The common key: one unit-step slice with int (or no) bounds inside the dim for
-            # every dim. Anything else (an int, a step, '...', a bound out of range, a
-            # non-int bound) takes the general path below, which checks and reports it.
+            # The common keys: per dim a unit-step slice with int (or no) bounds inside the dim,
+            # or an int inside it (`t[:, k, :]`). Anything else (a step, '...', a negative or
+            # out-of-range bound, a non-int bound) takes the general path below, which checks
+            # and reports it; this path builds the same view the general path would.
+            on_chip = self.alloc.buffer.on_chip
             offset = self.offset
             fast: list[tuple[int, int]] = []
             counts: list[int] = []
-            for k, (step, num) in zip(key, self.dims):
-                if type(k) is not slice or k.step is not None:
+            dropped: tuple[int, int] | None = None
+            for k, dim in zip(key, self.dims):
+                if type(k) is slice:
+                    if k.step is not None:
+                        break
+                    start, stop = k.start, k.stop
+                    if start is None:
+                        start = 0
+                    elif type(start) is not int:
+                        break
+                    if stop is None:
+                        stop = dim[1]
+                    elif type(stop) is not int:
+                        break
+                    if not 0 <= start <= stop <= dim[1]:
+                        break
+                    offset += start * dim[0]
+                    fast.append((dim[0], stop - start))
+                    counts.append(stop - start)
+                elif type(k) is int and 0 <= k < dim[1]:
+                    offset += k * dim[0]
+                    if on_chip:
+                        if fast:
+                            dropped = (dim[0], 1)  # a free dim: dropped (see the general path)
+                        else:
+                            fast.append((dim[0], 1))  # the partition dim keeps size 1
+                            counts.append(1)
+                else:
                     break
-                start = 0 if k.start is None else k.start
-                stop = num if k.stop is None else k.stop
-                if type(start) is not int or type(stop) is not int or not 0 <= start <= stop <= num:
-                    break
-                offset += start * step
-                fast.append((step, stop - start))
-                counts.append(stop - start)
             else:
+                if dropped is not None and len(fast) < 2:
+                    fast.append(dropped)
+                    counts.append(1)
                 return NkiTensor(
                     self.alloc, self.dtype, offset, fast, indexed=True, shape=tuple(counts)
                 )
