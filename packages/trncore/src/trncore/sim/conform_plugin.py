@@ -346,7 +346,7 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    conform_meter.release_memory()
+    conform_meter.release_before_case()
     _write({"event": "start", "nodeid": item.nodeid})
     conform_meter.reset()
 
