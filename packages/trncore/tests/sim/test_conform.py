@@ -176,6 +176,54 @@ def test_passing_cases_do_not_drift_up(tmp_path: Path, monkeypatch: pytest.Monke
     assert max(start) < 200 * 2**20, [s // 2**20 for s in start]
 
 
+WRITING_OUTPUTS = """
+import os
+
+
+def _write(request, name):
+    outdir = request.config.getoption("--output-directory")
+    os.makedirs(os.path.join(outdir, name))
+    with open(os.path.join(outdir, name, "out.npy"), "wb") as fh:
+        fh.write(b"x" * 1024)
+
+
+def test_passes(request):
+    _write(request, "out-test_passes")
+
+
+def test_fails(request):
+    _write(request, "out-test_fails")
+    assert False
+"""
+
+OUTPUT_OPTION = """
+def pytest_addoption(parser):
+    parser.addoption("--output-directory")
+"""
+
+
+def test_passing_cases_leave_no_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the harness writes each case's arrays into --output-directory (GBs over a wide run): the
+    # plugin removes what a passing case wrote and keeps a failed case's files
+    (tmp_path / "test_outputs.py").write_text(WRITING_OUTPUTS, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(OUTPUT_OPTION, encoding="utf-8")
+    outdir = tmp_path / "output"
+    outdir.mkdir()
+    (outdir / "kept-from-before").mkdir()
+    monkeypatch.setenv("TRNCORE_CONFORM_RESULTS", str(tmp_path / "results.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    args = ["-q", "-p", "trncore.sim.conform_plugin", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "--rootdir", str(tmp_path), "--output-directory", str(outdir),
+            str(tmp_path / "test_outputs.py")]  # fmt: skip
+    try:
+        pytest.main(args)
+    finally:
+        gc.unfreeze()
+        for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+            monkeypatch.delattr(sys, name, raising=False)
+    assert sorted(p.name for p in outdir.iterdir()) == ["kept-from-before", "out-test_fails"]
+
+
 @pytest.mark.simulator
 @pytest.mark.slow  # four child processes (collect, run, after the kill, after the crash): ~15 s
 def test_runner_on_a_miniature_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
