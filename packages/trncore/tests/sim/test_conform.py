@@ -129,6 +129,101 @@ def test_a_failed_case_leaves_no_memory_to_the_next(tmp_path: Path, monkeypatch:
     assert start["test_next"] - before < 64 * 2**20, start
 
 
+PASSING_WITH_OLD_CYCLES = """
+import gc
+import numpy as np
+import pytest
+
+
+class Holder:
+    def __init__(self):
+        self.me = self  # a reference cycle: only the cyclic collector frees it
+        self.data = np.ones(8 * 2**20)  # 64 MiB, resident
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_passes(i):
+    h = Holder()
+    gc.collect(1)  # alive through a young collection: in the oldest generation now
+    del h  # garbage the young collections before the next case do not see
+"""
+
+
+def test_passing_cases_do_not_drift_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # cyclic garbage of passing cases that aged into the oldest generation is freed once the
+    # resident memory at a case's start has drifted DRIFT_BYTES above the last full collection;
+    # without that, each of these cases starts 64 MiB above the one before
+    from trncore.sim import conform_meter
+
+    (tmp_path / "test_cycles.py").write_text(PASSING_WITH_OLD_CYCLES, encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    monkeypatch.setenv("TRNCORE_CONFORM_RESULTS", str(results))
+    monkeypatch.setattr(conform_meter, "DRIFT_BYTES", 100 * 2**20)
+    monkeypatch.setattr(conform_meter, "_baseline", None)
+    monkeypatch.chdir(tmp_path)
+    args = ["-q", "-p", "trncore.sim.conform_plugin", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "--rootdir", str(tmp_path), str(tmp_path / "test_cycles.py")]  # fmt: skip
+    try:
+        pytest.main(args)
+    finally:
+        gc.unfreeze()
+        gc.collect()
+    records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    done = [r for r in records if r["event"] == "result"]
+    assert [r["outcome"] for r in done] == ["PASS"] * 6
+    start = [r["meter"]["rss_start"] - done[0]["meter"]["rss_start"] for r in done]
+    # at most DRIFT_BYTES plus one case's array above the first start (without it: 5 x 64 MiB)
+    assert max(start) < 200 * 2**20, [s // 2**20 for s in start]
+
+
+WRITING_OUTPUTS = """
+import os
+
+
+def _write(request, name):
+    outdir = request.config.getoption("--output-directory")
+    os.makedirs(os.path.join(outdir, name))
+    with open(os.path.join(outdir, name, "out.npy"), "wb") as fh:
+        fh.write(b"x" * 1024)
+
+
+def test_passes(request):
+    _write(request, "out-test_passes")
+
+
+def test_fails(request):
+    _write(request, "out-test_fails")
+    assert False
+"""
+
+OUTPUT_OPTION = """
+def pytest_addoption(parser):
+    parser.addoption("--output-directory")
+"""
+
+
+def test_passing_cases_leave_no_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the harness writes each case's arrays into --output-directory (GBs over a wide run): the
+    # plugin removes what a passing case wrote and keeps a failed case's files
+    (tmp_path / "test_outputs.py").write_text(WRITING_OUTPUTS, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(OUTPUT_OPTION, encoding="utf-8")
+    outdir = tmp_path / "output"
+    outdir.mkdir()
+    (outdir / "kept-from-before").mkdir()
+    monkeypatch.setenv("TRNCORE_CONFORM_RESULTS", str(tmp_path / "results.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    args = ["-q", "-p", "trncore.sim.conform_plugin", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "--rootdir", str(tmp_path), "--output-directory", str(outdir),
+            str(tmp_path / "test_outputs.py")]  # fmt: skip
+    try:
+        pytest.main(args)
+    finally:
+        gc.unfreeze()
+        for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+            monkeypatch.delattr(sys, name, raising=False)
+    assert sorted(p.name for p in outdir.iterdir()) == ["kept-from-before", "out-test_fails"]
+
+
 @pytest.mark.simulator
 @pytest.mark.slow  # four child processes (collect, run, after the kill, after the crash): ~15 s
 def test_runner_on_a_miniature_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

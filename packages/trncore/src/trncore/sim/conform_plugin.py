@@ -346,7 +346,7 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    conform_meter.release_memory()
+    conform_meter.release_before_case()
     _write({"event": "start", "nodeid": item.nodeid})
     conform_meter.reset()
 
@@ -355,10 +355,52 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
     conform_meter.on_phase = phase
     item.stash[_START] = time.perf_counter()
+    outdir = _output_directory(item.config)
+    before = _entries(outdir)
     yield
     conform_meter.on_phase = None
-    if release_failure() or item.stash.get(_FAILED, False):
+    failed = item.stash.get(_FAILED, False)
+    if not failed:
+        _remove_new_entries(outdir, before)
+    if release_failure() or failed:
         conform_meter.release_memory(full=True)
+
+
+def _output_directory(config: pytest.Config) -> str | None:
+    """The harness's ``--output-directory`` (the runner passes one in its work directory)."""
+    try:
+        value = config.getoption("--output-directory")
+    except (ValueError, AttributeError):
+        return None
+    return str(value) if value else None
+
+
+def _entries(outdir: str | None) -> set[str]:
+    if outdir is None or not os.path.isdir(outdir):
+        return set()
+    return set(os.listdir(outdir))
+
+
+def _remove_new_entries(outdir: str | None, before: set[str]) -> None:
+    """Delete what a passing or skipped case added to the output directory.
+
+    The harness writes every case's inputs, outputs and golden arrays there; a run over all cases
+    of a few kernels left 5-6 GB (334 attention cases) and filled the disk. A failed case's files
+    stay, to be inspected.
+    """
+    import shutil
+
+    if outdir is None:
+        return
+    for name in _entries(outdir) - before:
+        path = os.path.join(outdir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
 
 
 def release_exception(exc: BaseException) -> None:

@@ -222,10 +222,21 @@ def nc_transpose(
             f"nc_transpose dst must be ({f}, {p}) for {data.describe()}, got {dst.describe()}",
             site,
         )
-    if dst.dtype != data.dtype:
+    # The nki.isa.nc_transpose page (NKI 0.3.0) asks for dst of data's dtype. On NeuronCore-v2
+    # the Tensor Engine has no transpose mode (nki.isa.nc_matmul, NKI 0.3.0: "does not support
+    # transpose mode natively"): the transpose is a matmul against an identity, whose PSUM output
+    # is FP32, the default matmul output; FP16/BF16 PSUM output for a FP16/BF16 transpose comes
+    # with NeuronCore-v3's transpose mode (Trainium2 Architecture Guide for NKI, "Built-in
+    # Transpose Support"). So a trn1 TensorE transpose may also write float32 PSUM, as AWS's
+    # library does on trn1 (nkilib qkv_cte, snapshot 2026-04-13); trn2 and VectorE keep the page's rule.
+    fp32_matmul_out = (
+        eng == eng_enum.tensor and ctx.rules.nc_version == 2 and dst.dtype == "float32"
+    )
+    if dst.dtype != data.dtype and not fp32_matmul_out:
         raise DtypeError(
             "transpose-dtype",
-            f"nc_transpose dst dtype {dst.dtype} must equal data dtype {data.dtype}",
+            f"nc_transpose dst dtype {dst.dtype} must equal data dtype {data.dtype}"
+            + (" (or be float32 PSUM on NeuronCore-v2's TensorE)" if ctx.rules.nc_version == 2 else ""),
             site,
         )
     s_op, d_op = data.operand(site), dst.operand(site)
