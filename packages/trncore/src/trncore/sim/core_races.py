@@ -60,7 +60,7 @@ class _Footprint:
     touched bytes (half-open).
     """
 
-    __slots__ = ("dims", "elems", "hi", "isz", "lo", "offset")
+    __slots__ = ("_starts", "dims", "elems", "hi", "isz", "lo", "offset")
 
     def __init__(
         self, isz: int, offset: int = 0, dims: tuple[tuple[int, int], ...] = (),
@@ -70,6 +70,7 @@ class _Footprint:
         self.offset = offset
         self.dims = dims
         self.elems = elems
+        self._starts: np.ndarray | None = None  # starts(), computed once (a record meets many)
         if elems is not None:
             self.lo = int(elems.min()) * isz
             self.hi = int(elems.max()) * isz + isz
@@ -99,13 +100,28 @@ class _Footprint:
 
     def starts(self) -> np.ndarray:
         """Sorted distinct byte starts of the touched elements."""
-        idx = self.indices()
-        if self.elems is None and _increasing(self.dims):
-            return idx * self.isz  # row-major order is already sorted and distinct
-        idx = np.sort(idx)
+        if self._starts is not None:
+            return self._starts
+        if self.elems is None:
+            # a strided pattern's element set does not depend on the order of its dims, their
+            # signs or its broadcast (step 0) dims: positive steps, largest outermost, are often
+            # row-major increasing (a transposed or broadcast access) and then need no sort
+            offset, dims = self.offset, []
+            for step, num in self.dims:
+                if num <= 1 or step == 0:
+                    continue  # a broadcast dim repeats elements: the set is the same without it
+                if step < 0:
+                    offset, step = offset + (num - 1) * step, -step
+                dims.append((step, num))
+            canon = tuple(sorted(dims, key=lambda d: -d[0]))
+            if _increasing(canon):
+                self._starts = _Footprint(self.isz, offset, canon).indices() * self.isz
+                return self._starts
+        idx = np.sort(self.indices())
         if idx.size > 1:
             idx = idx[np.concatenate(([True], idx[1:] != idx[:-1]))]
-        return idx * self.isz
+        self._starts = idx * self.isz
+        return self._starts
 
 
 def _increasing(dims: tuple[tuple[int, int], ...]) -> bool:
