@@ -134,6 +134,15 @@ def _metas(rng, ranks: int, src_size: int, slot: int, same_for_all: bool = False
     return out
 
 
+def _assert_outputs(outs, ranks, want, want_meta) -> None:
+    """Each rank's (destination, metadata) against the references (destinations compared flat,
+    exactly: the exchange only moves elements)."""
+    for r in ranks:
+        dst, md = outs[r]
+        np.testing.assert_array_equal(dst.astype(np.float64).reshape(-1), want[r])
+        np.testing.assert_array_equal(md, want_meta[r])
+
+
 # ---------------------------------------------------------------- all_to_all_v
 
 
@@ -156,9 +165,7 @@ def test_all_to_all_v_matches_the_pages_definition(ranks, rows, cols, dst_rows, 
     )  # fmt: skip
     want, want_meta = ref_all_to_all_v(dict(enumerate(xs)), dict(enumerate(metas)), list(range(ranks)),
                                        dst_rows * cols, known)  # fmt: skip
-    for r, (dst, md) in enumerate(outs):
-        np.testing.assert_array_equal(dst.reshape(-1), want[r])
-        np.testing.assert_array_equal(md, want_meta[r])
+    _assert_outputs(outs, range(len(outs)), want, want_meta)
 
 
 def test_all_to_all_v_inter_node_subgroups_sbuf_metadata_bf16_trn1() -> None:
@@ -176,10 +183,7 @@ def test_all_to_all_v_inter_node_subgroups_sbuf_metadata_bf16_trn1() -> None:
     for lst in ([0, 2], [1, 3]):
         want, want_meta = ref_all_to_all_v({r: xs[r] for r in lst}, {r: metas[r] for r in lst}, lst, 24,
                                             False)  # fmt: skip
-        for r in lst:
-            got = outs[r][0].astype(np.float64).reshape(-1)
-            np.testing.assert_array_equal(got, want[r])
-            np.testing.assert_array_equal(outs[r][1], want_meta[r])
+        _assert_outputs(outs, lst, want, want_meta)
 
 
 def test_all_to_all_v_two_row_metadata_under_nki_0_3_0_only() -> None:
@@ -288,9 +292,7 @@ def test_all_gather_v_matches_the_pages_definition(rows, cols, dst_rows, known) 
     )  # fmt: skip
     want, want_meta = ref_all_gather_v(dict(enumerate(xs)), dict(enumerate(metas)), [0, 1, 2, 3],
                                        dst_rows * cols, known)  # fmt: skip
-    for r, (dst, md) in enumerate(outs):
-        np.testing.assert_array_equal(dst.reshape(-1), want[r])
-        np.testing.assert_array_equal(md, want_meta[r])
+    _assert_outputs(outs, range(len(outs)), want, want_meta)
 
 
 def test_all_gather_v_invalid_neighbours() -> None:
