@@ -250,7 +250,7 @@ SIM_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reports", ("report", "timeline", "launches")),
     ("nki module", ("modules",)),
     ("package and tools", ("", "__main__", "cli", "conform", "conform_meter", "conform_plugin",
-                           "conform_stubs")),
+                           "conform_stubs", "testing")),
 )  # fmt: skip
 
 

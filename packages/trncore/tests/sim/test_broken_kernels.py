@@ -6,7 +6,6 @@ the message names this file and that line, on both targets.
 
 from __future__ import annotations
 
-import inspect
 import os
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 
 from trncore.sim import errors, nisa, nl, simulate, strict_mode
 from trncore.sim.known_issues import KnownIssueError
+from trncore.sim.testing import marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -277,13 +277,6 @@ CATALOG = [
 ]
 
 
-def _broken_line(fn) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    marks = [start + i for i, text in enumerate(lines) if "# BROKEN" in text]
-    assert len(marks) == 1, fn.__name__
-    return marks[0]
-
-
 def test_catalog_is_large_enough() -> None:
     assert len(CATALOG) >= 20
 
@@ -292,7 +285,7 @@ def test_catalog_is_large_enough() -> None:
     ("kernel", "error", "rule"), CATALOG, ids=[k.__name__ for k, *_ in CATALOG]
 )
 def test_broken_kernel_caught_at_its_line(target: str, kernel, error, rule) -> None:
-    line = _broken_line(kernel)
+    line = marked_line(kernel, "# BROKEN")
     # strict-mode rules: unwritten reads, and an accumulate=None matmul into a PSUM group already
     # read (a warning outside strict mode; nki.isa.nc_matmul defines the sum)
     strict = kernel in (reads_unwritten, psum_group_reused)
@@ -327,7 +320,7 @@ def test_target_specific_rules(target: str) -> None:
     if target == "trn1":
         with pytest.raises(errors.TargetError) as info:
             simulate(scalar_bias)(_x(128, 64))
-        assert info.value.lineno == _broken_line(scalar_bias)
+        assert info.value.lineno == marked_line(scalar_bias, "# BROKEN")
         with pytest.raises(errors.TargetError):
             jit(lnc2_kernel)[2](_x(128, 64))
     else:

@@ -10,8 +10,6 @@ documented rule's invalid neighbour is caught at the kernel's line.
 
 from __future__ import annotations
 
-import inspect
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -23,24 +21,13 @@ from trncore.sim.errors import (
     BufferError,
     DtypeError,
     LanguageError,
-    NkiValidationError,
     ShapeError,
     TargetError,
 )
 from trncore.sim.runner import run_kernel, run_ranks
+from trncore.sim.testing import assert_reported_at
 
 pytestmark = pytest.mark.simulator
-
-
-def _line(fn, mark: str = "# HERE") -> int:
-    lines, start = inspect.getsourcelines(fn)
-    return start + next(i for i, text in enumerate(lines) if mark in text)
-
-
-def _at(exc: pytest.ExceptionInfo[NkiValidationError], fn, mark: str = "# HERE", after: int = 0) -> None:
-    """The error names the line of ``fn`` marked ``mark`` (or the ``after``-th line below it)."""
-    assert exc.value.filename == __file__, str(exc.value)
-    assert exc.value.lineno == _line(fn, mark) + after, str(exc.value)
 
 
 # ---------------------------------------------------------------- kernels (HBM, nkilib's style)
@@ -389,7 +376,7 @@ def test_gather_rules_at_the_kernel_line(kind: str, error: type, rule: str) -> N
         run_ranks(gather_bad, [{"x": x, "group": group, "kind": kind} for x in xs], lnc=1, target="trn2")
     assert exc.value.rule == rule
     after = 3 if kind == "sbuf-3d" else 1  # the call below the test of `kind`
-    _at(exc, gather_bad, f'kind == "{kind}"', after=after)
+    assert_reported_at(exc.value, gather_bad, f'kind == "{kind}"', below=after)
 
 
 def other_ops_bad(x, group, kind):
@@ -432,7 +419,7 @@ def test_operation_rules_at_the_kernel_line(kind: str, error: type, rule: str) -
     with pytest.raises(error) as exc:
         run_ranks(other_ops_bad, [{"x": x, "group": group, "kind": kind} for x in xs], lnc=1)
     assert exc.value.rule == rule
-    _at(exc, other_ops_bad, f'kind == "{kind}"', after=1)
+    assert_reported_at(exc.value, other_ops_bad, f'kind == "{kind}"', below=1)
 
 
 @pytest.mark.parametrize(
@@ -449,7 +436,7 @@ def test_replica_group_rules(groups: list[list[int]], detail: str) -> None:
     with pytest.raises(LanguageError, match=detail) as exc:
         run_ranks(reduce_hbm, [{"x": x, "group": ReplicaGroup(groups)} for x in xs], lnc=1)
     assert exc.value.rule == "collective-replica-group"
-    _at(exc, reduce_hbm)
+    assert_reported_at(exc.value, reduce_hbm)
 
 
 def test_a_launch_without_ranks_is_rank_0_of_one() -> None:
@@ -457,7 +444,7 @@ def test_a_launch_without_ranks_is_rank_0_of_one() -> None:
     np.testing.assert_array_equal(run_kernel(reduce_hbm, [x, ReplicaGroup([[0]])]), x)
     with pytest.raises(LanguageError, match="names rank 1; the launch has 1 rank") as exc:
         run_kernel(reduce_hbm, [x, ReplicaGroup([[0, 1]])])
-    _at(exc, reduce_hbm)
+    assert_reported_at(exc.value, reduce_hbm)
 
 
 def reduce_on_some_ranks(x, group, reduce):
@@ -474,13 +461,13 @@ def test_unmatched_collectives_are_refused() -> None:
     calls = [{"x": x, "group": group, "op_name": op} for x, op in zip(xs, ("add", "maximum"))]
     with pytest.raises(LanguageError, match="rank 1 passes reduce=maximum where rank 0 passes add") as exc:
         run_ranks(reduce_hbm, calls, lnc=1)
-    _at(exc, reduce_hbm)
+    assert_reported_at(exc.value, reduce_hbm)
     with pytest.raises(LanguageError, match="has no partner: rank 1 finished") as exc:
         run_ranks(
             reduce_on_some_ranks, [{"x": x, "group": group, "reduce": r == 0} for r, x in enumerate(xs)]
         )
     assert exc.value.rule == "collective-unmatched"
-    _at(exc, reduce_on_some_ranks)
+    assert_reported_at(exc.value, reduce_on_some_ranks)
 
 
 # ---------------------------------------------------------------- the conform harness's per-rank step

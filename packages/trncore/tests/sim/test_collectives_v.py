@@ -10,8 +10,6 @@ invalid neighbour is caught at the kernel's line.
 
 from __future__ import annotations
 
-import inspect
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -24,24 +22,14 @@ from trncore.sim.errors import (
     BufferError,
     DtypeError,
     LanguageError,
-    NkiValidationError,
     ShapeError,
     TargetError,
 )
 from trncore.sim.runner import run_ranks
+from trncore.sim.testing import assert_reported_at
 from trncore.sim.versions import VersionError, nki_version
 
 pytestmark = pytest.mark.simulator
-
-
-def _line(fn) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    return start + next(i for i, text in enumerate(lines) if "# HERE" in text)
-
-
-def _at(exc: pytest.ExceptionInfo[NkiValidationError], fn) -> None:
-    assert exc.value.filename == __file__, str(exc.value)
-    assert exc.value.lineno == _line(fn), str(exc.value)
 
 
 # ---------------------------------------------------------------- kernels
@@ -201,7 +189,7 @@ def test_all_to_all_v_two_row_metadata_under_nki_0_3_0_only() -> None:
         np.testing.assert_array_equal(outs[r][1], metas[r])  # nothing written back
     with pytest.raises(ShapeError, match="collective-v-metadata") as exc:
         run_ranks(a2av, args, target="trn2", ranks_per_node=1)  # NKI 0.4.0+: 3 rows
-    _at(exc, a2av)
+    assert_reported_at(exc.value, a2av)
 
 
 def test_all_to_all_v_invalid_neighbours() -> None:
@@ -213,7 +201,7 @@ def test_all_to_all_v_invalid_neighbours() -> None:
     # both ranks on one node (the default of run_ranks): an intra-node list, not inter-node
     with pytest.raises(LanguageError, match="collective-v-group") as exc:
         run_ranks(a2av, args, target="trn2")
-    _at(exc, a2av)
+    assert_reported_at(exc.value, a2av)
     # the same with an explicit node size of 2
     with pytest.raises(LanguageError, match="collective-v-group"):
         run_ranks(a2av, args, target="trn2", ranks_per_node=2)
@@ -226,14 +214,14 @@ def test_all_to_all_v_invalid_neighbours() -> None:
     bad = [dict(a, meta=a["meta"].astype(np.int32)) for a in args]
     with pytest.raises(DtypeError, match="collective-v-metadata") as exc:
         run_ranks(a2av, bad, target="trn2", ranks_per_node=1)
-    _at(exc, a2av)
+    assert_reported_at(exc.value, a2av)
     # a count past the source (data: checked when the ranks meet, at the sender's line)
     over = [dict(a, meta=a["meta"].copy()) for a in args]
     over[1]["meta"][1, 0] = 7
     over[1]["meta"][0, 0] = 3
     with pytest.raises(BoundsError, match=r"collective-v-bounds.*rank 1.*elements 7\.\.10") as exc:
         run_ranks(a2av, over, target="trn2", ranks_per_node=1)
-    _at(exc, a2av)
+    assert_reported_at(exc.value, a2av)
     # a count larger than the receiver's slot (4 elements of 8 / 2 ranks)
     big = [dict(a, meta=a["meta"].copy()) for a in args]
     big[0]["meta"][0, 1], big[0]["meta"][1, 1] = 5, 0
@@ -254,7 +242,7 @@ def test_all_to_all_v_invalid_neighbours() -> None:
     with pytest.raises(BufferError, match="collective-memory") as exc:
         run_ranks(on_sbuf, [{"x": x, "meta": m, "group": group} for x, m in zip(xs, metas)],
                   target="trn2", ranks_per_node=1)  # fmt: skip
-    _at(exc, on_sbuf)
+    assert_reported_at(exc.value, on_sbuf)
 
     def rdispls(x, meta, group):
         src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -268,7 +256,7 @@ def test_all_to_all_v_invalid_neighbours() -> None:
     with pytest.raises(TargetError, match="collective-v-rdispls") as exc:
         run_ranks(rdispls, [{"x": x, "meta": m, "group": group} for x, m in zip(xs, four)],
                   target="trn2", ranks_per_node=1)  # fmt: skip
-    _at(exc, rdispls)
+    assert_reported_at(exc.value, rdispls)
 
 
 # ---------------------------------------------------------------- all_gather_v
@@ -303,17 +291,17 @@ def test_all_gather_v_invalid_neighbours() -> None:
     args = [{"x": x, "meta": m, "group": group, "dst_rows": 2} for x, m in zip(xs, metas)]
     with pytest.raises(LanguageError, match="collective-v-lnc") as exc:
         run_ranks(agv, args, target="trn2", lnc=1)
-    _at(exc, agv)
+    assert_reported_at(exc.value, agv)
     with pytest.raises(TargetError, match="collective-v-lnc") as exc:
         run_ranks(agv, args, target="trn1")
-    _at(exc, agv)
+    assert_reported_at(exc.value, agv)
     two = [dict(a, group=ReplicaGroup([[0, 1], [2, 3]])) for a in args]
     with pytest.raises(LanguageError, match="collective-v-group") as exc:
         run_ranks(agv, two, target="trn2", lnc=2)
-    _at(exc, agv)
+    assert_reported_at(exc.value, agv)
     with nki_version("0.5"), pytest.raises(VersionError, match="all_gather_v needs NKI 0.6.0") as exc:
         run_ranks(agv, args, target="trn2", lnc=2)
-    _at(exc, agv)
+    assert_reported_at(exc.value, agv)
     wide = [dict(a, meta=a["meta"].copy()) for a in args]
     wide[2]["meta"][0, 0] = 3  # a 3-element chunk for 2-element slots
     with pytest.raises(BoundsError, match=r"collective-v-bounds.*rank 2"):

@@ -5,8 +5,6 @@ schedule waits on an edge."""
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
@@ -14,14 +12,10 @@ from trncore.sim import nisa, nl
 from trncore.sim.errors import LanguageError
 from trncore.sim.runner import run_kernel, trace
 from trncore.sim.schedule import schedule
+from trncore.sim.testing import marked_line
 from trncore.sim.versions import VersionError, nki_version
 
 pytestmark = pytest.mark.simulator
-
-
-def _line(fn, mark: str = "# HERE") -> int:
-    lines, start = inspect.getsourcelines(fn)
-    return start + next(i for i, text in enumerate(lines) if mark in text)
 
 
 def chained(x):
@@ -107,7 +101,7 @@ def test_depends_on_rules_at_the_kernels_line() -> None:
 
     with pytest.raises(LanguageError, match="depends-on-dynamic-loop") as exc:
         run_kernel(into_loop, [x], target="trn2")
-    assert exc.value.lineno == _line(into_loop)
+    assert exc.value.lineno == marked_line(into_loop)
 
     def out_of_loop(x):
         a = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
@@ -123,7 +117,7 @@ def test_depends_on_rules_at_the_kernels_line() -> None:
 
     with pytest.raises(LanguageError, match="depends-on-dynamic-loop") as exc:
         run_kernel(out_of_loop, [x], target="trn1")
-    assert exc.value.lineno == _line(out_of_loop)
+    assert exc.value.lineno == marked_line(out_of_loop)
 
     def static_loop_is_fine(x):
         a = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
@@ -145,7 +139,7 @@ def test_depends_on_rules_at_the_kernels_line() -> None:
 
     with pytest.raises(LanguageError, match="depends-on-cycle") as exc:
         run_kernel(self_edge, [x], target="trn2")
-    assert exc.value.lineno == _line(self_edge)
+    assert exc.value.lineno == marked_line(self_edge)
 
     def not_a_handle(x):
         a = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
@@ -167,4 +161,4 @@ def test_depends_on_rules_at_the_kernels_line() -> None:
 
     with nki_version("0.5"), pytest.raises(VersionError, match="depends_on needs NKI 0.6.0") as vexc:
         run_kernel(self_edge, [x], target="trn2")
-    assert vexc.value.lineno == _line(self_edge)
+    assert vexc.value.lineno == marked_line(self_edge)

@@ -11,8 +11,6 @@ sequence, and the page constraints are raised at the kernel's line.
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 from scipy import stats
@@ -20,18 +18,12 @@ from scipy import stats
 from trncore.sim import errors, known_issues, nisa, nl, versions
 from trncore.sim.known_issues import KnownIssueError
 from trncore.sim.runner import run_kernel
+from trncore.sim.testing import marked_line
 
 pytestmark = pytest.mark.simulator
 
 RELEASES = versions.VERSIONS
 P, F = 128, 256
-
-
-def _line(fn, mark: str = "# ISSUE") -> int:
-    lines, start = inspect.getsourcelines(fn)
-    hits = [start + i for i, text in enumerate(lines) if mark in text]
-    assert len(hits) == 1
-    return hits[0]
 
 
 def _store_all(tiles, dtype):
@@ -136,7 +128,7 @@ def test_rand_after_random_seed_is_the_known_issue(release: str, target: str) ->
         with pytest.raises(KnownIssueError) as info:
             _run(seed_then_rand, a, target=target)
         assert info.value.rule == "nl-rand-engine"
-        assert info.value.lineno == _line(seed_then_rand)
+        assert info.value.lineno == marked_line(seed_then_rand, "# ISSUE")
         assert "before trn3" in str(info.value) and f"NKI {release}" in str(info.value)
         # AWS's simulator's leniency: the seed takes effect
         x, y = _run(seed_then_rand, a, target=target, known_issues="off")

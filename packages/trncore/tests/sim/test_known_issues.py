@@ -10,7 +10,6 @@ Issues of the NKI release notes, Neuron SDK 2.29-2.32 (NKI 0.3.0-0.6.0).
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 import warnings
@@ -22,6 +21,7 @@ import pytest
 from trncore.sim import clear_cache, errors, nisa, nl, simulate, uninstall, versions
 from trncore.sim import known_issues as K
 from trncore.sim.known_issues import KnownIssueError, KnownIssueWarning
+from trncore.sim.testing import marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -43,13 +43,6 @@ def _out(t):
     out = nl.ndarray(t.shape, t.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=t)
     return out
-
-
-def _issue_line(fn) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    marks = [start + i for i, text in enumerate(lines) if "# ISSUE" in text]
-    assert len(marks) == 1, fn.__name__
-    return marks[0]
 
 
 # ------------------------------------------------------------------ kernels hitting an issue
@@ -310,7 +303,7 @@ def test_refused_under_listing_releases(release, rule, kernel, workaround, data,
             with pytest.raises(KnownIssueError) as info:
                 simulate(kernel)(a, b)
             exc = info.value
-            assert exc.rule == rule and exc.lineno == _issue_line(kernel), str(exc)
+            assert exc.rule == rule and exc.lineno == marked_line(kernel, "# ISSUE"), str(exc)
             text = str(exc)
             assert f"{os.path.basename(__file__)}:{exc.lineno}" in text
             assert f"NKI {release}" in text and "Known Issues" in text
@@ -321,7 +314,7 @@ def test_refused_under_listing_releases(release, rule, kernel, workaround, data,
             with pytest.raises(errors.BufferError) as binfo:
                 simulate(kernel)(a, b)
             assert binfo.value.rule == "dma-no-psum"
-            assert binfo.value.lineno == _issue_line(kernel)
+            assert binfo.value.lineno == marked_line(kernel, "# ISSUE")
         else:
             np.testing.assert_allclose(simulate(kernel)(a, b), ref(a, b), rtol=2e-6, atol=1e-6)
 
@@ -397,7 +390,7 @@ def test_warn_mode_runs_as_aws_simulator_with_a_warning() -> None:
     np.testing.assert_allclose(got, a / b, rtol=1e-6)
     hits = [w for w in caught if issubclass(w.category, KnownIssueWarning)]
     assert len(hits) == 1 and "nl-divide" in str(hits[0].message)
-    assert f":{_issue_line(divide_tiles)}" in str(hits[0].message)
+    assert f":{marked_line(divide_tiles, '# ISSUE')}" in str(hits[0].message)
 
 
 @pytest.mark.parametrize(
@@ -480,7 +473,7 @@ def test_warning_points_at_the_kernel_line() -> None:
     with pytest.warns(KnownIssueWarning) as caught:
         simulate(power_scalar, known_issues="warn")(a, b)
     assert caught[0].filename == __file__
-    assert caught[0].lineno == _issue_line(power_scalar)
+    assert caught[0].lineno == marked_line(power_scalar, "# ISSUE")
 
 
 def test_release_from_argument_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -527,7 +520,6 @@ def test_cli_switch(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = module
-
 
 
 def dynamic_index_plain(a, b):

@@ -12,7 +12,6 @@ as a kernel argument) gives the new value under every release. References: NumPy
 
 from __future__ import annotations
 
-import inspect
 import os
 import sys
 import warnings
@@ -22,6 +21,7 @@ import pytest
 
 from trncore.sim import clear_cache, known_issues, nisa, nl, simulate, versions
 from trncore.sim.known_issues import KnownIssueError, KnownIssueWarning
+from trncore.sim.testing import marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -35,13 +35,6 @@ THIS = sys.modules[__name__]
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     clear_cache()
     monkeypatch.setattr(THIS, "SCALE", 2.0)
-
-
-def _line(fn, mark: str = "# ISSUE") -> int:
-    lines, start = inspect.getsourcelines(fn)
-    hits = [start + i for i, text in enumerate(lines) if mark in text]
-    assert len(hits) == 1
-    return hits[0]
 
 
 def _scaled(a, factor):
@@ -94,7 +87,7 @@ def test_changed_global(release: str) -> None:
             THIS.SCALE = 3.0
             np.testing.assert_array_equal(simulate(scaled_by_global)(a), a * 2)
     exc = info.value
-    assert exc.rule == RULE and exc.lineno == _line(scaled_by_global), str(exc)
+    assert exc.rule == RULE and exc.lineno == marked_line(scaled_by_global, "# ISSUE"), str(exc)
     text = str(exc)
     assert f"{os.path.basename(__file__)}:{exc.lineno}" in text
     assert "SCALE read here was 2.0" in text and "is 3.0 now" in text
@@ -114,7 +107,7 @@ def test_mutated_captured_list(release: str) -> None:
         if listed:
             with pytest.raises(KnownIssueError) as info:
                 simulate(kernel)(a)
-            assert info.value.lineno == _line(_make_closure)
+            assert info.value.lineno == marked_line(_make_closure, "# ISSUE")
             assert "coeffs read here was [2.0]" in str(info.value)
         else:
             np.testing.assert_array_equal(simulate(kernel)(a), a * 5)
@@ -142,7 +135,7 @@ def test_warn_mode_returns_the_stale_result() -> None:
     np.testing.assert_array_equal(got, a * 2)
     hits = [w for w in caught if issubclass(w.category, KnownIssueWarning)]
     assert len(hits) == 1 and RULE in str(hits[0].message)
-    assert hits[0].lineno == _line(scaled_by_global)
+    assert hits[0].lineno == marked_line(scaled_by_global, "# ISSUE")
 
 
 TRACES = {"n": 0}

@@ -13,7 +13,6 @@ dynamic control flow (resolved at trace time, AWS "Using Logical Neuron Cores", 
 
 from __future__ import annotations
 
-import inspect
 import os
 import warnings
 
@@ -23,18 +22,12 @@ import pytest
 from trncore.sim import known_issues, nisa, nl, versions
 from trncore.sim.known_issues import KnownIssueError, KnownIssueWarning
 from trncore.sim.runner import run_kernel
+from trncore.sim.testing import marked_line
 
 pytestmark = pytest.mark.simulator
 
 RELEASES = versions.VERSIONS
 RULE = "lnc2-control-flow"
-
-
-def _line(fn, mark: str) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    hits = [start + i for i, text in enumerate(lines) if mark in text]
-    assert len(hits) == 1, (fn.__name__, mark)
-    return hits[0]
 
 
 def _my_count(counts):
@@ -146,7 +139,7 @@ def test_divergent_dynamic_control_flow(release, kernel, counts, core) -> None:
         with pytest.raises(KnownIssueError) as info:
             _run(kernel, x, counts)
     exc = info.value
-    assert exc.rule == RULE and exc.lineno == _line(kernel, "# DIVERGE"), str(exc)
+    assert exc.rule == RULE and exc.lineno == marked_line(kernel, "# DIVERGE"), str(exc)
     text = str(exc)
     assert f"{os.path.basename(__file__)}:{exc.lineno}" in text
     assert f"core {core} runs" in text and "NKI 0.3.0" in text and "Known Issues" in text
@@ -174,7 +167,7 @@ def test_warn_mode_runs_each_core_its_own_way() -> None:
     np.testing.assert_array_equal(got, _expected(x, (2, 3)))
     hits = [w for w in caught if issubclass(w.category, KnownIssueWarning)]
     assert len(hits) == 1 and RULE in str(hits[0].message)
-    assert hits[0].lineno == _line(add_count_per_core, "# DIVERGE")
+    assert hits[0].lineno == marked_line(add_count_per_core, "# DIVERGE")
 
 
 def test_single_core_launch_is_not_compared() -> None:

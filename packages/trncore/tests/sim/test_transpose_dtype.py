@@ -5,25 +5,17 @@ NKI, "Built-in Transpose Support"; docs/emulator.md, What is checked)."""
 
 from __future__ import annotations
 
-import inspect
-
 import ml_dtypes
 import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl, simulate
 from trncore.sim.errors import DtypeError
+from trncore.sim.testing import marked_line
 
 pytestmark = pytest.mark.simulator
 
 rng = np.random.default_rng(2028)
-
-
-def _line_of(fn, marker: str) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    hits = [start + i for i, text in enumerate(lines) if marker in text]
-    assert len(hits) == 1, marker
-    return hits[0]
 
 
 def transpose_into(a, psum_dtype, engine):
@@ -60,7 +52,7 @@ def test_trn1_tensor_engine_transpose_writes_fp32_psum(target: str) -> None:
         with pytest.raises(DtypeError) as info:
             simulate(transpose_into)(a, nl.float32, nisa.tensor_engine)
         assert info.value.rule == "transpose-dtype"
-        assert info.value.lineno == _line_of(transpose_into, "# TRANSPOSE")
+        assert info.value.lineno == marked_line(transpose_into, "# TRANSPOSE")
 
 
 def test_other_dtype_changes_stay_refused(target: str) -> None:
@@ -69,7 +61,7 @@ def test_other_dtype_changes_stay_refused(target: str) -> None:
     with pytest.raises(DtypeError) as info:
         simulate(transpose_into)(a, nl.float16, nisa.tensor_engine)
     assert info.value.rule == "transpose-dtype"
-    assert info.value.lineno == _line_of(transpose_into, "# TRANSPOSE")
+    assert info.value.lineno == marked_line(transpose_into, "# TRANSPOSE")
 
 
 def test_vector_engine_transpose_keeps_the_dtype(target: str) -> None:
@@ -80,4 +72,4 @@ def test_vector_engine_transpose_keeps_the_dtype(target: str) -> None:
     )
     with pytest.raises(DtypeError) as info:
         simulate(transpose_into)(a, nl.float32, nisa.vector_engine)
-    assert info.value.lineno == _line_of(transpose_into, "# TRANSPOSE")
+    assert info.value.lineno == marked_line(transpose_into, "# TRANSPOSE")

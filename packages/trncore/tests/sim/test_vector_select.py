@@ -12,7 +12,6 @@ reinterpret" escape hatch, accepted under every release.
 
 from __future__ import annotations
 
-import inspect
 import os
 
 import numpy as np
@@ -20,19 +19,13 @@ import pytest
 
 from trncore.sim import errors, known_issues, nisa, nl, simulate, versions
 from trncore.sim.known_issues import KnownIssueError
+from trncore.sim.testing import marked_line
 from trncore.sim.versions import VersionError
 
 pytestmark = pytest.mark.simulator
 
 RELEASES = versions.VERSIONS
 RULE = "reinterpret-cast-vector-select"
-
-
-def _line(fn, mark: str = "# ISSUE") -> int:
-    lines, start = inspect.getsourcelines(fn)
-    hits = [start + i for i, text in enumerate(lines) if mark in text]
-    assert len(hits) == 1
-    return hits[0]
 
 
 def _offsets(idx):
@@ -155,7 +148,7 @@ def test_reinterpret_cast_with_vector_select(release: str, kernel) -> None:
         with pytest.raises(KnownIssueError) as info:
             simulate(kernel)(a, idx)
     exc = info.value
-    assert exc.rule == RULE and exc.lineno == _line(kernel), str(exc)
+    assert exc.rule == RULE and exc.lineno == marked_line(kernel, "# ISSUE"), str(exc)
     text = str(exc)
     assert f"{os.path.basename(__file__)}:{exc.lineno}" in text
     assert f"NKI {release}" in text and "Known Issues" in text

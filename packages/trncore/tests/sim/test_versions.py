@@ -21,14 +21,10 @@ import trncore.sim as sim
 from trncore.keys import KernelKey
 from trncore.sim import cli, nisa, nl, versions
 from trncore.sim.errors import TargetError
+from trncore.sim.testing import marked_line
 from trncore.sim.versions import CHANGES, NkiDeprecationWarning, VersionError
 
 pytestmark = pytest.mark.simulator
-
-
-def _line_of(fn: object, text: str) -> int:
-    lines, start = inspect.getsourcelines(fn)  # type: ignore[arg-type]
-    return start + next(i for i, line in enumerate(lines) if text in line)
 
 
 def loop_kernel(a):
@@ -96,7 +92,7 @@ def test_error_names_api_release_sdk_and_kernel_line() -> None:
     err = info.value
     assert "nl.fori_loop needs NKI 0.6.0 (Neuron SDK 2.32)" in str(err)
     assert err.filename == __file__
-    assert err.lineno == _line_of(loop_kernel, "nl.fori_loop(")
+    assert err.lineno == marked_line(loop_kernel, "nl.fori_loop(")
 
 
 def test_release_is_part_of_the_kernel_key() -> None:

@@ -7,8 +7,6 @@ row by row in test_versions.py.
 
 from __future__ import annotations
 
-import inspect
-
 import ml_dtypes
 import numpy as np
 import pytest
@@ -25,15 +23,11 @@ from trncore.sim.errors import (
     ShapeError,
     TargetError,
 )
+from trncore.sim.testing import marked_line
 from trncore.sim.versions import VersionError
 
 pytestmark = pytest.mark.simulator
 RNG = np.random.default_rng(17)
-
-
-def _line_of(fn: object, text: str) -> int:
-    lines, start = inspect.getsourcelines(fn)  # type: ignore[arg-type]
-    return start + next(i for i, line in enumerate(lines) if text in line)
 
 
 def _out(shape, dtype):  # type: ignore[no-untyped-def]
@@ -137,7 +131,7 @@ def test_topk_invalid_neighbours() -> None:
     src = np.zeros((16, 3), ml_dtypes.bfloat16)
     with pytest.raises(ShapeError, match=r"n=7") as info:
         sim.simulate(topk_kernel)(src, 7, 4)
-    assert info.value.lineno == _line_of(topk_kernel, "nisa.topk(")
+    assert info.value.lineno == marked_line(topk_kernel, "nisa.topk(")
     with pytest.raises(ShapeError, match="multiple of 16"):
         sim.simulate(topk_kernel)(np.zeros((8, 6), ml_dtypes.bfloat16), 42, 4)
     with pytest.raises(DtypeError, match="bfloat16"):
@@ -177,7 +171,7 @@ def test_tensor_scalar_reduce_accumulator_chain(target: str) -> None:
         np.testing.assert_array_equal(m, want_max)
     with pytest.raises(VersionError, match=r"reduce_res=None\) needs NKI 0\.6\.0") as info:
         sim.simulate(chained_sum, nki_version="0.5")(a, b)
-    assert info.value.lineno == _line_of(chained_sum, "dst=d1, data=x")
+    assert info.value.lineno == marked_line(chained_sum, "dst=d1, data=x")
 
 
 def reduce_two_tiles(a, b):
@@ -422,7 +416,7 @@ def test_dma_transpose_hwdge_shapes_per_release(shape: tuple[int, ...], ok: set[
         else:
             with pytest.raises(ShapeError, match="hwdge") as info:
                 sim.run_kernel(hw_transpose, [a], target="trn2", nki_version=v)
-            assert info.value.lineno == _line_of(hw_transpose, "nisa.dma_transpose(")
+            assert info.value.lineno == marked_line(hw_transpose, "nisa.dma_transpose(")
 
 
 # ------------------------------------------------------------------ trn3-only APIs

@@ -4,22 +4,16 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl
 from trncore.sim.errors import LanguageError, TargetError
 from trncore.sim.runner import run_kernel
+from trncore.sim.testing import marked_line
 from trncore.sim.versions import VersionError, nki_version
 
 pytestmark = pytest.mark.simulator
-
-
-def _line(fn) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    return start + next(i for i, text in enumerate(lines) if "# HERE" in text)
 
 
 def sub_version(x):
@@ -36,7 +30,7 @@ def test_get_nc_sub_version_is_the_first_revision(target: str) -> None:
     assert got.tolist() == [[0]]
     with nki_version("0.4"), pytest.raises(VersionError, match="get_nc_sub_version needs NKI 0.5.0") as exc:
         run_kernel(sub_version, [np.zeros(1, np.float32)], target=target)
-    assert exc.value.lineno == _line(sub_version)
+    assert exc.value.lineno == marked_line(sub_version)
 
 
 def test_prelu_and_bypass_are_tokens_from_0_4_0() -> None:
@@ -63,7 +57,7 @@ def test_prelu_and_bypass_are_refused_by_trn1_trn2_instructions(target: str) -> 
     # prelu's slope is relu_param, a parameter of activate2 only (NeuronCore-v4)
     with pytest.raises(LanguageError, match=r"op-token.*nl\.prelu") as exc:
         run_kernel(activation_with, [x, "prelu"], target=target)
-    assert exc.value.lineno == _line(activation_with)
+    assert exc.value.lineno == marked_line(activation_with)
 
     def scalar_bypass(x):
         t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
@@ -73,7 +67,7 @@ def test_prelu_and_bypass_are_refused_by_trn1_trn2_instructions(target: str) -> 
 
     with pytest.raises(LanguageError, match=r"op-token.*nl\.bypass") as exc:
         run_kernel(scalar_bypass, [x], target=target)
-    assert exc.value.lineno == _line(scalar_bypass)
+    assert exc.value.lineno == marked_line(scalar_bypass)
 
     def two_stage(x):
         t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
@@ -84,4 +78,4 @@ def test_prelu_and_bypass_are_refused_by_trn1_trn2_instructions(target: str) -> 
 
     with pytest.raises(TargetError, match="target-trn3") as exc:
         run_kernel(two_stage, [x], target=target)
-    assert exc.value.lineno == _line(two_stage)
+    assert exc.value.lineno == marked_line(two_stage)

@@ -11,17 +11,11 @@ import pytest
 
 from trncore.sim import nisa, nl, simulate, strict_mode
 from trncore.sim.errors import AccumulationError, BoundsError, BufferError, LanguageError
+from trncore.sim.testing import marked_line
 
 pytestmark = pytest.mark.simulator
 
 rng = np.random.default_rng(2027)
-
-
-def _line_of(fn, marker: str) -> int:
-    lines, start = inspect.getsourcelines(fn)
-    hits = [start + i for i, text in enumerate(lines) if marker in text]
-    assert len(hits) == 1, marker
-    return hits[0]
 
 
 def partial_sums(a, b, k_tile):
@@ -63,7 +57,7 @@ def test_reading_psum_mid_accumulation_is_refused_in_strict_mode(target: str) ->
     with strict_mode(), pytest.raises(AccumulationError) as info:
         simulate(partial_sums)(a, b, 64)
     assert info.value.rule == "accumulate-group-reuse"
-    assert info.value.lineno == _line_of(partial_sums, "# GROUP")
+    assert info.value.lineno == marked_line(partial_sums, "# GROUP")
 
 
 def test_accumulate_false_starts_a_new_group_without_warning(target: str) -> None:
@@ -117,7 +111,7 @@ def test_gather_flattened_index_outside_the_partition_is_refused(target: str) ->
     idx = np.full((8, 3), 64, np.int32)
     with pytest.raises(BoundsError) as info:
         simulate(gather_rows)(table, idx)
-    assert info.value.lineno == _line_of(gather_rows, "# GATHER")
+    assert info.value.lineno == marked_line(gather_rows, "# GATHER")
 
 
 def test_gather_flattened_from_psum_is_refused(target: str) -> None:
@@ -129,7 +123,7 @@ def test_gather_flattened_from_psum_is_refused(target: str) -> None:
 
     with pytest.raises(BufferError) as info:
         simulate(gather_psum)(np.zeros((8, 4), np.int32))
-    assert info.value.lineno == _line_of(gather_psum, "# PSUM")
+    assert info.value.lineno == marked_line(gather_psum, "# PSUM")
 
 
 def test_gather_flattened_other_axis_is_not_emulated() -> None:
@@ -171,7 +165,7 @@ def test_register_offset_past_the_tensor_is_refused(target: str) -> None:
     table = np.zeros((10, 24), np.float32)
     with pytest.raises(BoundsError) as info:
         simulate(row_by_register)(table, np.array([[10]], np.int32))
-    assert info.value.lineno == _line_of(row_by_register, "# ROW")
+    assert info.value.lineno == marked_line(row_by_register, "# ROW")
 
 
 def test_unwritten_register_as_scalar_offset_is_refused(target: str) -> None:
@@ -184,7 +178,7 @@ def test_unwritten_register_as_scalar_offset_is_refused(target: str) -> None:
     with pytest.raises(LanguageError) as info:
         simulate(unset)(np.zeros((10, 24), np.float32))
     assert info.value.rule == "register-uninitialized"
-    assert info.value.lineno == _line_of(unset, "# UNSET")
+    assert info.value.lineno == marked_line(unset, "# UNSET")
 
 
 def reversed_rows(x, count):
@@ -268,7 +262,7 @@ def test_index_past_the_front_is_refused(target: str) -> None:
 
     with pytest.raises(BoundsError) as info:
         simulate(too_far)(np.zeros((2, 8), np.float32))
-    assert info.value.lineno == _line_of(too_far, "# FAR")
+    assert info.value.lineno == marked_line(too_far, "# FAR")
 
 
 def test_view_of_a_strided_last_dim_is_refused(target: str) -> None:
@@ -280,7 +274,7 @@ def test_view_of_a_strided_last_dim_is_refused(target: str) -> None:
     with pytest.raises(LanguageError) as info:
         simulate(strided)(np.zeros((4, 8), np.float16))
     assert info.value.rule == "view-contiguous"
-    assert info.value.lineno == _line_of(strided, "# STRIDED")
+    assert info.value.lineno == marked_line(strided, "# STRIDED")
 
 
 def chunked_cumsum(x, chunk):
@@ -378,7 +372,7 @@ def test_dma_compute_rmw_outside_the_two_forms_is_refused(target: str) -> None:
     with pytest.raises(LE) as info:
         simulate(three_sources)(np.zeros((40, 24), np.float32), np.zeros((8, 1), np.int32))
     assert info.value.rule == "dma-compute-rmw"
-    assert info.value.lineno == _line_of(three_sources, "# THREE")
+    assert info.value.lineno == marked_line(three_sources, "# THREE")
 
 
 def test_dma_compute_gather_rmw_skips_out_of_bounds_rows(target: str) -> None:
@@ -405,4 +399,4 @@ def test_dma_compute_gather_rmw_skips_out_of_bounds_rows(target: str) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-6)
     with pytest.raises(BoundsError) as info:
         simulate(gather_add)(table, idx, False)
-    assert info.value.lineno == _line_of(gather_add, "# OOB")
+    assert info.value.lineno == marked_line(gather_add, "# OOB")
