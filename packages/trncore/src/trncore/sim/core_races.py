@@ -230,11 +230,12 @@ def _meets_by_rows(a: _Footprint, b: _Footprint) -> np.ndarray | None:
 
     Pairs of rows (one of ``a``, one of ``b``) whose byte ranges meet are found by a search on
     the sorted row bases; each pair is one shift between the two in-row patterns, and each
-    distinct shift is compared once. Dynamic rows of one pitch give one shift per shared row
-    (the same row: shift 0), so two gathers of 128 rows cost two row-sized comparisons, not a
-    sort of every element. A masked ``a`` (part of its elements) is compared this way only when
-    both in-row patterns are the same elements (then element ``k`` of a row meets element ``k``
-    of the same row and nothing else).
+    distinct shift is compared once. Two accesses through one dynamic-row view whose rows stay
+    within their pitch meet only on shared rows (shift 0), so two gathers of 128 rows cost a
+    search over 128 row indices and at most one row-sized comparison, not a sort of every
+    element. A masked ``a`` (part of its elements) is compared this way only when both in-row
+    patterns are the same elements (then element ``k`` of a row meets element ``k`` of the same
+    row and nothing else).
     """
     base_a, in_a = _split(a, canonical=a.mask is None)
     base_b, in_b = _split(b, canonical=False)
