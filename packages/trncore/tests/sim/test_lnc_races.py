@@ -228,30 +228,159 @@ def test_ranks_have_separate_hbm() -> None:
 
 
 def test_pattern_overlap_matches_byte_sets() -> None:
-    """The overlap of two strided access patterns (the check's fast paths: one run, sorted
-    patterns, bands of one row pitch) agrees with the byte sets listed one by one."""
-    from trncore.sim.core_races import _apart, _Footprint, _meets
+    """The overlap of two access footprints (the check's fast paths: one run, sorted patterns,
+    bands of one row pitch, row-by-row comparison of dynamic rows) agrees with the byte sets
+    listed one by one: strided patterns, dynamic rows (random row sets, repeats included, times
+    a random in-row pattern), parts of either (what a write changed) and explicit elements, on
+    element widths of 1, 2, 4 and 8 bytes."""
+    from trncore.sim.core_races import _apart, _Footprint, _meets, _meets_by_rows, _without
 
     rng = np.random.default_rng(7)
 
-    def pattern() -> _Footprint:
-        dims = tuple((int(rng.integers(0, 40)), int(rng.integers(1, 6))) for _ in range(rng.integers(1, 4)))
-        return _Footprint(int(rng.choice([1, 2, 4])), int(rng.integers(0, 200)), dims)
+    def step() -> int:  # mostly forward, some broadcast (0) and some backward steps
+        u = rng.random()
+        return 0 if u < 0.12 else int(rng.integers(-3, 0)) if u < 0.2 else int(rng.integers(1, 40))
 
-    def byte_set(fp: _Footprint) -> set[int]:
-        return {int(e) * fp.isz + k for e in fp.indices() for k in range(fp.isz)}
+    def dims(n_max: int) -> tuple[tuple[int, int], ...]:
+        return tuple((step(), int(rng.integers(1, 6))) for _ in range(rng.integers(1, n_max + 1)))
 
-    apart = 0
-    for _ in range(1500):
-        a, b = pattern(), pattern()
-        bytes_a = byte_set(a)
-        expected = [any(int(e) * b.isz + k in bytes_a for k in range(b.isz)) for e in b.indices()]
+    def footprint() -> _Footprint:
+        isz = int(rng.choice([1, 2, 4, 8]))
+        kind = rng.random()
+        if kind < 0.35:  # a strided pattern
+            fp = _Footprint(isz, int(rng.integers(0, 200)), dims(3))
+        elif kind < 0.9:  # dynamic rows: row indices (repeats allowed) times a pitch, one in-row pattern
+            pitch = int(rng.choice([0, 8, 12, 16, 24, 32, 48]))
+            rows = rng.integers(0, 8, size=int(rng.integers(1, 7))).astype(np.int64)
+            fp = _Footprint(isz, int(rng.integers(0, 24)), dims(2), rows=rows, pitch=pitch)
+        else:  # explicit elements
+            return _Footprint(isz, elems=rng.integers(0, 300, size=int(rng.integers(1, 12))).astype(np.int64))
+        if rng.random() < 0.3:  # part of it (what a write changed)
+            keep = rng.random(fp.indices().size) < 0.6
+            keep[int(rng.integers(0, keep.size))] = True
+            fp = fp.subset(keep)
+        return fp
+
+    def element_bytes(fp: _Footprint) -> np.ndarray:
+        """Every byte of every listed element: one row per element."""
+        return fp.indices()[:, None] * fp.isz + np.arange(fp.isz)[None, :]
+
+    def same_rows_as(a: _Footprint) -> _Footprint:
+        """Other rows through ``a``'s in-row pattern (two cores gathering through one view)."""
+        rows = rng.integers(0, 8, size=int(rng.integers(1, 7))).astype(np.int64)
+        fp = _Footprint(a.isz, a.offset, a.dims, rows=rows, pitch=a.pitch)
+        return fp.subset(rng.random(fp.indices().size) < 0.7) if rng.random() < 0.3 else fp
+
+    apart = by_rows = 0
+    for _ in range(1200):
+        a = footprint()
+        b = same_rows_as(a) if a.rows is not None and rng.random() < 0.4 else footprint()
+        a, b = (a, b) if rng.random() < 0.5 else (b, a)
+        expected = np.isin(element_bytes(b), element_bytes(a)).any(axis=1).tolist()
         hit = _meets(a, b)
         assert (hit.tolist() if hit is not None else [False] * len(expected)) == expected
         if _apart(a, b):
             apart += 1
             assert not any(expected)
-    assert apart > 100  # the band test decided a fair share without listing elements
+        if a.elems is None and b.elems is None and (a.rows is not None or b.rows is not None):
+            rows_hit = _meets_by_rows(a, b)
+            if rows_hit is not None:
+                by_rows += 1
+                assert rows_hit.tolist() == expected
+        left = _without(b, a)
+        kept = [int(e) for e, h in zip(b.indices(), expected) if not h]
+        assert (left.indices().tolist() if left is not None else []) == kept
+    assert apart > 80  # the band test decided a fair share without listing elements
+    assert by_rows > 400  # and the row-by-row comparison many of the dynamic-row pairs
+
+
+def scatter_rows(table, src, idx, cols: int):
+    """Core ``c`` scatters rows ``src[c*P:(c+1)*P]`` into the rows of ``table`` that
+    ``idx[c*P:(c+1)*P]`` name (``vector_offset``), in columns ``[c*cols/2, ...)`` when ``cols``
+    is half of the table's width (the cores split each row), else in whole rows."""
+    width = table.shape[1]
+    p = idx.shape[0] // 2
+    me = nl.program_id(axis=0)
+    start = me * cols if cols < width else 0
+    ix = nl.ndarray((p, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ix, src=idx[me * p : (me + 1) * p, :])
+    t = nl.ndarray((p, cols), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=src[me * p : (me + 1) * p, 0:cols])
+    rows = table.ap(pattern=[[width, p], [1, cols]], offset=start, vector_offset=ix, indirect_dim=0)
+    nisa.dma_copy(dst=rows, src=t)  # SCATTER
+    return table
+
+
+def _scatter(table: np.ndarray, src: np.ndarray, idx: np.ndarray, cols: int) -> np.ndarray:
+    """NumPy reference of :func:`scatter_rows` (core 0, then core 1)."""
+    out = table.copy()
+    p = idx.shape[0] // 2
+    for core in range(2):
+        start = core * cols if cols < table.shape[1] else 0
+        for k in range(core * p, (core + 1) * p):
+            out[idx[k, 0], start : start + cols] = src[k, :cols]
+    return out
+
+
+def test_scatters_to_disjoint_dynamic_rows_pass() -> None:
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((64, 32)).astype(np.float32)
+    src = rng.standard_normal((32, 32)).astype(np.float32)
+    idx = rng.permutation(64)[:32].astype(np.int32).reshape(32, 1)  # 16 rows per core, none shared
+    out = run_kernel(scatter_rows, [table.copy(), src, idx], {"cols": 32}, target="trn2", lnc=2)
+    np.testing.assert_array_equal(out, _scatter(table, src, idx, 32))
+    # both cores on the same rows, each its half of the columns (the moe shard-on-H layout)
+    same = np.concatenate([idx[:16], idx[:16]])
+    out = run_kernel(scatter_rows, [table.copy(), src, same], {"cols": 16}, target="trn2", lnc=2)
+    np.testing.assert_array_equal(out, _scatter(table, src, same, 16))
+
+
+def test_scatters_to_a_shared_dynamic_row_pass_only_with_identical_values() -> None:
+    rng = np.random.default_rng(4)
+    table = rng.standard_normal((64, 32)).astype(np.float32)
+    src = rng.standard_normal((32, 32)).astype(np.float32)
+    idx = rng.permutation(64)[:32].astype(np.int32).reshape(32, 1)
+    idx[20, 0] = idx[5, 0]  # core 1's 5th row is core 0's 6th
+    with pytest.raises(RaceError, match=r"core 1 writes different values into") as info:
+        run_kernel(scatter_rows, [table.copy(), src, idx], {"cols": 32}, target="trn2", lnc=2)
+    assert info.value.lineno == _line(scatter_rows, "SCATTER")  # core 1's scatter, the later one
+    assert f"element [{int(idx[5, 0])}, 0]" in str(info.value)
+    src[20] = src[5]  # the same values into that row: either order leaves the same table
+    out = run_kernel(scatter_rows, [table.copy(), src, idx], {"cols": 32}, target="trn2", lnc=2)
+    np.testing.assert_array_equal(out, _scatter(table, src, idx, 32))
+
+
+def gather_after_scatter(table, idx, marker: float):
+    """Core 0 scatters ``marker`` into the rows ``idx[0:P]``; core 1 gathers the rows
+    ``idx[P:2P]`` and writes them to the output (no meeting between them)."""
+    width = table.shape[1]
+    p = idx.shape[0] // 2
+    me = nl.program_id(axis=0)
+    ix = nl.ndarray((p, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ix, src=idx[me * p : (me + 1) * p, :])
+    rows = table.ap(pattern=[[width, p], [1, width]], offset=0, vector_offset=ix, indirect_dim=0)
+    t = nl.ndarray((p, width), dtype=table.dtype, buffer=nl.sbuf)
+    out = nl.ndarray((p, width), dtype=table.dtype, buffer=nl.shared_hbm)
+    if me == 0:
+        nisa.memset(dst=t, value=marker)
+        nisa.dma_copy(dst=rows, src=t)  # SCATTER
+    else:
+        nisa.dma_copy(dst=t, src=rows)  # GATHER
+        nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_gather_of_rows_the_other_core_scatters_is_refused() -> None:
+    table = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+    idx = np.array([[3], [9], [17], [30], [4], [8], [18], [29]], np.int32)  # disjoint rows
+    out = run_kernel(gather_after_scatter, [table.copy(), idx, 7.0], target="trn2", lnc=2)
+    np.testing.assert_array_equal(out, table[idx[4:, 0]])
+    idx[6, 0] = 17  # core 1 gathers a row core 0 scatters into
+    with pytest.raises(RaceError) as info:
+        run_kernel(gather_after_scatter, [table.copy(), idx, 7.0], target="trn2", lnc=2)
+    assert info.value.lineno == _line(gather_after_scatter, "GATHER")
+    assert f":{_line(gather_after_scatter, 'SCATTER')}" in str(info.value)
+    assert "core 1 reads" in str(info.value) and "element [17, 0]" in str(info.value)
 
 
 def relay(x, group, barrier: bool):

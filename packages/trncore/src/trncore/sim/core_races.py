@@ -30,7 +30,11 @@ shapes has no data).
 
 Cost: the check is installed only on LNC=2 traces; an instruction touching no shared HBM pays one
 scan of its operands. Accesses are kept per allocation, core and kind in byte-range buckets, and
-compared exactly (element sets of the strided patterns) only when their byte ranges meet.
+compared exactly only when their byte ranges meet: first by their bands within a row pitch
+(column blocks of the same rows never meet), then, for a dynamic-row access (kept as its row
+indices and one in-row pattern, never as a list of elements), row by row (only rows whose byte
+ranges meet are compared, once per distinct shift between them), and otherwise element by
+element (sorted byte starts).
 """
 
 from __future__ import annotations
@@ -54,42 +58,80 @@ _WIDE = 32
 
 
 class _Footprint:
-    """The elements one access touches: a strided pattern or explicit element indices.
+    """The elements one access touches.
 
-    Offsets are in elements of the view's dtype (``isz`` bytes each); ``lo``/``hi`` bound the
-    touched bytes (half-open).
+    Three forms, offsets in elements of the view's dtype (``isz`` bytes each):
+
+    - a strided pattern: ``offset`` plus ``dims`` (``(step, num)`` pairs, outermost first);
+    - rows (a dynamic-offset access): ``rows`` (row indices, in the access's order, repeats
+      allowed) times ``pitch`` elements, each row plus the same in-row pattern ``offset``/``dims``;
+    - explicit element indices ``elems`` (an access whose rows only partly lie in the tensor).
+
+    A strided or row footprint may carry ``mask``, a bool per element of the full pattern (in
+    :meth:`indices` order without the mask): the footprint is then that subset (what a write
+    changed, or what is left once the other core rewrote some of it). ``lo``/``hi`` bound the
+    touched bytes (half-open; for a masked footprint, those of the full pattern).
     """
 
-    __slots__ = ("_starts", "dims", "elems", "hi", "isz", "lo", "offset")
+    __slots__ = ("_starts", "dims", "elems", "hi", "isz", "lo", "mask", "offset", "pitch", "rows")
 
     def __init__(
         self, isz: int, offset: int = 0, dims: tuple[tuple[int, int], ...] = (),
-        elems: np.ndarray | None = None,
+        elems: np.ndarray | None = None, rows: np.ndarray | None = None, pitch: int = 0,
+        mask: np.ndarray | None = None,
     ) -> None:  # fmt: skip
         self.isz = isz
         self.offset = offset
         self.dims = dims
         self.elems = elems
+        self.rows = rows
+        self.pitch = pitch
+        self.mask = mask
         self._starts: np.ndarray | None = None  # starts(), computed once (a record meets many)
         if elems is not None:
             self.lo = int(elems.min()) * isz
             self.hi = int(elems.max()) * isz + isz
-        else:
-            self.lo = (offset + sum(min(0, (n - 1) * s) for s, n in dims)) * isz
-            self.hi = (offset + sum(max(0, (n - 1) * s) for s, n in dims)) * isz + isz
+            return
+        self.lo = (offset + sum(min(0, (n - 1) * s) for s, n in dims)) * isz
+        self.hi = (offset + sum(max(0, (n - 1) * s) for s, n in dims)) * isz + isz
+        if rows is not None:
+            first, last = int(rows.min()) * pitch, int(rows.max()) * pitch
+            self.lo += min(first, last) * isz
+            self.hi += max(first, last) * isz
 
-    def indices(self) -> np.ndarray:
-        """Element indices in row-major order of the pattern (the order of its strided view)."""
+    def inner(self) -> _Footprint:
+        """The in-row pattern of a row footprint (the pattern itself otherwise), unmasked."""
+        return _Footprint(self.isz, self.offset, self.dims)
+
+    def full(self) -> np.ndarray:
+        """Element indices of the whole pattern (mask not applied), in row-major order."""
         if self.elems is not None:
             return self.elems
         idx = np.array([self.offset], dtype=np.int64)
         for step, num in self.dims:
             idx = (idx[:, None] + np.arange(num, dtype=np.int64) * step).reshape(-1)
+        if self.rows is not None:
+            idx = ((self.rows * self.pitch)[:, None] + idx[None, :]).reshape(-1)
         return idx
+
+    def indices(self) -> np.ndarray:
+        """Element indices in row-major order of the pattern (the order of its strided view)."""
+        idx = self.full()
+        return idx if self.mask is None else idx[self.mask]
+
+    def subset(self, keep: np.ndarray) -> _Footprint:
+        """The elements of this footprint where ``keep`` (one bool per :meth:`indices` entry)."""
+        if self.elems is not None:
+            return _Footprint(self.isz, elems=self.elems[keep])
+        mask = keep
+        if self.mask is not None:
+            mask = self.mask.copy()
+            mask[mask] = keep
+        return _Footprint(self.isz, self.offset, self.dims, rows=self.rows, pitch=self.pitch, mask=mask)
 
     def dense(self) -> bool:
         """Whether the pattern covers every element between its first and last (one run)."""
-        if self.elems is not None:
+        if self.elems is not None or self.rows is not None or self.mask is not None:
             return False
         extent = 1
         for step, num in sorted((abs(s), n) for s, n in self.dims if n > 1):
@@ -98,24 +140,26 @@ class _Footprint:
             extent *= num
         return True
 
+    def canonical(self) -> tuple[int, tuple[tuple[int, int], ...]]:
+        """The same element set as ``offset``/``dims``: positive steps, largest outermost,
+        broadcast (step 0) and single-element dims dropped (often row-major increasing)."""
+        offset, dims = self.offset, []
+        for step, num in self.dims:
+            if num <= 1 or step == 0:
+                continue  # a broadcast dim repeats elements: the set is the same without it
+            if step < 0:
+                offset, step = offset + (num - 1) * step, -step
+            dims.append((step, num))
+        return offset, tuple(sorted(dims, key=lambda d: -d[0]))
+
     def starts(self) -> np.ndarray:
         """Sorted distinct byte starts of the touched elements."""
         if self._starts is not None:
             return self._starts
-        if self.elems is None:
-            # a strided pattern's element set does not depend on the order of its dims, their
-            # signs or its broadcast (step 0) dims: positive steps, largest outermost, are often
-            # row-major increasing (a transposed or broadcast access) and then need no sort
-            offset, dims = self.offset, []
-            for step, num in self.dims:
-                if num <= 1 or step == 0:
-                    continue  # a broadcast dim repeats elements: the set is the same without it
-                if step < 0:
-                    offset, step = offset + (num - 1) * step, -step
-                dims.append((step, num))
-            canon = tuple(sorted(dims, key=lambda d: -d[0]))
+        if self.elems is None and self.rows is None and self.mask is None:
+            offset, canon = self.canonical()
             if _increasing(canon):
-                self._starts = _Footprint(self.isz, offset, canon).indices() * self.isz
+                self._starts = _Footprint(self.isz, offset, canon).full() * self.isz
                 return self._starts
         idx = np.sort(self.indices())
         if idx.size > 1:
@@ -136,40 +180,127 @@ def _increasing(dims: tuple[tuple[int, int], ...]) -> bool:
     return True
 
 
+#: The row-by-row comparison gives up (and lists elements) past this many row pairs whose byte
+#: ranges meet, per row of the two footprints, or past this many distinct row shifts.
+_PAIRS_PER_ROW = 8
+_SHIFTS = 64
+
+
 def _meets(a: _Footprint, b: _Footprint) -> np.ndarray | None:
     """Per element of ``b`` (in :meth:`_Footprint.indices` order): whether it shares a byte with
     an element of ``a`` (None: their byte ranges do not even meet)."""
     if a.hi <= b.lo or b.hi <= a.lo or _apart(a, b):
         return None
-    sb = b.indices() * b.isz
+    if not a.dense() and (a.rows is not None or b.rows is not None) and a.elems is None and b.elems is None:
+        hit = _meets_by_rows(a, b)
+        if hit is not None:
+            return hit
+    return _hits(a, b.indices() * b.isz, b.isz)
+
+
+def _hits(a: _Footprint, sb: np.ndarray, isz: int) -> np.ndarray:
+    """Per byte start in ``sb`` (elements of ``isz`` bytes): whether the element meets ``a``."""
     if a.dense():  # one byte run: b's elements inside it
-        return (sb < a.hi) & (sb + b.isz > a.lo)
+        return (sb < a.hi) & (sb + isz > a.lo)
     sa = a.starts()
     # a's elements have one width: among a's starts before the end of b's element, the last one
     # reaches furthest; b's element meets a iff that one ends after b's element starts
-    k = np.searchsorted(sa, sb + b.isz, side="left") - 1
+    k = np.searchsorted(sa, sb + isz, side="left") - 1
     hit = k >= 0
     hit[hit] = sa[k[hit]] + a.isz > sb[hit]
     return hit
 
 
+def _split(fp: _Footprint, canonical: bool) -> tuple[np.ndarray, _Footprint]:
+    """``fp`` as rows: the byte address of each row's base (in :meth:`indices` order) and the
+    pattern every row repeats from its base. A strided pattern's rows are its outermost dim
+    (``canonical``: of its element set in canonical order, when that order does not matter)."""
+    if fp.rows is not None:
+        return fp.rows * (fp.pitch * fp.isz), fp.inner()
+    offset, dims = fp.canonical() if canonical else (fp.offset, fp.dims)
+    if not dims:
+        return np.array([offset * fp.isz], dtype=np.int64), _Footprint(fp.isz)
+    step, num = dims[0]
+    bases = (offset + np.arange(num, dtype=np.int64) * step) * fp.isz
+    return bases, _Footprint(fp.isz, 0, dims[1:])
+
+
+def _meets_by_rows(a: _Footprint, b: _Footprint) -> np.ndarray | None:
+    """:func:`_meets` row by row (None: too irregular, list the elements instead).
+
+    Pairs of rows (one of ``a``, one of ``b``) whose byte ranges meet are found by a search on
+    the sorted row bases; each pair is one shift between the two in-row patterns, and each
+    distinct shift is compared once. Two accesses through one dynamic-row view whose rows stay
+    within their pitch meet only on shared rows (shift 0), so two gathers of 128 rows cost a
+    search over 128 row indices and at most one row-sized comparison, not a sort of every
+    element. A masked ``a`` (part of its elements) is compared this way only when both in-row
+    patterns are the same elements (then element ``k`` of a row meets element ``k`` of the same
+    row and nothing else).
+    """
+    base_a, in_a = _split(a, canonical=a.mask is None)
+    base_b, in_b = _split(b, canonical=False)
+    order = np.argsort(base_a, kind="stable")
+    sorted_a = base_a[order]
+    # a's row i meets b's row j iff base_a[i] + in_a.lo < base_b[j] + in_b.hi and
+    # base_b[j] + in_b.lo < base_a[i] + in_a.hi
+    first = np.searchsorted(sorted_a, base_b + (in_b.lo - in_a.hi), side="right")
+    stop = np.searchsorted(sorted_a, base_b + (in_b.hi - in_a.lo), side="left")
+    counts = np.maximum(stop - first, 0)
+    total = int(counts.sum())
+    n_inner = in_b.full().size
+    hit2d = np.zeros((base_b.size, n_inner), dtype=bool)
+    if total:
+        if total > _PAIRS_PER_ROW * (base_a.size + base_b.size):
+            return None
+        j = np.repeat(np.arange(base_b.size), counts)
+        i = order[np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(first, counts)]
+        shift = base_a[i] - base_b[j]
+        if a.mask is not None:
+            same = a.isz == b.isz and in_a.offset == in_b.offset and in_a.dims == in_b.dims
+            if not (same and _distinct(in_a) and not shift.any()):
+                return None
+            np.logical_or.at(hit2d, j, a.mask.reshape(base_a.size, -1)[i])
+        else:
+            shifts, which = np.unique(shift, return_inverse=True)
+            if shifts.size > _SHIFTS:
+                return None
+            sb = in_b.full() * b.isz
+            for k, d in enumerate(shifts.tolist()):
+                # b's element at base_b + s meets a's row at base_a = base_b + d iff s - d meets in_a
+                m = _hits(in_a, sb - d, b.isz)
+                if m.any():
+                    hit2d[j[which == k]] |= m
+    hit = hit2d.reshape(-1)
+    return hit if b.mask is None else hit[b.mask]
+
+
+def _distinct(fp: _Footprint) -> bool:
+    """Whether a strided pattern lists no element twice (no broadcast dim, no overlapping steps)."""
+    if any(n > 1 and s == 0 for s, n in fp.dims):
+        return False
+    return _increasing(fp.canonical()[1])
+
+
 def _band(fp: _Footprint, period: int) -> tuple[int, int] | None:
     """``(start, width)`` in bytes modulo ``period`` of the residues ``fp`` can touch, when its
-    dims split into steps that are multiples of the period and a rest spanning at most one period
-    (None otherwise)."""
+    dims (and rows) split into steps that are multiples of the period and a rest spanning at
+    most one period (None otherwise)."""
     if fp.elems is not None:
         return None
     width = fp.isz
     for step, num in fp.dims:
         if num > 1 and (step * fp.isz) % period:
             width += (num - 1) * abs(step) * fp.isz
+    if fp.rows is not None and (fp.pitch * fp.isz) % period:
+        width += (int(fp.rows.max()) - int(fp.rows.min())) * abs(fp.pitch) * fp.isz
     return (fp.lo % period, width) if width <= period else None
 
 
 def _apart(a: _Footprint, b: _Footprint) -> bool:
-    """Whether two strided patterns provably share no byte without listing their elements: both
-    lie in bands of one period (a row pitch) that do not meet, as columns of the same rows do."""
+    """Whether two patterns provably share no byte without listing their elements: both lie in
+    bands of one period (a row pitch) that do not meet, as columns of the same rows do."""
     periods = {abs(s) * f.isz for f in (a, b) if f.elems is None for s, n in f.dims if n > 1 and s}
+    periods.update(abs(f.pitch) * f.isz for f in (a, b) if f.rows is not None and f.pitch)
     for period in periods:
         ba, bb = _band(a, period), _band(b, period)
         if ba is None or bb is None:
@@ -183,7 +314,7 @@ def _apart(a: _Footprint, b: _Footprint) -> bool:
 def _overlap(a: _Footprint, b: _Footprint) -> np.ndarray:
     """Byte starts of ``b``'s elements that share a byte with an element of ``a``."""
     hit = _meets(a, b)
-    if hit is None:
+    if hit is None or not hit.any():
         return np.empty(0, dtype=np.int64)
     return b.indices()[hit] * b.isz
 
@@ -195,7 +326,7 @@ def _without(fp: _Footprint, other: _Footprint) -> _Footprint | None:
         return fp
     if hit.all():
         return None
-    return _Footprint(fp.isz, elems=fp.indices()[~hit])
+    return fp.subset(~hit)
 
 
 class _Record:
@@ -280,7 +411,13 @@ def _footprint(t: Any) -> _Footprint | None:
         return fp
     if isinstance(dyn, VectorOffset):
         rows = np.asarray(dyn.tensor.array()).reshape(-1)[: t.shape[0]].astype(np.int64)
-        inner = _Footprint(isz, t.offset, t.dims[1:]).indices()
+        if not rows.size or any(n == 0 for _, n in t.dims[1:]):
+            return None
+        fp = _Footprint(isz, t.offset, t.dims[1:], rows=rows, pitch=dyn.row)
+        if fp.lo >= 0 and fp.hi <= size * isz:
+            return fp  # every row inside the tensor: kept as rows
+        # rows partly outside: the elements inside (an oob_mode.skip transfer skips the others)
+        inner = fp.inner().indices()
         elems = (rows[:, None] * dyn.row + inner[None, :]).reshape(-1)
         elems = elems[(elems >= 0) & (elems < size)]
         return _Footprint(isz, elems=elems) if elems.size else None
@@ -291,8 +428,15 @@ def _values(t: Any, fp: _Footprint) -> np.ndarray:
     """The bytes of ``fp``'s elements now, one row per element (in :meth:`indices` order; one
     unsigned integer per row where the width allows)."""
     flat = t.alloc.flat_as(t.dtype)
-    if fp.elems is None and all(s >= 0 for s, _ in fp.dims):
-        arr = np.array(strided_view(flat, fp.offset, [n for _, n in fp.dims], [s for s, _ in fp.dims]))
+    shape, steps = [n for _, n in fp.dims], [s for s, _ in fp.dims]
+    if fp.elems is not None or fp.mask is not None or any(s < 0 for s in steps):
+        arr = flat[fp.indices()]
+    elif fp.rows is None:
+        arr = np.array(strided_view(flat, fp.offset, shape, steps))
+    elif fp.pitch >= 0 and fp.offset >= 0 and int(fp.rows.min()) >= 0:
+        # every row is a row of one strided view: gather rows, not elements
+        top = int(fp.rows.max()) + 1
+        arr = strided_view(flat, fp.offset, [top, *shape], [fp.pitch, *steps])[fp.rows]
     else:
         arr = flat[fp.indices()]
     raw = arr.reshape(-1).view(np.uint8)
@@ -346,7 +490,7 @@ class RaceTracker:
             if not diff.any():
                 rec.changed = None
             elif not diff.all():
-                rec.changed = _Footprint(fp.isz, elems=fp.indices()[diff])
+                rec.changed = fp.subset(diff)
             self._check(t.alloc, rec)
             new.append((t.alloc, rec))
         for t, _ in (*reads_fp, *writes_fp):
