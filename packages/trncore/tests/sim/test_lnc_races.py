@@ -10,8 +10,6 @@ Each valid form is checked against NumPy; each invalid neighbour is refused at i
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
@@ -20,14 +18,9 @@ from trncore.sim import nisa, nl
 from trncore.sim.collectives import ReplicaGroup
 from trncore.sim.errors import RaceError
 from trncore.sim.runner import run_kernel, run_ranks
+from trncore.sim.testing import marked_line
 
 pytestmark = pytest.mark.simulator
-
-
-def _line(fn, marker: str) -> int:
-    """The source line of ``fn`` carrying ``# marker``."""
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, text in enumerate(lines) if f"# {marker}" in text)
 
 
 def scaled_halves(x):
@@ -98,8 +91,8 @@ def test_read_of_the_other_cores_write_without_a_meeting_is_refused() -> None:
         run_kernel(exchange_through_hbm, [x], {"sync": "none"}, target="trn2", lnc=2)
     err = info.value
     assert err.rule == "lnc-race"
-    assert err.lineno == _line(exchange_through_hbm, "READ")  # the later access, core 1's read
-    assert f"test_lnc_races.py:{_line(exchange_through_hbm, 'WRITE')}" in str(err)  # core 0's line
+    assert err.lineno == marked_line(exchange_through_hbm, "# READ")  # the later access, core 1's read
+    assert f"test_lnc_races.py:{marked_line(exchange_through_hbm, '# WRITE')}" in str(err)  # core 0's line
     assert "core 1 reads" in str(err) and "core 0 wrote" in str(err)
     # the same kernel at LNC=1 has one core: nothing to race with
     np.testing.assert_array_equal(
@@ -126,8 +119,8 @@ def test_write_over_what_the_other_core_read_is_refused() -> None:
     x = np.ones((8, 4), np.float32)
     with pytest.raises(RaceError) as info:
         run_kernel(read_then_overwrite, [x], target="trn2", lnc=2)
-    assert info.value.lineno == _line(read_then_overwrite, "WRITE")
-    assert f":{_line(read_then_overwrite, 'READ')}" in str(info.value)
+    assert info.value.lineno == marked_line(read_then_overwrite, "# WRITE")
+    assert f":{marked_line(read_then_overwrite, '# READ')}" in str(info.value)
     assert "element [2, 0]" in str(info.value)  # the first element both touch
 
 
@@ -152,7 +145,7 @@ def test_overlapping_writes_pass_only_with_identical_bytes() -> None:
     np.testing.assert_array_equal(run_kernel(both_write, [x], {"same": True}, target="trn2", lnc=2), x)
     with pytest.raises(RaceError, match=r"core 1 writes different values into") as info:
         run_kernel(both_write, [x], {"same": False}, target="trn2", lnc=2)
-    assert info.value.lineno == _line(both_write, "WRITE")
+    assert info.value.lineno == marked_line(both_write, "# WRITE")
 
 
 def row_by_slot(x, slots):
@@ -180,7 +173,7 @@ def test_dynamic_offsets_are_resolved_to_the_rows_touched() -> None:
     # the verdict rests on the offsets, so the program is traced (and checked) again on each call
     with pytest.raises(RaceError) as info:  # both cores on row 2
         run_kernel(row_by_slot, [x.copy(), np.array([2, 2], np.int32)], target="trn2", lnc=2)
-    assert info.value.lineno == _line(row_by_slot, "READ")
+    assert info.value.lineno == marked_line(row_by_slot, "# READ")
     assert "element [2, 0]" in str(info.value)
 
 
@@ -343,7 +336,7 @@ def test_scatters_to_a_shared_dynamic_row_pass_only_with_identical_values() -> N
     idx[20, 0] = idx[5, 0]  # core 1's 5th row is core 0's 6th
     with pytest.raises(RaceError, match=r"core 1 writes different values into") as info:
         run_kernel(scatter_rows, [table.copy(), src, idx], {"cols": 32}, target="trn2", lnc=2)
-    assert info.value.lineno == _line(scatter_rows, "SCATTER")  # core 1's scatter, the later one
+    assert info.value.lineno == marked_line(scatter_rows, "# SCATTER")  # core 1's scatter, the later one
     assert f"element [{int(idx[5, 0])}, 0]" in str(info.value)
     src[20] = src[5]  # the same values into that row: either order leaves the same table
     out = run_kernel(scatter_rows, [table.copy(), src, idx], {"cols": 32}, target="trn2", lnc=2)
@@ -378,8 +371,8 @@ def test_gather_of_rows_the_other_core_scatters_is_refused() -> None:
     idx[6, 0] = 17  # core 1 gathers a row core 0 scatters into
     with pytest.raises(RaceError) as info:
         run_kernel(gather_after_scatter, [table.copy(), idx, 7.0], target="trn2", lnc=2)
-    assert info.value.lineno == _line(gather_after_scatter, "GATHER")
-    assert f":{_line(gather_after_scatter, 'SCATTER')}" in str(info.value)
+    assert info.value.lineno == marked_line(gather_after_scatter, "# GATHER")
+    assert f":{marked_line(gather_after_scatter, '# SCATTER')}" in str(info.value)
     assert "core 1 reads" in str(info.value) and "element [17, 0]" in str(info.value)
 
 
@@ -417,4 +410,4 @@ def test_a_chain_of_collectives_through_another_rank_orders_the_cores() -> None:
         np.testing.assert_array_equal(out, x)
     with pytest.raises(RaceError, match=r"rank 0 core 1 reads .* rank 0 core 0 wrote") as info:
         run_ranks(relay, [{"x": x, "group": group, "barrier": False} for x in xs], target="trn2", lnc=2)
-    assert info.value.lineno == _line(relay, "READ")
+    assert info.value.lineno == marked_line(relay, "# READ")
