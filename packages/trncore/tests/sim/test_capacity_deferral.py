@@ -105,3 +105,76 @@ def test_loads_whose_source_is_overwritten_before_use_keep_their_place(target: s
     assert err.rule == "sbuf-capacity"
     assert err.lineno == _line(rows_then_use, "ROW")
     assert "deferred" not in str(err)  # no load could move: the program-order figure
+
+
+def rows_across_a_barrier(x, hazard: bool):
+    """LNC=2: core 0 loads rows 0..ROWS-1 of a shared HBM copy of ``x``, then uses them; with
+    ``hazard`` the cores meet at a core_barrier after the loads and core 1 then overwrites the
+    copy, so core 0's loads must run before the barrier (the invalid neighbour)."""
+    n = x.shape[0] - 1
+    cols = x.shape[1]
+    me = nl.program_id(axis=0)
+    shared = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray((n, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    if me == 0:
+        nisa.dma_copy(dst=shared, src=x)
+    nisa.core_barrier(data=shared, cores=(0, 1))
+    rows = []
+    if me == 0:
+        for i in range(n):
+            t = nl.ndarray((1, cols), dtype=x.dtype, buffer=nl.sbuf)  # ROW
+            nisa.dma_copy(dst=t, src=shared[i : i + 1, :])
+            rows.append(t)
+    if hazard:
+        nisa.core_barrier(data=shared, cores=(0, 1))
+        if me == 1:
+            zero = nl.ndarray((n, cols), dtype=x.dtype, buffer=nl.sbuf)
+            nisa.memset(dst=zero, value=0.0)
+            nisa.dma_copy(dst=shared[0:n, :], src=zero)
+    if me == 0:
+        y = nl.ndarray((1, cols), dtype=x.dtype, buffer=nl.sbuf)
+        for i in range(n):
+            nisa.tensor_scalar(dst=y, data=rows[i], op0=nl.multiply, operand0=2.0, op1=nl.add, operand1=1.0)
+            nisa.dma_copy(dst=out[i : i + 1, :], src=y)
+    return out
+
+
+def test_loads_do_not_move_past_a_meeting_of_the_cores() -> None:
+    # nki.isa.core_barrier (NKI 0.3.0): what one core does after the barrier is ordered after
+    # what the other did before it. A load moved past the barrier could read core 1's later write.
+    x, _ = _inputs()
+    got = run_kernel(rows_across_a_barrier, [x], {"hazard": False}, target="trn2", lnc=2)
+    np.testing.assert_allclose(got, 2 * x[:ROWS] + 1, rtol=1e-6)
+    with pytest.raises(CapacityError) as info:
+        run_kernel(rows_across_a_barrier, [x], {"hazard": True}, target="trn2", lnc=2)
+    assert info.value.rule == "sbuf-capacity"
+    assert info.value.lineno == _line(rows_across_a_barrier, "ROW")
+
+
+def held_across_a_barrier(x, tiles: int):
+    """LNC=2: each core fills ``tiles`` [128, 30000] float32 tiles (120 000 bytes per partition
+    each), meets the other core, then writes them out (the sum of its tiles)."""
+    me = nl.program_id(axis=0)
+    out = nl.ndarray((2 * 128, 30000), dtype=nl.float32, buffer=nl.shared_hbm)
+    held = []
+    for k in range(tiles):
+        t = nl.ndarray((128, 30000), dtype=nl.float32, buffer=nl.sbuf)  # HELD
+        nisa.memset(dst=t, value=1.0 + k)
+        held.append(t)
+    nisa.core_barrier(data=out, cores=(0, 1))
+    for k in range(1, tiles):
+        nisa.tensor_tensor(dst=held[0], data1=held[0], data2=held[k], op=nl.add)
+    nisa.dma_copy(dst=out[me * 128 : (me + 1) * 128, :], src=held[0])
+    return out
+
+
+def test_each_core_of_an_lnc2_launch_counts_its_own_sbuf() -> None:
+    # Using Logical Neuron Cores (NKI 0.3.0): an LNC=2 kernel runs on two physical cores, each
+    # with its own SBUF; the two instances' tiles, live together across a meeting, do not add up.
+    x = np.zeros((1, 1), np.float32)
+    got = run_kernel(held_across_a_barrier, [x], {"tiles": 1}, target="trn2", lnc=2)
+    np.testing.assert_array_equal(got, np.ones((256, 30000), np.float32))
+    with pytest.raises(CapacityError) as info:  # two such tiles on one core: 240 000 bytes
+        run_kernel(held_across_a_barrier, [x], {"tiles": 2}, target="trn2", lnc=2)
+    assert info.value.rule == "sbuf-capacity"
+    assert info.value.lineno == _line(held_across_a_barrier, "HELD")

@@ -169,6 +169,9 @@ class TraceContext:
         #: storage of on-chip tiles placed at an explicit address, by (instance, buffer,
         #: partition, byte, nbytes): tiles at one address share it (see :meth:`allocate`)
         self.address_storage: dict[tuple[int, str, int, int, int], np.ndarray] = {}
+        #: the instance (core) of each on-chip allocation made by an instance other than 0, by id:
+        #: each core of an LNC=2 launch has its own SBUF and PSUM (:meth:`check_capacity`)
+        self.alloc_core: dict[int, int] = {}
         #: the NKI release this trace is checked against (set by the runner)
         self.nki_version: str | None = None
         #: runs each instruction instead of :meth:`emit` when set (an executing LNC=2 trace:
@@ -246,6 +249,8 @@ class TraceContext:
             storage,
         )
         self.allocs.append(alloc)
+        if self.program_id and buffer.on_chip:
+            self.alloc_core[alloc.id] = self.program_id
         if buffer is SHARED_HBM and self.lnc > 1:
             self.shared_allocs.append(alloc)
         self._emit_alloc(alloc, site, fill=not aliased, lazy=buffer.on_chip and not placed)
@@ -418,31 +423,48 @@ class TraceContext:
     def check_capacity(self) -> tuple[int, int, int]:
         """Sweep allocation lifetimes (first use to last use, docs/emulator.md) for SBUF and PSUM limits.
 
-        Returns (SBUF peak bytes per partition, PSUM peak bytes, PSUM peak banks). SBUF is swept
-        twice when needed: in program order, and, if that exceeds the limit, with every transfer
-        from HBM deferred to just before the tile's first other use (trncore.sim.liveness): either
-        is a schedule the compiler may choose, so the kernel is refused only when both exceed.
+        Returns (SBUF peak bytes per partition, PSUM peak bytes, PSUM peak banks), the highest of
+        any core. Each core of an LNC=2 launch has its own SBUF and PSUM (AWS NKI docs, Using
+        Logical Neuron Cores, NKI 0.3.0: two physical cores): the instances are traced into one
+        instruction list, interleaved where they meet, and each core's tiles are swept alone.
+        """
+        by_core: dict[int, list[Allocation]] = {}
+        for a in self.allocs:
+            if a.buffer.on_chip:
+                by_core.setdefault(self.alloc_core.get(a.id, 0), []).append(a)
+        peaks = [self._core_capacity(by_core[core], core) for core in sorted(by_core)]
+        sbuf_peak, psum_bytes, psum_banks = (max((p[k] for p in peaks), default=0) for k in range(3))
+        return sbuf_peak, psum_bytes, psum_banks
+
+    def _core_capacity(self, allocs: list[Allocation], core: int) -> tuple[int, int, int]:
+        """One core's (SBUF peak, PSUM bytes peak, PSUM banks peak) of its on-chip ``allocs``.
+
+        SBUF is swept twice when needed: in program order, and, if that exceeds the limit, with
+        every transfer from HBM deferred to just before the tile's first other use
+        (trncore.sim.liveness): either is a schedule the compiler may choose, so the kernel is
+        refused only when both exceed.
         """
         rules = self.rules
-        sbuf = [a for a in self.allocs if a.buffer is SBUF]
+        where = f" on core {core} of the LNC={self.lnc} launch" if self.lnc > 1 else ""
+        sbuf = [a for a in allocs if a.buffer is SBUF]
         # live from the first instruction that touches the tile (a tile allocated early but
         # first written later holds no memory before: the compiler allocates live ranges)
         # to its last use
         in_order = [a.position if a.first_use is None else a.first_use for a in sbuf]
         try:
-            sbuf_peak = self._sweep(sbuf, in_order, rules.sbuf_bytes, "bytes")
+            sbuf_peak = self._sweep(sbuf, in_order, rules.sbuf_bytes, "bytes", where)
         except CapacityError:
             deferred = deferred_starts(self.instrs, sbuf)
             if deferred == in_order:
                 raise
             sbuf_peak = self._sweep(
                 sbuf, deferred, rules.sbuf_bytes, "bytes",
-                " (with every load from HBM deferred to just before its tile's first use)",
+                f"{where} (with every load from HBM deferred to just before its tile's first use)",
             )  # fmt: skip
-        psum = [a for a in self.allocs if a.buffer is PSUM]
+        psum = [a for a in allocs if a.buffer is PSUM]
         psum_starts = [a.position if a.first_use is None else a.first_use for a in psum]
-        psum_banks = self._sweep(psum, psum_starts, rules.psum_banks, "banks")
-        return sbuf_peak, self._psum_bytes_peak(), psum_banks
+        psum_banks = self._sweep(psum, psum_starts, rules.psum_banks, "banks", where)
+        return sbuf_peak, self._psum_bytes_peak(psum), psum_banks
 
     def _sweep(
         self, tiles: list[Allocation], starts: list[int], limit: int, unit: str, note: str = ""
@@ -551,8 +573,8 @@ class TraceContext:
                 live_set.pop(a.id, None)
         return peak
 
-    def _psum_bytes_peak(self) -> int:
-        tiles = [a for a in self.allocs if a.buffer is PSUM]
+    def _psum_bytes_peak(self, tiles: list[Allocation]) -> int:
+        """The peak of PSUM bytes per partition live at once among ``tiles`` (one core's)."""
         if not tiles:
             return 0
         order = np.asarray(_event_order([a.position for a in tiles], [a.last_use for a in tiles]))
