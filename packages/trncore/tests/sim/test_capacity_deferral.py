@@ -1,4 +1,4 @@
-"""SBUF capacity with loads a compiler may defer (trncore.sim.liveness).
+"""SBUF capacity with loads a compiler may defer (trncore.sim.liveness), per core of a launch.
 
 AWS sources: ``nki.language.no_reorder`` (NKI 0.3.0 API reference): without it "the compiler
 scheduler is free to reorder independent operations"; a transfer from HBM into a tile depends on

@@ -6,11 +6,10 @@ touches the tile. The compiler does not run instructions in program order: "the 
 scheduler is free to reorder independent operations" unless the kernel asks otherwise
 (``nki.language.no_reorder``, NKI 0.3.0 API reference), and compilation "performs instruction
 scheduling, register allocation, and memory layout" (NKI Language Guide, "Compilation Model",
-NKI 0.3.0). A transfer from HBM into a tile depends on nothing on chip: a scheduler can issue it
-as late as just before the tile's first other use, and the tile needs its memory only from then.
-AWS's output projection for token generation (nki-library, ``output_projection_tkg``) is written
-that way: it loads every weight row in one loop before the loop that reads them, "to give the
-compiler finer control over pre-fetching".
+NKI 0.4.0 / SDK 2.30). A transfer from HBM into a tile depends on nothing on chip: a scheduler
+can issue it as late as just before the tile's first other use, and the tile needs its memory
+only from then. Kernels of AWS's library load many tiles in one loop and use them in a later
+one, leaving the prefetch distance to the compiler (nki-library's ``output_projection_tkg``).
 
 :func:`deferred_starts` gives that later start, and keeps the program-order start wherever
 moving the transfer could change what it reads or what the tile holds:
