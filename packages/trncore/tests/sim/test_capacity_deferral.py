@@ -14,6 +14,7 @@ both targets' budgets (180 224 on trn1, 212 984 on trn2); one or two at a time f
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 import numpy as np
@@ -34,11 +35,16 @@ def _line(fn, marker: str) -> int:
     return first + next(i for i, text in enumerate(lines) if f"# {marker}" in text)
 
 
-def rows_then_use(x, z, passes: int, overwrite: str):
+def rows_then_use(x, z, passes: int, overwrite: str, ordered: bool = False):
     """Load rows 0..ROWS-1 of ``x`` one per tile, then out = 2 * row + 1, column block by column
     block (``passes`` blocks, each reading every row once). ``overwrite`` copies ``z`` into
     ``x``'s loaded rows ("loaded") or into its last row, which no tile reads ("other"), between
-    the loads and the first use ("none": no copy)."""
+    the loads and the first use ("none": no copy). ``ordered`` runs it all in nl.no_reorder()."""
+    with nl.no_reorder() if ordered else contextlib.nullcontext():
+        return _rows_then_use(x, z, passes, overwrite)
+
+
+def _rows_then_use(x, z, passes: int, overwrite: str):
     n = x.shape[0] - 1
     cols = x.shape[1]
     block = cols // passes
@@ -91,7 +97,7 @@ def test_rows_all_read_before_any_is_released_are_refused(target: str) -> None:
         run_kernel(rows_then_use, [x, z], {"passes": 2, "overwrite": "none"}, target=target)
     err = info.value
     assert err.rule == "sbuf-capacity"
-    assert err.lineno == _line(rows_then_use, "ROW")
+    assert err.lineno == _line(_rows_then_use, "ROW")
     assert "deferred" in str(err)  # the figure is the one after deferring the loads
 
 
@@ -103,8 +109,18 @@ def test_loads_whose_source_is_overwritten_before_use_keep_their_place(target: s
         run_kernel(rows_then_use, [x, z], {"passes": 1, "overwrite": "loaded"}, target=target)
     err = info.value
     assert err.rule == "sbuf-capacity"
-    assert err.lineno == _line(rows_then_use, "ROW")
+    assert err.lineno == _line(_rows_then_use, "ROW")
     assert "deferred" not in str(err)  # no load could move: the program-order figure
+
+
+def test_loads_inside_a_no_reorder_block_keep_their_place(target: str) -> None:
+    # nki.language.no_reorder (NKI 0.3.0): operations inside the block execute in program order,
+    # so the rows stay live from their loads and the kernel is refused.
+    x, z = _inputs()
+    with pytest.raises(CapacityError) as info:
+        run_kernel(rows_then_use, [x, z], {"passes": 1, "overwrite": "none", "ordered": True}, target=target)
+    assert info.value.rule == "sbuf-capacity"
+    assert info.value.lineno == _line(_rows_then_use, "ROW")
 
 
 def rows_across_a_barrier(x, hazard: bool):

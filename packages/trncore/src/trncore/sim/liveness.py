@@ -21,7 +21,10 @@ moving the transfer could change what it reads or what the tile holds:
   byte the access pattern can touch);
 * no meeting of the cores of an LNC=2 launch (``core_barrier``, ``sendrecv``, a collective) lies
   in between: the other core may write the source after it, and that write is not in between in
-  the traced list, which runs the instances one at a time.
+  the traced list, which runs the instances one at a time;
+* the transfer reads through no dynamic offset (a register may change before the new start) and
+  lies in no ``nl.no_reorder()`` block (which keeps its operations in program order); a transfer
+  before such a block moves at most to the block's start.
 
 A tile only transferred into and never used again starts at its last transfer. Tiles placed at
 explicit addresses and kernel arguments in SBUF are not deferred. The model accepts a kernel
@@ -34,6 +37,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from trncore.sim import dtypes
 
@@ -68,14 +73,22 @@ def _span(acc: Any) -> _Span:
     return alloc, lo * isz, (hi + 1) * isz
 
 
-def deferred_starts(instrs: Sequence[Any], tiles: Sequence[Any]) -> list[int]:
+def deferred_starts(
+    instrs: Sequence[Any], tiles: Sequence[Any], in_order: Sequence[tuple[int, int]] = ()
+) -> list[int]:
     """For each of ``tiles`` (SBUF allocations), the instruction position its live range may start at.
 
     ``instrs`` is the traced program (each with ``op``, ``engine``, ``meta`` and ``access``, the
-    ``(reads, writes)`` of :func:`trncore.sim.accesses.record_access`). A tile that no rule of the
-    module docstring lets start later gets its program-order start (its first use, or its
-    allocation when never used).
+    ``(reads, writes)`` of :func:`trncore.sim.accesses.record_access`); ``in_order`` lists the
+    ``(first, end)`` positions of ``nl.no_reorder()`` blocks. A tile that no rule of the module
+    docstring lets start later gets its program-order start (its first use, or its allocation
+    when never used).
     """
+    pinned = np.zeros(len(instrs), dtype=bool)  # inside a no_reorder block
+    floor = np.arange(len(instrs))  # how late a load may move to run before position p
+    for first, end in in_order:
+        pinned[first:end] = True
+        floor[first:end] = np.minimum(floor[first:end], first)  # not into the block
     starts = [a.position if a.first_use is None else a.first_use for a in tiles]
     index = {
         a.id: i
@@ -98,7 +111,7 @@ def deferred_starts(instrs: Sequence[Any], tiles: Sequence[Any]) -> list[int]:
             if users is not None:
                 users.discard(i)
         if position is not None:
-            starts[i] = position
+            starts[i] = int(floor[position])
 
     for pos, ins in enumerate(instrs):
         access = ins.access
@@ -118,7 +131,12 @@ def deferred_starts(instrs: Sequence[Any], tiles: Sequence[Any]) -> list[int]:
                     s[0] is alloc and s[1] < hi and lo < s[2] for s in pending[i]
                 )]:  # fmt: skip
                     settle(i, None)  # its source changes before its first use: not movable
-        load = ins.engine == "dma" and not is_meeting(ins) and all(not acc[0].buffer.on_chip for acc in reads)
+        load = (
+            ins.engine == "dma"
+            and not pinned[pos]
+            and not is_meeting(ins)
+            and all(not acc[0].buffer.on_chip and acc[1] is not None for acc in reads)
+        )
         read_tiles = {index[acc[0].id] for acc in reads if acc[0].id in index}
         for acc in writes:
             tile = index.get(acc[0].id)

@@ -454,7 +454,7 @@ class TraceContext:
         try:
             sbuf_peak = self._sweep(sbuf, in_order, rules.sbuf_bytes, "bytes", where)
         except CapacityError:
-            deferred = deferred_starts(self.instrs, sbuf)
+            deferred = deferred_starts(self.instrs, sbuf, self.engine_state.get("no_reorder", ()))
             if deferred == in_order:
                 raise
             sbuf_peak = self._sweep(
