@@ -26,7 +26,10 @@ moving the transfer could change what it reads or what the tile holds:
   lies in no ``nl.no_reorder()`` block (which keeps its operations in program order); a transfer
   before such a block moves at most to the block's start.
 
-A tile only transferred into and never used again starts at its last transfer. Tiles placed at
+A tile only transferred into and never used again starts at its last transfer. The symmetric
+move, a store to HBM hoisted to just after the tile's last other use, is not modelled: a range
+ends at the tile's last use in program order (hoisting stores and deferring loads of the same
+HBM bytes would have to be checked against each other). Tiles placed at
 explicit addresses and kernel arguments in SBUF are not deferred. The model accepts a kernel
 when program order fits or the deferred ranges fit (each is a schedule a compiler may choose);
 it does not move any other instruction, so what cannot fit with every load as late as possible
