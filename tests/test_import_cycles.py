@@ -245,7 +245,7 @@ SIM_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                       "isa_local_gather", "isa_random", "registers", "lnc")),
     ("namespaces", ("isa", "isa_constants", "wrappers", "hbm_constants", "language", "loops",
                     "collectives")),
-    ("program", ("program", "schedule")),
+    ("program", ("liveness", "program", "schedule")),
     ("runner", ("binding", "runner")),
     ("reports", ("report", "timeline", "launches")),
     ("nki module", ("modules",)),

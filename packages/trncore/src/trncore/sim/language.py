@@ -303,8 +303,17 @@ def program_ndim() -> int:
 # ---------------------------------------------------------------- misc (nki.language, NKI 0.3.0)
 @_contextlib.contextmanager
 def no_reorder() -> Iterator[None]:
-    """Program order is the emulator's only order; nothing to pin."""
-    yield
+    """Operations inside run in program order (``nki.language.no_reorder``, NKI 0.3.0), the
+    emulator's only order. The block's instructions are recorded (``engine_state["no_reorder"]``,
+    (first, end) positions) so that the capacity model moves no load inside it
+    (trncore.sim.liveness)."""
+    ctx = _maybe_current()
+    start = len(ctx.instrs) if ctx is not None else 0
+    try:
+        yield
+    finally:
+        if ctx is not None and len(ctx.instrs) > start:
+            ctx.engine_state.setdefault("no_reorder", []).append((start, len(ctx.instrs)))
 
 
 def device_print(print_prefix: str, tensor: NkiTensor) -> None:

@@ -28,6 +28,7 @@ from trncore.sim import context, dtypes, hooks
 from trncore.sim.accesses import record_access
 from trncore.sim.blas import blas_threads
 from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
+from trncore.sim.liveness import deferred_starts
 from trncore.sim.rules import TargetRules
 from trncore.sim.tensor import (
     PSUM,
@@ -168,6 +169,9 @@ class TraceContext:
         #: storage of on-chip tiles placed at an explicit address, by (instance, buffer,
         #: partition, byte, nbytes): tiles at one address share it (see :meth:`allocate`)
         self.address_storage: dict[tuple[int, str, int, int, int], np.ndarray] = {}
+        #: the instance (core) of each on-chip allocation made by an instance other than 0, by id:
+        #: each core of an LNC=2 launch has its own SBUF and PSUM (:meth:`check_capacity`)
+        self.alloc_core: dict[int, int] = {}
         #: the NKI release this trace is checked against (set by the runner)
         self.nki_version: str | None = None
         #: runs each instruction instead of :meth:`emit` when set (an executing LNC=2 trace:
@@ -245,6 +249,8 @@ class TraceContext:
             storage,
         )
         self.allocs.append(alloc)
+        if self.program_id and buffer.on_chip:
+            self.alloc_core[alloc.id] = self.program_id
         if buffer is SHARED_HBM and self.lnc > 1:
             self.shared_allocs.append(alloc)
         self._emit_alloc(alloc, site, fill=not aliased, lazy=buffer.on_chip and not placed)
@@ -415,122 +421,160 @@ class TraceContext:
 
     # ------------------------------------------------------------------ end of trace
     def check_capacity(self) -> tuple[int, int, int]:
-        """Sweep allocation lifetimes (allocation to last use, docs/emulator.md) for SBUF and PSUM limits."""
+        """Sweep allocation lifetimes (first use to last use, docs/emulator.md) for SBUF and PSUM limits.
+
+        Returns (SBUF peak bytes per partition, PSUM peak bytes, PSUM peak banks), the highest of
+        any core. Each core of an LNC=2 launch has its own SBUF and PSUM (AWS NKI docs, Using
+        Logical Neuron Cores, NKI 0.3.0: two physical cores): the instances are traced into one
+        instruction list, interleaved where they meet, and each core's tiles are swept alone.
+        """
+        by_core: dict[int, list[Allocation]] = {}
+        for a in self.allocs:
+            if a.buffer.on_chip:
+                by_core.setdefault(self.alloc_core.get(a.id, 0), []).append(a)
+        peaks = [self._core_capacity(by_core[core], core) for core in sorted(by_core)]
+        sbuf_peak, psum_bytes, psum_banks = (max((p[k] for p in peaks), default=0) for k in range(3))
+        return sbuf_peak, psum_bytes, psum_banks
+
+    def _core_capacity(self, allocs: list[Allocation], core: int) -> tuple[int, int, int]:
+        """One core's (SBUF peak, PSUM bytes peak, PSUM banks peak) of its on-chip ``allocs``.
+
+        SBUF is swept twice when needed: in program order, and, if that exceeds the limit, with
+        every transfer from HBM deferred to just before the tile's first other use
+        (trncore.sim.liveness): either is a schedule the compiler may choose, so the kernel is
+        refused only when both exceed.
+        """
         rules = self.rules
-        peaks = []
-        for buffer, limit, unit in (
-            (SBUF, rules.sbuf_bytes, "bytes"),
-            (PSUM, rules.psum_banks, "banks"),
-        ):
-            tiles = [a for a in self.allocs if a.buffer is buffer]
-            # live from the first instruction that touches the tile (a tile allocated early but
-            # first written later holds no memory before: the compiler allocates live ranges)
-            # to its last use
-            starts = [a.position if a.first_use is None else a.first_use for a in tiles]
-            order = _event_order(starts, [a.last_use for a in tiles])
-            amounts = [a.partition_bytes for a in tiles] if unit == "bytes" else [1] * len(tiles)
-            # (first row, end row, end byte) of the tiles placed at explicit addresses
-            wheres = [
-                None if a.address_bytes is None
-                else (a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1),
-                      a.address_bytes + amount)
-                for a, amount in zip(tiles, amounts)
-            ]  # fmt: skip
-            live, peak, live_set = 0, 0, {}
-            # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
-            # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
-            per_partition = np.zeros(rules.pmax, dtype=np.int64)
-            # Tiles placed at explicit addresses (nl.ndarray address=) occupy their byte range;
-            # AWS's allocators deliberately place several tiles at one address, so those count
-            # by the highest end address live on each partition, not by their sum.
-            placed: set[int] = set()
-            # ... counted by distinct (first row, end row, end byte): hundreds of live logical
-            # tiles of a modular allocator share a few such places (the sweep's cost)
-            places: dict[tuple[int, int, int], int] = {}
-            # the highest placed end per partition depends only on which places are live: kept
-            # until that set changes, and remembered per set (a rotating allocator cycles
-            # through a few sets tens of thousands of times)
-            ends: np.ndarray | None = None
-            ends_by_set: dict[frozenset[tuple[int, int, int]], np.ndarray] = {}
-            # the fullest partition's bytes, valid while neither the auto-placed bytes nor the
-            # placed ends change (tiles joining a live place change neither)
-            usage: int | None = None
-            usage_ends: np.ndarray | None = None
-            # PSUM: live tiles per bank of the placed tiles (their distinct banks are in use)
-            bank_users: dict[int, int] = {}
-            bank_bytes = rules.psum_bank_bytes
+        where = f" on core {core} of the LNC={self.lnc} launch" if self.lnc > 1 else ""
+        sbuf = [a for a in allocs if a.buffer is SBUF]
+        # live from the first instruction that touches the tile (a tile allocated early but
+        # first written later holds no memory before: the compiler allocates live ranges)
+        # to its last use
+        in_order = [a.position if a.first_use is None else a.first_use for a in sbuf]
+        try:
+            sbuf_peak = self._sweep(sbuf, in_order, rules.sbuf_bytes, "bytes", where)
+        except CapacityError:
+            deferred = deferred_starts(self.instrs, sbuf, self.engine_state.get("no_reorder", ()))
+            if deferred == in_order:
+                raise
+            sbuf_peak = self._sweep(
+                sbuf, deferred, rules.sbuf_bytes, "bytes",
+                f"{where} (with every load from HBM deferred to just before its tile's first use)",
+            )  # fmt: skip
+        psum = [a for a in allocs if a.buffer is PSUM]
+        psum_starts = [a.position if a.first_use is None else a.first_use for a in psum]
+        psum_banks = self._sweep(psum, psum_starts, rules.psum_banks, "banks", where)
+        return sbuf_peak, self._psum_bytes_peak(psum), psum_banks
 
-            auto_banks = 0
-            auto_rows: dict[int, slice] = {}
-            for event in order:
-                i = event >> 1
-                is_start = not event & 1
-                a, amount, where = tiles[i], amounts[i], wheres[i]
-                if where is not None:
-                    if is_start:
-                        placed.add(i)
-                        count = places.get(where, 0)
-                        places[where] = count + 1
-                        if not count:
-                            ends = None
-                        if unit != "bytes":
-                            for bank in _banks(a, bank_bytes):
-                                bank_users[bank] = bank_users.get(bank, 0) + 1
-                    elif i in placed:
-                        placed.discard(i)
-                        places[where] -= 1
-                        if not places[where]:
-                            del places[where]
-                            ends = None
-                        if unit != "bytes":
-                            for bank in _banks(a, bank_bytes):
-                                bank_users[bank] -= 1
-                                if not bank_users[bank]:
-                                    del bank_users[bank]
-                elif unit == "bytes":
-                    if is_start:
-                        rows = auto_rows[i] = _auto_rows(per_partition, a)
-                        per_partition[rows] += amount
-                    else:
-                        per_partition[auto_rows.pop(i)] -= amount
-                    usage = None
-                else:
-                    auto_banks += amount if is_start else -amount
+    def _sweep(
+        self, tiles: list[Allocation], starts: list[int], limit: int, unit: str, note: str = ""
+    ) -> int:
+        """The peak of one buffer's live tiles (from ``starts`` to their last uses): SBUF bytes
+        per partition (``unit`` "bytes") or PSUM banks; a CapacityError past ``limit`` (its
+        message ends with ``note``, which says which schedule was swept)."""
+        rules = self.rules
+        order = _event_order(starts, [a.last_use for a in tiles])
+        amounts = [a.partition_bytes for a in tiles] if unit == "bytes" else [1] * len(tiles)
+        # (first row, end row, end byte) of the tiles placed at explicit addresses
+        wheres = [
+            None if a.address_bytes is None
+            else (a.partition_start, a.partition_start + (a.shape[0] if a.shape else 1),
+                  a.address_bytes + amount)
+            for a, amount in zip(tiles, amounts)
+        ]  # fmt: skip
+        live, peak, live_set = 0, 0, {}
+        # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
+        # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
+        per_partition = np.zeros(rules.pmax, dtype=np.int64)
+        # Tiles placed at explicit addresses (nl.ndarray address=) occupy their byte range;
+        # AWS's allocators deliberately place several tiles at one address, so those count
+        # by the highest end address live on each partition, not by their sum.
+        placed: set[int] = set()
+        # ... counted by distinct (first row, end row, end byte): hundreds of live logical
+        # tiles of a modular allocator share a few such places (the sweep's cost)
+        places: dict[tuple[int, int, int], int] = {}
+        # the highest placed end per partition depends only on which places are live: kept
+        # until that set changes, and remembered per set (a rotating allocator cycles
+        # through a few sets tens of thousands of times)
+        ends: np.ndarray | None = None
+        ends_by_set: dict[frozenset[tuple[int, int, int]], np.ndarray] = {}
+        # the fullest partition's bytes, valid while neither the auto-placed bytes nor the
+        # placed ends change (tiles joining a live place change neither)
+        usage: int | None = None
+        usage_ends: np.ndarray | None = None
+        # PSUM: live tiles per bank of the placed tiles (their distinct banks are in use)
+        bank_users: dict[int, int] = {}
+        bank_bytes = rules.psum_bank_bytes
+
+        auto_banks = 0
+        auto_rows: dict[int, slice] = {}
+        for event in order:
+            i = event >> 1
+            is_start = not event & 1
+            a, amount, where = tiles[i], amounts[i], wheres[i]
+            if where is not None:
                 if is_start:
-                    if unit == "bytes":
-                        if ends is None:
-                            key = frozenset(places)
-                            ends = ends_by_set.get(key)
-                            if ends is None:
-                                if len(ends_by_set) > 4096:
-                                    ends_by_set.clear()  # bound the memory (128 ints per set)
-                                ends = ends_by_set[key] = _placed_ends(places, rules.pmax)
-                        if usage is None or ends is not usage_ends:
-                            usage, usage_ends = int((per_partition + ends).max()), ends
-                        live = usage
-                    else:
-                        live = auto_banks + len(bank_users)
-                    live_set[a.id] = a
-                    if live > limit:
-                        biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
-                        names = "; ".join(x.label() for x in biggest)
-                        what = "SBUF bytes per partition" if unit == "bytes" else "PSUM banks"
-                        raise CapacityError(
-                            "sbuf-capacity" if unit == "bytes" else "psum-banks",
-                            f"{live} live {what} exceed the {self.target} limit of {limit} when "
-                            f"{a.label()} is allocated (largest live: {names})",
-                            a.site,
-                        )
-                    if live > peak:
-                        peak = live
+                    placed.add(i)
+                    count = places.get(where, 0)
+                    places[where] = count + 1
+                    if not count:
+                        ends = None
+                    if unit != "bytes":
+                        for bank in _banks(a, bank_bytes):
+                            bank_users[bank] = bank_users.get(bank, 0) + 1
+                elif i in placed:
+                    placed.discard(i)
+                    places[where] -= 1
+                    if not places[where]:
+                        del places[where]
+                        ends = None
+                    if unit != "bytes":
+                        for bank in _banks(a, bank_bytes):
+                            bank_users[bank] -= 1
+                            if not bank_users[bank]:
+                                del bank_users[bank]
+            elif unit == "bytes":
+                if is_start:
+                    rows = auto_rows[i] = _auto_rows(per_partition, a)
+                    per_partition[rows] += amount
                 else:
-                    live_set.pop(a.id, None)
-            peaks.append(peak)
-        psum_bytes = self._psum_bytes_peak()
-        return peaks[0], psum_bytes, peaks[1]
+                    per_partition[auto_rows.pop(i)] -= amount
+                usage = None
+            else:
+                auto_banks += amount if is_start else -amount
+            if is_start:
+                if unit == "bytes":
+                    if ends is None:
+                        key = frozenset(places)
+                        ends = ends_by_set.get(key)
+                        if ends is None:
+                            if len(ends_by_set) > 4096:
+                                ends_by_set.clear()  # bound the memory (128 ints per set)
+                            ends = ends_by_set[key] = _placed_ends(places, rules.pmax)
+                    if usage is None or ends is not usage_ends:
+                        usage, usage_ends = int((per_partition + ends).max()), ends
+                    live = usage
+                else:
+                    live = auto_banks + len(bank_users)
+                live_set[a.id] = a
+                if live > limit:
+                    biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
+                    names = "; ".join(x.label() for x in biggest)
+                    what = "SBUF bytes per partition" if unit == "bytes" else "PSUM banks"
+                    raise CapacityError(
+                        "sbuf-capacity" if unit == "bytes" else "psum-banks",
+                        f"{live} live {what} exceed the {self.target} limit of {limit} when "
+                        f"{a.label()} is allocated{note} (largest live: {names})",
+                        a.site,
+                    )
+                if live > peak:
+                    peak = live
+            else:
+                live_set.pop(a.id, None)
+        return peak
 
-    def _psum_bytes_peak(self) -> int:
-        tiles = [a for a in self.allocs if a.buffer is PSUM]
+    def _psum_bytes_peak(self, tiles: list[Allocation]) -> int:
+        """The peak of PSUM bytes per partition live at once among ``tiles`` (one core's)."""
         if not tiles:
             return 0
         order = np.asarray(_event_order([a.position for a in tiles], [a.last_use for a in tiles]))
