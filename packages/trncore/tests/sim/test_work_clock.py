@@ -7,6 +7,10 @@ kernel whose results are checked against NumPy, so the seconds measured are thos
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -119,3 +123,47 @@ def test_the_runner_prints_each_case_s_data_work_and_their_median() -> None:
     assert old.data_seconds is None and "data work" not in old.line()
     timing = ConformRun(cases=[case, other, old]).timing()
     assert timing.endswith("; of which data work median 0.75 s, max 1.25 s")
+
+
+# -------------------------------------------------------------------- the heap (trncore.sim.heap)
+_HEAP_PROBE = """
+import resource, sys
+import numpy as np
+
+def faults():
+    # a tile-sized pattern of NumPy temporaries: three 1 MiB arrays made and freed, 50 times
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(50):
+        xs = [np.ones(2**18, np.float32) for _ in range(3)]
+        del xs
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+faults()
+default = faults()
+from trncore.sim import heap
+if not heap.configure():  # TRNSCI_SIM_HEAP=retain in the environment
+    sys.exit("not applied")
+faults()
+print(default, faults())
+"""
+
+
+def test_retained_heap_gives_temporaries_pages_already_touched() -> None:
+    # glibc's defaults trim the heap top (or unmap the block) once the 3 MiB are freed, so each
+    # round faults its pages in again (768 pages of 4 KiB); with TRNSCI_SIM_HEAP=retain the
+    # freed blocks stay in the heap and the same rounds fault (almost) nothing
+    env = {**os.environ, "TRNSCI_SIM_HEAP": "retain"}
+    done = subprocess.run([sys.executable, "-c", _HEAP_PROBE], capture_output=True, text=True,
+                          env=env, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    default, retained = (int(v) for v in done.stdout.split())
+    assert default > 50 * 256  # at least a third of the pages faulted each round by default
+    assert retained < 50
+
+
+def test_heap_setting_names_its_variable_when_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trncore.sim import heap
+
+    monkeypatch.setenv(heap.HEAP_ENV, "keep")
+    with pytest.raises(ValueError, match="TRNSCI_SIM_HEAP must be 'retain' or 'default'"):
+        heap.configure()

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import context, dtypes, hooks
+from trncore.sim import context, dtypes, heap, hooks
 from trncore.sim.accesses import record_access
 from trncore.sim.blas import blas_threads
 from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
@@ -186,6 +186,7 @@ class TraceContext:
         #: runs each instruction instead of :meth:`emit` when set (an executing LNC=2 trace:
         #: :class:`trncore.sim.core_races.RaceTracker`, installed by trncore.sim.lnc)
         self.on_emit: Callable[[Instr, Sequence[NkiTensor], Sequence[NkiTensor]], None] | None = None
+        heap.configure()  # TRNSCI_SIM_HEAP=retain: keep freed scratch memory (trncore.sim.heap)
 
     # ------------------------------------------------------------------ memory
     def allocate(
