@@ -153,6 +153,12 @@ _ML_DTYPES = frozenset(
     NKI_DTYPES[n] for n in ("bfloat16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu")
 )
 
+#: Storage types whose same-type copies NumPy runs through the type's own element loops
+#: (ml_dtypes' bfloat16/fp8), with the unsigned integer type of their width: a copy between
+#: two arrays of such a type moves the same bytes as the copy between their integer views,
+#: which NumPy does several times faster (a strided bfloat16 tile copy ~3x).
+RAW_VIEW: dict[np.dtype, np.dtype] = {d: np.dtype(f"u{d.itemsize}") for d in _ML_DTYPES}
+
 #: The one-byte float dtypes, converted through tables (see :func:`to_f32` and :func:`cast`).
 _BYTE_FLOATS = frozenset(
     NKI_DTYPES[n] for n in ("float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu")
