@@ -199,14 +199,25 @@ def to_f32(values: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
 
 
+@functools.cache
+def _byte_float_write_table(dtype: np.dtype) -> np.ndarray:
+    """The two writing tables of :func:`_byte_float_tables` interleaved: entry ``2 * hi + s`` is
+    the value of float32 pattern ``hi << 16`` (``s = 0``) or ``hi << 16 | 1`` (``s = 1``)."""
+    _, exact, sticky = _byte_float_tables(dtype)
+    both = np.empty(2 * exact.size, dtype=np.uint8)
+    both[0::2] = exact
+    both[1::2] = sticky
+    return both
+
+
 def _f32_to_byte_float(values: np.ndarray, target: np.dtype) -> np.ndarray:
     """float32 -> one-byte float, bit-identical to ``values.astype(target)`` (see the tables)."""
-    _, exact, sticky = _byte_float_tables(target)
     bits = np.ascontiguousarray(values).view(np.uint32)
-    hi = bits >> np.uint32(16)
-    low = (bits & np.uint32(0xFFFF)) != 0
-    out = np.where(low, sticky.take(hi), exact.take(hi))
-    return out.view(target)
+    # one lookup per element: (top 16 bits, whether the low 16 are nonzero) as one index
+    index = bits >> np.uint32(16)
+    index <<= np.uint32(1)
+    index |= (bits & np.uint32(0xFFFF)) != 0
+    return _byte_float_write_table(target).take(index).view(target)
 
 
 def cast(values: Any, name: str) -> np.ndarray:

@@ -293,7 +293,7 @@ class TraceContext:
         self.instrs.append(marker)
         if fill and lazy:
             alloc.fill_marker = marker
-        elif self.execute:
+        elif self.execute and fill:
             _run_timed(run)
 
     def _settle_fills(self, op: str, reads: Sequence[NkiTensor], writes: Sequence[NkiTensor]) -> None:
