@@ -76,7 +76,6 @@ def test_a_trace_splits_its_seconds_into_data_work_and_tracing() -> None:
     # work is the replay itself (the rest is binding the arguments and finding the program)
     again = _metered(x, 8)
     assert 0 < again.data_seconds <= again.emulator_seconds
-    assert again.data_seconds < m.data_seconds + m.tracing_seconds
 
 
 def test_large_tiles_are_mostly_data_work_small_tiles_mostly_tracing() -> None:
