@@ -784,8 +784,9 @@ class Operand:
     def write(self, values: np.ndarray) -> None:
         """Store ``values`` (reshaped to the view) into the view's elements."""
         arr = self.arr
-        raw = _RAW_VIEW.get(values.dtype) if values.dtype == arr.dtype else None
-        if raw is not None:  # the same bytes, moved by NumPy's integer loops (dtypes.RAW_VIEW)
+        raw = _RAW_VIEW.get(values.dtype)  # (None for NumPy's own types: the usual case)
+        if raw is not None and values.dtype == arr.dtype:
+            # the same bytes, moved by NumPy's integer loops (dtypes.RAW_VIEW)
             arr = arr.view(raw)
             values = values.view(raw)
         arr[...] = values.reshape(arr.shape)
