@@ -299,3 +299,56 @@ def test_sentinel_fills_are_dropped_only_where_nothing_can_see_them() -> None:
             np.testing.assert_array_equal(got[1], np.full((32, 8), 2.0, np.float32))
             np.testing.assert_array_equal(got[2], half)
             np.testing.assert_array_equal(got[3], last)
+
+
+# ---------------------------------------------------------------- data work (issue 13, round 4)
+
+
+def test_strided_bf16_moves_and_direct_matmuls_match_numpy_bit_for_bit() -> None:
+    """The data-work shortcuts change no bit: a bfloat16 dma_transpose from a strided slice of a
+    tile (copied contiguous, then moved as 16-bit words), a bfloat16 copy between strided views
+    with NaN payloads and -0.0 (same bytes), and an overwriting matmul written straight into a
+    (M, N) view of a wider PSUM tile (AWS NKI docs, nki.isa.dma_transpose and nki.isa.nc_matmul,
+    NKI 0.3.0: dst[a, b, c, d] = src[d, b, c, a]; dst = stationary.T @ moving in fp32)."""
+    from trncore.sim import nisa, nl
+    from trncore.sim.runner import run_kernel
+
+    def k(x, w):  # type: ignore[no-untyped-def]
+        big = nl.ndarray((128, 2048), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=big, src=x)
+        tr = nl.ndarray((128, 1, 4, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+        view = big.ap(pattern=[[2048, 128], [0, 1], [128, 4], [1, 128]], offset=512)
+        nisa.dma_transpose(dst=tr, src=view)
+        moved = nl.ndarray((128, 2, 256), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=moved[:, 1, :], src=big[:, 1000:1256])
+        nisa.dma_copy(dst=moved[:, 0, :], src=big[:, 0:256])
+        ws = nl.ndarray((64, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ws, src=w)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc[:, 100:356], stationary=ws, moving=big[0:64, 1500:1756])
+        prod = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=prod, src=acc[:, 100:356])
+        o1 = nl.ndarray((128, 1, 4, 128), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        o2 = nl.ndarray((128, 2, 256), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        o3 = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o1, src=tr)
+        nisa.dma_copy(dst=o2, src=moved)
+        nisa.dma_copy(dst=o3, src=prod)
+        return o1, o2, o3
+
+    rng = np.random.default_rng(7)
+    bf16 = ml_dtypes.bfloat16
+    x = rng.standard_normal((128, 2048)).astype(bf16)
+    words = x.view(np.uint16)
+    words[3, 1000:1010] = np.arange(0x7FC1, 0x7FCB)  # NaNs with payloads
+    words[5, 0:4] = 0x8000  # -0.0
+    w = rng.standard_normal((64, 128)).astype(bf16)
+    for _ in range(2):  # the traced run and a replay
+        o1, o2, o3 = run_kernel(k, [x, w], target="trn2")
+        sub = x[:, 512:1024].reshape(128, 1, 4, 128)
+        np.testing.assert_array_equal(o1.view(np.uint16), np.transpose(sub, (3, 1, 2, 0)).view(np.uint16))
+        expected = np.stack([x[:, 0:256], x[:, 1000:1256]], axis=1)
+        np.testing.assert_array_equal(o2.view(np.uint16), expected.view(np.uint16))
+        # the same float32 product NumPy computes (the same BLAS call), to the bit
+        ref = w.astype(np.float32).T @ x[0:64, 1500:1756].astype(np.float32)
+        np.testing.assert_array_equal(o3.view(np.uint32), ref.view(np.uint32))

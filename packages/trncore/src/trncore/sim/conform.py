@@ -60,10 +60,23 @@ class CaseResult:
             return None
         return float(str(self.meter.get("emulator_seconds", 0.0)))
 
+    @property
+    def data_seconds(self) -> float | None:
+        """Of :attr:`emulator_seconds`, those spent in data work: the instructions' NumPy
+        arithmetic and copies (:mod:`trncore.sim.work_clock`); None when not measured."""
+        if not self.meter or "data_seconds" not in self.meter:
+            return None
+        return float(str(self.meter["data_seconds"]))
+
     def line(self) -> str:
-        """The case as the runner prints it: outcome, seconds, node id and (unless it passed) why."""
+        """The case as the runner prints it: outcome, seconds, node id, the seconds inside the
+        emulator and their data work (when the case reached it), and (unless it passed) why."""
         reason = f"  {self.reason}" if self.reason and self.outcome != "PASS" else ""
-        return f"{self.outcome:<8}{self.seconds:7.2f}s  {self.nodeid}{reason}"
+        inside, data = self.emulator_seconds, self.data_seconds
+        emulator = ""
+        if inside and data is not None:
+            emulator = f"  [emulator {inside:.2f} s, data work {data:.2f} s]"
+        return f"{self.outcome:<8}{self.seconds:7.2f}s  {self.nodeid}{emulator}{reason}"
 
 
 @dataclass
@@ -104,6 +117,7 @@ class ConformRun:
             return "timing: no passing case"
         whole = sorted(c.seconds for c in passed)
         emu = sorted(e for c in passed if (e := c.emulator_seconds) is not None)
+        data = sorted(d for c in passed if (d := c.data_seconds) is not None)
 
         def describe(xs: list[float]) -> str:
             over = sum(x > 1.0 for x in xs)
@@ -112,6 +126,9 @@ class ConformRun:
         text = f"timing of {len(passed)} passing cases: whole case {describe(whole)}"
         if emu:
             text += f"; inside the emulator {describe(emu)}"
+        if data:
+            # the part no faster tracer removes (trncore.sim.work_clock)
+            text += f"; of which data work median {_median(data):.2f} s, max {data[-1]:.2f} s"
         return text
 
 

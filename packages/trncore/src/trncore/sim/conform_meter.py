@@ -8,8 +8,11 @@ reference; only the middle one is the emulator's fault. The harness's simulator 
 :func:`emulator_call`, which moves the case's :class:`CaseMeter` from phase ``inputs`` to
 ``emulator`` and then ``reference``, and records the bytes of the inputs and outputs, the
 resident memory at the kernel's entry and exit, the highest resident memory sampled inside the
-emulator and the seconds spent there. :func:`memory_verdict` turns a crossed limit into an
-outcome: ``MEMORY`` (the emulator) or ``DATA`` (the test's own data alone passed the limit).
+emulator and the seconds spent there, split into data work (``data_seconds``: the NumPy
+arithmetic and copies of the instructions, :mod:`trncore.sim.work_clock`) and tracing
+(``tracing_seconds``: the rest, the kernel's Python and the emulator's bookkeeping).
+:func:`memory_verdict` turns a crossed limit into an outcome: ``MEMORY`` (the emulator) or
+``DATA`` (the test's own data alone passed the limit).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+
+from trncore.sim.work_clock import data_seconds
 
 __all__ = [
     "CaseMeter", "emulator_call", "memory_verdict", "meter", "release_before_case", "release_memory",
@@ -57,6 +62,8 @@ class CaseMeter:
     phase: str = "inputs"  # "inputs" -> "emulator" -> "reference"
     calls: int = 0
     emulator_seconds: float = 0.0
+    #: of emulator_seconds, the seconds of data work (instructions' NumPy work, fills, copies)
+    data_seconds: float = 0.0
     input_bytes: int = 0  # arrays passed to the largest emulator call
     output_bytes: int = 0  # arrays the emulator returned (all calls)
     rss_start: int = 0  # resident bytes when the case started
@@ -65,11 +72,23 @@ class CaseMeter:
     emulator_peak: int = 0  # highest resident bytes sampled during emulator calls
     peak: int = 0  # highest resident bytes sampled during the case
     entered: float = 0.0  # perf_counter() at the current emulator call's start
+    data_entered: float = 0.0  # the data-work clock at the current emulator call's start
+
+    @property
+    def tracing_seconds(self) -> float:
+        """Of the seconds inside the emulator, those not spent in data work: the kernel's
+        Python, views, checks, allocation and recording."""
+        return self.emulator_seconds - self.data_seconds
 
     def seconds_inside(self) -> float:
         """Seconds spent inside the emulator so far (the current call included)."""
         running = time.perf_counter() - self.entered if self.phase == "emulator" else 0.0
         return self.emulator_seconds + running
+
+    def data_seconds_inside(self) -> float:
+        """Seconds of data work inside the emulator so far (the current call included)."""
+        running = data_seconds() - self.data_entered if self.phase == "emulator" else 0.0
+        return self.data_seconds + running
 
     def where(self) -> str:
         """Where the case is, in words: for TIMEOUT reasons."""
@@ -78,7 +97,10 @@ class CaseMeter:
             "emulator": "inside the emulator",
             "reference": "in the test's reference and comparison",
         }[self.phase]
-        return f"{place}; {self.seconds_inside():.1f} s inside the emulator"
+        return (
+            f"{place}; {self.seconds_inside():.1f} s inside the emulator "
+            f"({self.data_seconds_inside():.1f} s of them data work)"
+        )
 
     def sample(self, rss: int) -> None:
         """Record one resident-memory sample (the guard's watchdog calls this)."""
@@ -87,8 +109,10 @@ class CaseMeter:
             self.emulator_peak = max(self.emulator_peak, rss)
 
     def record(self) -> dict[str, Any]:
-        """The JSON-ready fields of the meter."""
-        return asdict(self)
+        """The JSON-ready fields of the meter, and ``tracing_seconds``."""
+        fields = asdict(self)
+        fields["tracing_seconds"] = self.tracing_seconds
+        return fields
 
 
 _meter = CaseMeter()
@@ -192,6 +216,7 @@ def emulator_call(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Iterator[Ca
     m.emulator_peak = max(m.emulator_peak, rss)
     if on_phase is not None:
         on_phase(m)
+    m.data_entered = data_seconds()
     start = m.entered = time.perf_counter()
 
     def result(value: Any) -> None:
@@ -201,6 +226,7 @@ def emulator_call(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Iterator[Ca
         yield result
     finally:
         m.emulator_seconds += time.perf_counter() - start
+        m.data_seconds += data_seconds() - m.data_entered
         m.rss_exit = rss_bytes()
         m.sample(m.rss_exit)
         m.emulator_peak = max(m.emulator_peak, m.rss_exit)

@@ -35,7 +35,7 @@ import pytest
 
 from trncore import config
 from trncore.config import read_verbatim
-from trncore.sim import conform_meter
+from trncore.sim import conform_meter, heap
 from trncore.sim.conform_stubs import install_finder
 from trncore.sim.modules import install
 
@@ -192,6 +192,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: Any, args
     # emulator as ``nki`` (the harness imports nki.isa before its simulation setup aliases nki)
     install_finder()
     install()
+    # each instruction's NumPy temporaries reuse the heap instead of fresh pages
+    # (trncore.sim.heap; TRNSCI_SIM_HEAP=default leaves glibc's settings alone)
+    heap.configure(default="retain")
 
 
 class _XdistHookspecs:

@@ -153,6 +153,12 @@ _ML_DTYPES = frozenset(
     NKI_DTYPES[n] for n in ("bfloat16", "float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu")
 )
 
+#: Storage types whose same-type copies NumPy runs through the type's own element loops
+#: (ml_dtypes' bfloat16/fp8), with the unsigned integer type of their width: a copy between
+#: two arrays of such a type moves the same bytes as the copy between their integer views,
+#: which NumPy does several times faster (a strided bfloat16 tile copy ~3x).
+RAW_VIEW: dict[np.dtype, np.dtype] = {d: np.dtype(f"u{d.itemsize}") for d in _ML_DTYPES}
+
 #: The one-byte float dtypes, converted through tables (see :func:`to_f32` and :func:`cast`).
 _BYTE_FLOATS = frozenset(
     NKI_DTYPES[n] for n in ("float8_e4m3", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu")
@@ -193,14 +199,25 @@ def to_f32(values: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=np.float32)
 
 
+@functools.cache
+def _byte_float_write_table(dtype: np.dtype) -> np.ndarray:
+    """The two writing tables of :func:`_byte_float_tables` interleaved: entry ``2 * hi + s`` is
+    the value of float32 pattern ``hi << 16`` (``s = 0``) or ``hi << 16 | 1`` (``s = 1``)."""
+    _, exact, sticky = _byte_float_tables(dtype)
+    both = np.empty(2 * exact.size, dtype=np.uint8)
+    both[0::2] = exact
+    both[1::2] = sticky
+    return both
+
+
 def _f32_to_byte_float(values: np.ndarray, target: np.dtype) -> np.ndarray:
     """float32 -> one-byte float, bit-identical to ``values.astype(target)`` (see the tables)."""
-    _, exact, sticky = _byte_float_tables(target)
     bits = np.ascontiguousarray(values).view(np.uint32)
-    hi = bits >> np.uint32(16)
-    low = (bits & np.uint32(0xFFFF)) != 0
-    out = np.where(low, sticky.take(hi), exact.take(hi))
-    return out.view(target)
+    # one lookup per element: (top 16 bits, whether the low 16 are nonzero) as one index
+    index = bits >> np.uint32(16)
+    index <<= np.uint32(1)
+    index |= (bits & np.uint32(0xFFFF)) != 0
+    return _byte_float_write_table(target).take(index).view(target)
 
 
 def cast(values: Any, name: str) -> np.ndarray:

@@ -157,9 +157,13 @@ def _activation(
     res_write = _writer(reduce_res, site) if reduce_res is not None else None
 
     def run() -> None:
-        x = read_f32(x_op.read(), p) * scale_r()
+        raw = x_op.read()
+        x = read_f32(raw, p)
+        # the same float32 operations, in place where x is already a fresh copy (a converted
+        # bfloat16/fp8 operand); a float32 operand is the tile itself and is not written
+        x = np.multiply(x, scale_r(), out=x if raw.dtype != F32 else None)
         if bias_r is not None:
-            x = x + bias_r()
+            x += bias_r()
         y = fn(x)
         write(y)
         if cmd == 1:

@@ -166,9 +166,15 @@ def nc_matmul(
     if double:
         k = 2 * k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows
 
+    # an overwriting product goes straight into a dst view of its (M, N) shape (no temporary)
+    direct = mode == "overwrite" and d_arr.shape == (m, n)
+
     def run() -> None:
         s = dtypes.to_f32(s_arr).reshape(k, m)
         v = dtypes.to_f32(m_arr).reshape(k, n)
+        if direct:
+            np.matmul(s.T, v, out=d_arr)
+            return
         res = (s.T @ v).reshape(dshape)
         if mode == "overwrite":
             d_arr[...] = res

@@ -20,11 +20,12 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import Any
 
 import numpy as np
 
-from trncore.sim import context, dtypes, hooks
+from trncore.sim import context, dtypes, heap, hooks
 from trncore.sim.accesses import record_access
 from trncore.sim.blas import blas_threads
 from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
@@ -39,6 +40,7 @@ from trncore.sim.tensor import (
     Buffer,
     NkiTensor,
 )
+from trncore.sim.work_clock import CLOCK, timed
 
 __all__ = ["Instr", "Program", "TraceContext"]
 
@@ -86,16 +88,27 @@ class Program:
     def run(self, arrays: Sequence[np.ndarray]) -> Any:
         """Replay on ``arrays`` (one per tensor argument); returns the output array(s)."""
         with self.lock, blas_threads(), dtypes.float_to_int_truncation(self.cast_truncate):
-            for reg in self.registers:
-                reg[...] = 0
-            for alloc, arr in zip(self.inputs, arrays):
-                alloc.flat[...] = np.asarray(arr).reshape(-1)
-            for ins in self.instrs:
-                ins.run()
-            return self.collect(arrays)
+            start = perf_counter()  # a replay is all data work (trncore.sim.work_clock)
+            try:
+                for reg in self.registers:
+                    reg[...] = 0
+                for alloc, arr in zip(self.inputs, arrays):
+                    alloc.flat[...] = np.asarray(arr).reshape(-1)
+                for ins in self.instrs:
+                    ins.run()
+                return self._outputs(arrays)
+            finally:
+                CLOCK.seconds += perf_counter() - start
 
     def collect(self, arrays: Sequence[np.ndarray] | None) -> Any:
         """Write modified inputs back to the caller's arrays; copies of the outputs."""
+        start = perf_counter()
+        try:
+            return self._outputs(arrays)
+        finally:
+            CLOCK.seconds += perf_counter() - start
+
+    def _outputs(self, arrays: Sequence[np.ndarray] | None) -> Any:
         if arrays is not None:
             for i in self.written_inputs:
                 target = arrays[i]
@@ -177,6 +190,7 @@ class TraceContext:
         #: runs each instruction instead of :meth:`emit` when set (an executing LNC=2 trace:
         #: :class:`trncore.sim.core_races.RaceTracker`, installed by trncore.sim.lnc)
         self.on_emit: Callable[[Instr, Sequence[NkiTensor], Sequence[NkiTensor]], None] | None = None
+        heap.configure()  # TRNSCI_SIM_HEAP=retain: keep freed scratch memory (trncore.sim.heap)
 
     # ------------------------------------------------------------------ memory
     def allocate(
@@ -285,8 +299,8 @@ class TraceContext:
         self.instrs.append(marker)
         if fill and lazy:
             alloc.fill_marker = marker
-        elif self.execute:
-            run()
+        elif self.execute and fill:
+            _run_timed(run)
 
     def _settle_fills(self, op: str, reads: Sequence[NkiTensor], writes: Sequence[NkiTensor]) -> None:
         """Decide the sentinel fills still waiting on the tiles this instruction touches.
@@ -310,14 +324,14 @@ class TraceContext:
             if overwrite and _covers(t) and all(r.alloc is not alloc for r in reads):
                 marker.run = _no_fill
             elif self.execute:
-                marker.run()
+                _run_timed(marker.run)
         for t in (*reads, *offsets):
             alloc = t.alloc
             marker = alloc.fill_marker
             if marker is not None:
                 alloc.fill_marker = None
                 if self.execute:
-                    marker.run()
+                    _run_timed(marker.run)
 
     def close_fills(self) -> None:
         """At the end of the trace: the fills of tiles no instruction touched are not needed."""
@@ -348,7 +362,7 @@ class TraceContext:
             0,
             self.strict,
         )
-        alloc.flat[...] = np.asarray(array).reshape(-1).astype(alloc.flat.dtype, copy=False)
+        _run_timed(functools.partial(_copy_in, alloc.flat, array))
         alloc.is_input = True
         if alloc.mask is not None:
             alloc.mask[:] = True
@@ -404,9 +418,15 @@ class TraceContext:
         ins = Instr(op, engine, site, run, meta or {}, access)
         self.instrs.append(ins)
         if self.on_emit is not None:  # an LNC=2 trace: the race check runs it (core_races)
-            self.on_emit(ins, reads, writes)
+            ins.run = timed(run)  # its data work still counted (trncore.sim.work_clock)
+            try:
+                self.on_emit(ins, reads, writes)
+            finally:
+                ins.run = run
         elif self.execute:
+            start = perf_counter()  # data work vs tracing (trncore.sim.work_clock)
             run()
+            CLOCK.seconds += perf_counter() - start
 
     def _touch(self, t: NkiTensor, position: int) -> bool:
         """Record a use of ``t``'s tile at ``position``; whether a sentinel fill may wait on it."""
@@ -647,6 +667,19 @@ def _sentinel_word(dtype: str) -> tuple[np.dtype, int]:
     one[...] = np.nan if dtypes.is_float(dtype) else SENTINEL_INT
     word = np.dtype(f"u{one.itemsize}")
     return word, int(one.view(word)[0])
+
+
+def _run_timed(run: Callable[[], None]) -> None:
+    """Run a fill or copy of the traced run, its seconds counted as data work."""
+    start = perf_counter()
+    try:
+        run()
+    finally:
+        CLOCK.seconds += perf_counter() - start
+
+
+def _copy_in(flat: np.ndarray, array: np.ndarray) -> None:
+    flat[...] = np.asarray(array).reshape(-1).astype(flat.dtype, copy=False)
 
 
 def _no_fill() -> None:

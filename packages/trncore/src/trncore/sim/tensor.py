@@ -21,6 +21,7 @@ import numpy as np
 from trncore.sim import dtypes, hooks
 from trncore.sim.arrays import strided_view
 from trncore.sim.context import user_site
+from trncore.sim.dtypes import RAW_VIEW as _RAW_VIEW
 from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError
 
 __all__ = ["SENTINEL_INT", "Allocation", "Buffer", "NkiTensor", "Operand"]
@@ -782,4 +783,10 @@ class Operand:
 
     def write(self, values: np.ndarray) -> None:
         """Store ``values`` (reshaped to the view) into the view's elements."""
-        self.arr[...] = values.reshape(self.arr.shape)
+        arr = self.arr
+        raw = _RAW_VIEW.get(values.dtype)  # (None for NumPy's own types: the usual case)
+        if raw is not None and values.dtype == arr.dtype:
+            # the same bytes, moved by NumPy's integer loops (dtypes.RAW_VIEW)
+            arr = arr.view(raw)
+            values = values.view(raw)
+        arr[...] = values.reshape(arr.shape)
