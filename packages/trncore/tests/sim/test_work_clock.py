@@ -140,7 +140,7 @@ def faults():
 faults()
 default = faults()
 from trncore.sim import heap
-if not heap.configure():  # TRNSCI_SIM_HEAP=retain in the environment
+if not heap.configure():  # TRNSCI_SIM_HEAP unset: retain
     sys.exit("not applied")
 faults()
 print(default, faults())
@@ -149,9 +149,10 @@ print(default, faults())
 
 def test_retained_heap_gives_temporaries_pages_already_touched() -> None:
     # glibc's defaults trim the heap top (or unmap the block) once the 3 MiB are freed, so each
-    # round faults its pages in again (768 pages of 4 KiB); with TRNSCI_SIM_HEAP=retain the
-    # freed blocks stay in the heap and the same rounds fault (almost) nothing
-    env = {**os.environ, "TRNSCI_SIM_HEAP": "retain"}
+    # round faults its pages in again (768 pages of 4 KiB); with the emulator's setting (the
+    # default, TRNSCI_SIM_HEAP unset) the freed blocks stay in the heap and the same rounds fault
+    # (almost) nothing
+    env = {k: v for k, v in os.environ.items() if k != "TRNSCI_SIM_HEAP"}
     done = subprocess.run([sys.executable, "-c", _HEAP_PROBE], capture_output=True, text=True,
                           env=env, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -164,5 +165,22 @@ def test_heap_setting_names_its_variable_when_wrong(monkeypatch: pytest.MonkeyPa
     from trncore.sim import heap
 
     monkeypatch.setenv(heap.HEAP_ENV, "keep")
-    with pytest.raises(ValueError, match="TRNSCI_SIM_HEAP must be 'retain' or 'default'"):
+    with pytest.raises(ValueError, match="TRNSCI_SIM_HEAP must be 'retain' or 'system'"):
         heap.configure()
+
+
+_SYSTEM_PROBE = _HEAP_PROBE.replace(
+    'if not heap.configure():  # TRNSCI_SIM_HEAP unset: retain\n    sys.exit("not applied")',
+    'if heap.configure():  # TRNSCI_SIM_HEAP=system\n    sys.exit("applied")',
+)
+
+
+def test_system_leaves_glibc_settings_alone() -> None:
+    # the same rounds under TRNSCI_SIM_HEAP=system keep faulting their pages in
+    assert _SYSTEM_PROBE != _HEAP_PROBE
+    env = {**os.environ, "TRNSCI_SIM_HEAP": "system"}
+    done = subprocess.run([sys.executable, "-c", _SYSTEM_PROBE], capture_output=True, text=True,
+                          env=env, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    default, after = (int(v) for v in done.stdout.split())
+    assert default > 50 * 256 and after > 50 * 256

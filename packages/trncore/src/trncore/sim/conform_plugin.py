@@ -192,9 +192,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: Any, args
     # emulator as ``nki`` (the harness imports nki.isa before its simulation setup aliases nki)
     install_finder()
     install()
-    # each instruction's NumPy temporaries reuse the heap instead of fresh pages
-    # (trncore.sim.heap; TRNSCI_SIM_HEAP=default leaves glibc's settings alone)
-    heap.configure(default="retain")
+    # each instruction's NumPy temporaries reuse the heap instead of fresh pages, from the
+    # first case on (trncore.sim.heap; TRNSCI_SIM_HEAP=system leaves glibc's settings alone)
+    heap.configure()
 
 
 class _XdistHookspecs:

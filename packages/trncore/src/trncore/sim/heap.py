@@ -17,8 +17,12 @@ process keeps up to 64 MiB of freed heap per malloc arena instead of returning i
 ``malloc_trim``, which the conformance runner makes before each case, still returns it). Where
 the C library is not glibc nothing is changed.
 
-It is applied where ``TRNSCI_SIM_HEAP=retain`` (read at each trace: :func:`configure`); the
-conformance runner's test process applies it unless that variable says ``default``.
+It is applied when a process first traces a kernel on the emulator (:func:`configure`, called
+by each trace; the conformance runner's test process applies it at start), unless
+``TRNSCI_SIM_HEAP=system`` asks to leave glibc's own settings alone. Applying it by default is a
+trade: every emulator user gets the speed (1.2-2x on AWS's larger library kernels, see
+docs/emulator.md "Benchmark"), and a process that runs the emulator keeps up to 64 MiB of freed
+memory per arena, which is small beside the tiles and HBM images a trace holds.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import Any
 
 from trncore import config
 
-__all__ = ["HEAP_ENV", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "configure", "retain_freed_memory"]
+__all__ = ["HEAP_ENV", "MMAP_THRESHOLD", "MODES", "TRIM_THRESHOLD", "configure", "retain_freed_memory"]
 
 HEAP_ENV = "TRNSCI_SIM_HEAP"
 
@@ -81,12 +85,17 @@ def retain_freed_memory() -> bool:
     return _applied
 
 
-def configure(default: str = "default") -> bool:
-    """Apply the setting ``TRNSCI_SIM_HEAP`` names (``retain`` or ``default``; ``default`` when
-    unset). True when the heap parameters are in effect."""
-    mode = config.read_verbatim(HEAP_ENV, "").strip().lower() or default
-    if mode not in ("retain", "default"):
-        raise ValueError(f"{HEAP_ENV} must be 'retain' or 'default', got {mode!r}")
+#: The values ``TRNSCI_SIM_HEAP`` takes: ``retain`` (the default) or ``system`` (glibc's settings).
+MODES = ("retain", "system")
+
+
+def configure() -> bool:
+    """Apply the setting ``TRNSCI_SIM_HEAP`` names (``retain`` when unset, or ``system``).
+    True when the heap parameters are in effect (``system`` does not undo an earlier ``retain``
+    in the same process: glibc's dynamic threshold cannot be restored)."""
+    mode = config.read_verbatim(HEAP_ENV, "").strip().lower() or "retain"
+    if mode not in MODES:
+        raise ValueError(f"{HEAP_ENV} must be 'retain' or 'system', got {mode!r}")
     if mode == "retain":
         return retain_freed_memory()
     return _applied

@@ -190,7 +190,7 @@ class TraceContext:
         #: runs each instruction instead of :meth:`emit` when set (an executing LNC=2 trace:
         #: :class:`trncore.sim.core_races.RaceTracker`, installed by trncore.sim.lnc)
         self.on_emit: Callable[[Instr, Sequence[NkiTensor], Sequence[NkiTensor]], None] | None = None
-        heap.configure()  # TRNSCI_SIM_HEAP=retain: keep freed scratch memory (trncore.sim.heap)
+        heap.configure()  # keep freed scratch memory unless TRNSCI_SIM_HEAP=system (trncore.sim.heap)
 
     # ------------------------------------------------------------------ memory
     def allocate(
