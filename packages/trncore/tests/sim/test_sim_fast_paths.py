@@ -352,3 +352,44 @@ def test_strided_bf16_moves_and_direct_matmuls_match_numpy_bit_for_bit() -> None
         # the same float32 product NumPy computes (the same BLAS call), to the bit
         ref = w.astype(np.float32).T @ x[0:64, 1500:1756].astype(np.float32)
         np.testing.assert_array_equal(o3.view(np.uint32), ref.view(np.uint32))
+
+
+def test_placed_ends_match_the_highest_end_on_each_partition() -> None:
+    """The capacity sweep's per-partition end of the tiles placed at explicit addresses (grouped
+    by row range for speed) is, partition by partition, the largest end byte of the places
+    covering it and 0 elsewhere: checked against a direct loop over partitions and places."""
+    from trncore.sim.program import _placed_ends
+
+    rng = np.random.default_rng(7)
+    pmax = 128
+    ranges = [(0, 128), (0, 127), (0, 64), (64, 128), (32, 96), (5, 6), (0, 0)]
+    for trial in range(200):
+        count = int(rng.integers(0, 40))
+        places = {}
+        for _ in range(count):
+            first, end = ranges[int(rng.integers(len(ranges)))]
+            places[(first, end, int(rng.integers(0, 200_000)))] = 1
+        expected = np.zeros(pmax, dtype=np.int64)
+        for p in range(pmax):
+            covering = [e for (a, b, e) in places if a <= p < b]
+            expected[p] = max(covering, default=0)
+        got = _placed_ends(places, pmax)
+        assert got.dtype == np.int64, trial
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_whole_views_share_row_major_patterns_numpy_agrees_with() -> None:
+    """A new tensor's whole view has NumPy's C-order strides (in elements) for its shape, also
+    when the pattern is shared with an earlier tensor of the same shape; slicing one tensor's
+    view leaves the other's alone."""
+    from trncore.sim.tensor import Allocation, Buffer, NkiTensor
+
+    for shape in [(128, 512), (128, 4, 64), (7,), (3, 1, 5, 2)]:
+        a = Allocation(0, Buffer("sbuf"), "bfloat16", shape, "a", None, "input", 0, False)
+        b = Allocation(1, Buffer("sbuf"), "bfloat16", shape, "b", None, "input", 0, False)
+        ta, tb = NkiTensor.whole(a), NkiTensor.whole(b)
+        steps = tuple(s // 2 for s in np.empty(shape, dtype=np.uint16).strides)
+        assert ta.dims == tb.dims == tuple(zip(steps, shape))
+        assert ta.shape == shape and ta.offset == 0
+        sub = ta[0:1, ...] if len(shape) > 1 else ta[0:3]
+        assert tb.dims == tuple(zip(steps, shape)) and sub.dims != ta.dims

@@ -689,13 +689,20 @@ def _no_fill() -> None:
 def _placed_ends(places: dict[tuple[int, int, int], int], pmax: int) -> np.ndarray:
     """The highest end address per partition of the tiles placed at explicit addresses
     (``places``: the live placed tiles' (first row, end row, end byte)); a partition's bytes in
-    use are these plus its auto-placed tiles' bytes summed."""
-    if not places:
-        return np.zeros(pmax, dtype=np.int64)
-    spans = np.array(list(places), dtype=np.int64)  # rows (first, end) and end byte, one per place
-    rows = np.arange(pmax, dtype=np.int64)
-    inside = (rows >= spans[:, :1]) & (rows < spans[:, 1:2])
-    return np.where(inside, spans[:, 2:], 0).max(axis=0)
+    use are these plus its auto-placed tiles' bytes summed. End bytes are never negative
+    (nl.ndarray's address is checked at allocation), so a partition no place covers ends at 0."""
+    ends = np.zeros(pmax, dtype=np.int64)
+    # the highest end byte of each row range first: an allocator's places span a few row
+    # ranges (nkilib's attention: two, over up to ~60 live places), so a few slice maxima
+    # replace a (places x partitions) comparison (the sweep computes this thousands of times)
+    highest: dict[tuple[int, int], int] = {}
+    for first, end, end_byte in places:
+        if end_byte > highest.get((first, end), 0):
+            highest[(first, end)] = end_byte
+    for (first, end), end_byte in highest.items():
+        rows = ends[max(first, 0) : max(end, 0)]
+        np.maximum(rows, end_byte, out=rows)
+    return ends
 
 
 def _auto_rows(per_partition: np.ndarray, a: Any) -> slice:

@@ -34,20 +34,17 @@ SENTINEL_INT = 4
 class Buffer:
     """A memory region: nl.sbuf, nl.psum, nl.private_hbm (= nl.hbm) or nl.shared_hbm."""
 
-    __slots__ = ("name",)
+    __slots__ = ("is_hbm", "name", "on_chip")
 
     def __init__(self, name: str) -> None:
         self.name = name
-
-    @property
-    def on_chip(self) -> bool:
-        """Whether this is an on-chip buffer (SBUF or PSUM), reachable by the compute engines."""
-        return self.name in ("sbuf", "psum")
-
-    @property
-    def is_hbm(self) -> bool:
-        """Whether this is device memory (private or shared HBM), reachable only by DMA."""
-        return self.name in ("private_hbm", "shared_hbm")
+        # plain attributes, decided once (asked for several times per instruction and per
+        # allocation: ~400 000 times in one large nkilib kernel, where a property cost 15 %
+        # of allocating a tile)
+        #: Whether this is an on-chip buffer (SBUF or PSUM), reachable by the compute engines.
+        self.on_chip: bool = name in ("sbuf", "psum")
+        #: Whether this is device memory (private or shared HBM), reachable only by DMA.
+        self.is_hbm: bool = name in ("private_hbm", "shared_hbm")
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
@@ -202,12 +199,19 @@ class Allocation:
         return f"{name}{self.buffer.name}{list(self.shape)} {self.dtype}{where}"
 
 
-def _row_major(shape: Sequence[int]) -> list[tuple[int, int]]:
+def _row_major(shape: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """The (step, count) pairs of a contiguous row-major ``shape``, outermost dim first."""
     dims, step = [], 1
     for n in reversed(shape):
         dims.append((step, int(n)))
         step *= int(n)
-    return list(reversed(dims))
+    return tuple(reversed(dims))
+
+
+#: :func:`_row_major` of the shapes allocated so far: a whole-tensor view is made for every
+#: allocation, and AWS's modular allocator allocates tiles of a few shapes tens of thousands
+#: of times (the pairs are immutable tuples, safe to share between views)
+_ROW_MAJOR: dict[tuple[int, ...], tuple[tuple[int, int], ...]] = {}
 
 
 class NkiTensor:
@@ -253,7 +257,13 @@ class NkiTensor:
 
     @classmethod
     def whole(cls, alloc: Allocation) -> NkiTensor:
-        return cls(alloc, alloc.dtype, 0, _row_major(alloc.shape), shape=alloc.shape)
+        shape = alloc.shape
+        dims = _ROW_MAJOR.get(shape)
+        if dims is None:
+            if len(_ROW_MAJOR) > 4096:
+                _ROW_MAJOR.clear()  # bound the memory
+            dims = _ROW_MAJOR[shape] = _row_major(shape)
+        return cls(alloc, alloc.dtype, 0, dims, shape=shape)
 
     # ---------------------------------------------------------------- attributes (AWS NKI Language Guide)
     @property
