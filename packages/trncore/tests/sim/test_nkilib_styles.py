@@ -227,6 +227,45 @@ def test_tiles_at_one_explicit_address_share_it(target: str) -> None:
         simulate(rotating)(x, 100000)  # [100000, 220000) runs past the end of SBUF
 
 
+def test_sbuf_peak_of_placed_tiles_with_and_without_auto_placed_ones(target: str) -> None:
+    # The capacity sweep's SBUF peak per partition: tiles at explicit addresses count by the
+    # highest end byte live (nl.ndarray address=, NKI 0.3.0), auto-placed ones add their bytes;
+    # the sweep takes a shortcut while only placed tiles are live, so both phases are checked.
+    import trncore.sim as sim
+
+    def mixed(x):
+        out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        for start in (0, 40000):  # placed tiles alone, each live at its memset: end bytes 4000, 44000
+            t = nl.ndarray((128, 1000), dtype=nl.float32, buffer=nl.sbuf, address=(0, start))
+            nisa.memset(dst=t, value=1.0)
+        wide = nl.ndarray((128, 1000), dtype=nl.float32, buffer=nl.sbuf, address=(0, 80000))
+        nisa.memset(dst=wide, value=2.0)
+        nisa.dma_copy(dst=out, src=wide[:, 0:8])
+        auto = nl.ndarray((128, 2500), dtype=nl.float32, buffer=nl.sbuf)  # 10000 B, with wide live
+        nisa.memset(dst=auto, value=3.0)
+        nisa.dma_copy(dst=out, src=auto[:, 0:8])
+        nisa.dma_copy(dst=out, src=wide[:, 0:8])
+        return out
+
+    prog = sim.trace(mixed, ((1, 1), "float32"))
+    assert prog.sbuf_peak == 84000 + 10000  # wide's end byte plus the auto-placed tile's bytes
+    np.testing.assert_array_equal(simulate(mixed)(np.zeros((1, 1), np.float32)), 2.0)
+
+    def placed_only(x):
+        out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        tiles = [
+            nl.ndarray((128, 1000), dtype=nl.float32, buffer=nl.sbuf, address=(0, s))
+            for s in (8000, 0, 4000)
+        ]
+        for t in tiles:
+            nisa.memset(dst=t, value=1.0)
+        for t in tiles:
+            nisa.dma_copy(dst=out, src=t[:, 0:8])
+        return out
+
+    assert sim.trace(placed_only, ((1, 1), "float32")).sbuf_peak == 12000
+
+
 def test_dataclass_nkiobjects_are_built_as_nki_builds_them() -> None:
     # "classes with and without the @dataclass decorator will be compiled in the same way"
     # (NKI language guide, Class Support): nkilib's @dataclass classes declare fields without

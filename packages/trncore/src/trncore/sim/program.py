@@ -518,6 +518,10 @@ class TraceContext:
         # through a few sets tens of thousands of times)
         ends: np.ndarray | None = None
         ends_by_set: dict[frozenset[tuple[int, int, int]], np.ndarray] = {}
+        # each cached ends' highest value: the fullest partition's bytes while no auto-placed
+        # tile is live (then every partition's auto-placed bytes are 0), by id of the ends
+        ends_max: dict[int, int] = {}
+        auto_live = 0  # auto-placed tiles live now
         # the fullest partition's bytes, valid while neither the auto-placed bytes nor the
         # placed ends change (tiles joining a live place change neither)
         usage: int | None = None
@@ -557,8 +561,10 @@ class TraceContext:
                 if is_start:
                     rows = auto_rows[i] = _auto_rows(per_partition, a)
                     per_partition[rows] += amount
+                    auto_live += 1
                 else:
                     per_partition[auto_rows.pop(i)] -= amount
+                    auto_live -= 1
                 usage = None
             else:
                 auto_banks += amount if is_start else -amount
@@ -570,9 +576,15 @@ class TraceContext:
                         if ends is None:
                             if len(ends_by_set) > 4096:
                                 ends_by_set.clear()  # bound the memory (128 ints per set)
+                                ends_max.clear()
                             ends = ends_by_set[key] = _placed_ends(places, rules.pmax)
+                            ends_max[id(ends)] = int(ends.max())
                     if usage is None or ends is not usage_ends:
-                        usage, usage_ends = int((per_partition + ends).max()), ends
+                        if auto_live:
+                            usage = int((per_partition + ends).max())
+                        else:  # per_partition is all zeros
+                            usage = ends_max[id(ends)]
+                        usage_ends = ends
                     live = usage
                 else:
                     live = auto_banks + len(bank_users)
