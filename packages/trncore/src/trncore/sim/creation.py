@@ -26,7 +26,7 @@ __all__ = ["allocate", "fill", "fill_array"]
 def _shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
-    return tuple(int(s) for s in shape)
+    return tuple(map(int, shape))
 
 
 def allocate(
@@ -48,10 +48,12 @@ def allocate(
         raise TypeError(f"buffer must be nl.sbuf/nl.psum/nl.hbm/nl.shared_hbm, got {buffer!r}")
     shape = _shape(shape)
     name_dt = dtypes.dtype_name(dtype)
-    if buffer.on_chip:
+    on_chip = buffer.on_chip
+    rules = ctx.rules
+    if on_chip:
         if not shape:
             raise PartitionError("partition-dim", "on-chip tensors need a partition dim", site)
-        if shape[0] > ctx.rules.pmax:
+        if shape[0] > rules.pmax:
             raise PartitionError(
                 "partition-dim-max",
                 f"Size of partition dimension {shape[0]} exceeds architecture limitation of "
@@ -74,25 +76,26 @@ def allocate(
                 site,
             )
     placed = None
-    if address is not None and buffer.on_chip:
+    if address is not None and on_chip:
         placed = (int(address[0]), int(address[1]))
     tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site, placed)
-    if address is not None and buffer.on_chip:
+    if placed is not None:
         # nl.ndarray address=(partition_offset, free_offset) (NKI 0.3.0): the tile occupies
         # partitions [offset, offset + shape[0]); SBUF capacity is counted per partition.
-        start = int(address[0])
-        if start < 0 or start + shape[0] > ctx.rules.pmax:
+        start = placed[0]
+        if start < 0 or start + shape[0] > rules.pmax:
             raise PartitionError(
                 "address-partition",
                 f"address {tuple(address)} puts {shape[0]} partitions at {start}, past partition "
                 f"{ctx.rules.pmax - 1}",
                 site,
             )
-        tensor.alloc.partition_start = start
+        alloc = tensor.alloc
+        alloc.partition_start = start
         if buffer is SBUF:
-            byte = int(address[1])
-            end = byte + math.prod(shape[1:]) * dtypes.itemsize(name_dt)
-            if byte < 0 or end > ctx.rules.sbuf_bytes:
+            byte = placed[1]
+            end = byte + alloc.row_elems * dtypes.itemsize(name_dt)  # row_elems: prod(shape[1:])
+            if byte < 0 or end > rules.sbuf_bytes:
                 raise CapacityError(
                     "address-range",
                     f"address {tuple(address)} places {list(shape)} {name_dt} at bytes "
@@ -100,10 +103,10 @@ def allocate(
                     f"{ctx.target}",
                     site,
                 )
-            tensor.alloc.address_bytes = byte
+            alloc.address_bytes = byte
         elif buffer is PSUM:
             # explicit PSUM addresses name banks (2 KiB each); tiles sharing one share the bank
-            tensor.alloc.address_bytes = int(address[1])
+            alloc.address_bytes = placed[1]
     return tensor
 
 

@@ -124,9 +124,12 @@ class Program:
         """Bytes of tensor storage the program holds (each buffer once, masks included)."""
         seen: dict[int, int] = {}
         for alloc in self.allocs:
-            for arr in alloc.arrays():
-                base = arr.base if isinstance(arr.base, np.ndarray) else arr
-                seen[id(base)] = base.nbytes
+            # (Allocation.arrays inlined: tiles at one explicit address share one storage, and
+            # AWS's modular allocator makes tens of thousands of them)
+            for arr in (alloc.storage, alloc._mask, alloc._mm_flags):
+                if arr is not None:
+                    base = arr.base if isinstance(arr.base, np.ndarray) else arr
+                    seen[id(base)] = base.nbytes
         return sum(seen.values())
 
     def engine_counts(self) -> dict[str, int]:

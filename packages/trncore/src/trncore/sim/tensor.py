@@ -80,6 +80,14 @@ class _Lifetime:
 class Allocation:
     """One allocated tensor: flat storage plus what the checks and the cost model need."""
 
+    # (slots: AWS's modular allocator makes tens of thousands of these per trace)
+    __slots__ = (
+        "_life", "_mask", "_mm_flags", "_track_flags", "_track_mask", "_views", "address_bytes",
+        "buffer", "dtype", "fill_marker", "first_use", "flat", "id", "init", "is_input",
+        "last_use", "name", "partition_start", "position", "read_since_matmul", "row_elems",
+        "shape", "site", "size", "storage",
+    )  # fmt: skip
+
     def __init__(
         self,
         ident: int,
@@ -114,7 +122,7 @@ class Allocation:
             storage = np.empty(self.size * np_dtype.itemsize, dtype=np.uint8)
         self.storage = storage  # raw bytes; may be recycled storage of a dead allocation
         self.flat = storage.view(np_dtype)
-        self._views: dict[str, np.ndarray] = {}
+        self._views: dict[str, np.ndarray] | None = None  # reinterpretations made so far
         # The strict-mode written mask and, for PSUM, the per-element "written by nc_matmul since
         # the last other write" flags (docs/emulator.md, What is checked) are made on first use:
         # nkilib's modular allocator declares tens of thousands of logical tiles of which most
@@ -186,9 +194,12 @@ class Allocation:
         """The storage reinterpreted as ``dtype`` (``tensor.view``)."""
         if dtype == self.dtype or dtypes.storage_dtype(dtype) == self.flat.dtype:
             return self.flat
-        if dtype not in self._views:
-            self._views[dtype] = self.flat.view(dtypes.storage_dtype(dtype))
-        return self._views[dtype]
+        views = self._views
+        if views is None:
+            views = self._views = {}
+        if dtype not in views:
+            views[dtype] = self.flat.view(dtypes.storage_dtype(dtype))
+        return views[dtype]
 
     def label(self) -> str:
         """A readable description (name, buffer, shape, dtype, where allocated) for error messages."""
