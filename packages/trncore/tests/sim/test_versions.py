@@ -255,3 +255,38 @@ def test_import_with_the_oldest_release_in_the_environment() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["float32", "refused", "True"]
+
+
+def test_repeated_gated_reads_warn_at_each_line_as_the_first_did() -> None:
+    """The release check is decided once per (API, release) and then reused: every read of a
+    deprecated nl.tile_size attribute still warns with the table's text at the kernel's own
+    line (the warning's location and its "(at file:line)"), and where the release has the
+    attribute undeprecated nothing is reported."""
+
+    def reads(a):
+        total = 0
+        for _ in range(3):
+            total += nl.tile_size.psum_fmax  # first read
+        total += nl.tile_size.psum_fmax  # second read
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=float(total % 5))
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    first = marked_line(reads, "# first read")
+    second = marked_line(reads, "# second read")
+    row = versions._BY_API["nl.tile_size.psum_fmax"]
+    assert row.deprecated is not None
+    text = f"nl.tile_size.psum_fmax is deprecated in {versions.release(row.deprecated).label}"
+    for v, expect in (("0.3.0", False), (row.deprecated, True), (versions.NEWEST, True)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sim.simulate(reads, nki_version=v)(A)
+        hits = [w for w in caught if issubclass(w.category, NkiDeprecationWarning)]
+        if not expect:
+            assert hits == [], v
+            continue
+        assert [(w.filename, w.lineno) for w in hits] == [(__file__, first)] * 3 + [(__file__, second)]
+        for w, line in zip(hits, [first] * 3 + [second]):
+            assert str(w.message).startswith(text) and str(w.message).endswith(f"(at {__file__}:{line})")

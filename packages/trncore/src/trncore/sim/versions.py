@@ -325,10 +325,45 @@ def at_least(version: str) -> bool:
 
 
 # ------------------------------------------------------------------------------ the check
+#: What :func:`require` does for (api, release), decided once: (the row, "pass" (nothing),
+#: "warn" (only the deprecation warning, whose text up to the kernel's line is kept) or
+#: "check" (it raises: the full check below)). A gated ``nl.tile_size`` attribute is read
+#: thousands of times per trace by AWS's kernels, and the kernel's line (a stack walk) is
+#: needed only when something is reported.
+_VERDICTS: dict[tuple[str, str], tuple[ApiChange, str, str]] = {}
+
+
+def _verdict(row: ApiChange, now: str) -> tuple[ApiChange, str, str]:
+    here = _index(now)
+    fails = (
+        (row.introduced is not None and here < _index(row.introduced))
+        or (row.removed is not None and here >= _index(row.removed))
+        or row.emulated in ("trn3", "no")
+    )
+    if fails:
+        return row, "check", ""
+    if row.deprecated is not None and here >= _index(row.deprecated):
+        text = f"{row.api} is deprecated in {release(row.deprecated).label}" + (
+            f": {row.what}" if row.what else ""
+        )
+        return row, "warn", text
+    return row, "pass", ""
+
+
 def require(api: str, site: tuple[str, int] | None = None) -> None:
     """The one check: raise or warn if ``api`` (a :data:`CHANGES` row) is not in the release."""
     row = _BY_API[api]
     now = current()
+    known = _VERDICTS.get((api, now))
+    if known is None or known[0] is not row:
+        known = _VERDICTS[(api, now)] = _verdict(row, now)
+    if known[1] == "pass":
+        return
+    if known[1] == "warn":
+        where = site or user_site()
+        at = f" (at {where[0]}:{where[1]})" if where else ""
+        warnings.warn(known[2] + at, NkiDeprecationWarning, stacklevel=3)  # as below
+        return
     here = _index(now)
     where = site or user_site()
     if row.introduced is not None and here < _index(row.introduced):
