@@ -521,10 +521,13 @@ class TraceContext:
         # through a few sets tens of thousands of times)
         ends: np.ndarray | None = None
         ends_by_set: dict[frozenset[tuple[int, int, int]], np.ndarray] = {}
-        # each cached ends' highest value: the fullest partition's bytes while no auto-placed
-        # tile is live (then every partition's auto-placed bytes are 0), by id of the ends
-        ends_max: dict[int, int] = {}
         auto_live = 0  # auto-placed tiles live now
+        # While no auto-placed tile is live every partition's auto-placed bytes are 0, and the
+        # fullest partition holds the highest end byte of any live place (on at least one
+        # row): kept up as places come (a max) and go (recomputed only if it was the
+        # highest), with no per-partition arrays at all.
+        pmax = rules.pmax
+        placed_max: int | None = 0
         # the fullest partition's bytes, valid while neither the auto-placed bytes nor the
         # placed ends change (tiles joining a live place change neither)
         usage: int | None = None
@@ -546,6 +549,8 @@ class TraceContext:
                     places[where] = count + 1
                     if not count:
                         ends = None
+                        if placed_max is not None and _place_end(where, pmax) > placed_max:
+                            placed_max = _place_end(where, pmax)
                     if unit != "bytes":
                         for bank in _banks(a, bank_bytes):
                             bank_users[bank] = bank_users.get(bank, 0) + 1
@@ -555,6 +560,8 @@ class TraceContext:
                     if not places[where]:
                         del places[where]
                         ends = None
+                        if placed_max is not None and _place_end(where, pmax) >= placed_max:
+                            placed_max = None
                     if unit != "bytes":
                         for bank in _banks(a, bank_bytes):
                             bank_users[bank] -= 1
@@ -572,22 +579,20 @@ class TraceContext:
             else:
                 auto_banks += amount if is_start else -amount
             if is_start:
-                if unit == "bytes":
+                if unit == "bytes" and not auto_live:
+                    if placed_max is None:
+                        placed_max = max((_place_end(w, pmax) for w in places), default=0)
+                    live = placed_max
+                elif unit == "bytes":
                     if ends is None:
                         key = frozenset(places)
                         ends = ends_by_set.get(key)
                         if ends is None:
                             if len(ends_by_set) > 4096:
                                 ends_by_set.clear()  # bound the memory (128 ints per set)
-                                ends_max.clear()
-                            ends = ends_by_set[key] = _placed_ends(places, rules.pmax)
-                            ends_max[id(ends)] = int(ends.max())
+                            ends = ends_by_set[key] = _placed_ends(places, pmax)
                     if usage is None or ends is not usage_ends:
-                        if auto_live:
-                            usage = int((per_partition + ends).max())
-                        else:  # per_partition is all zeros
-                            usage = ends_max[id(ends)]
-                        usage_ends = ends
+                        usage, usage_ends = int((per_partition + ends).max()), ends
                     live = usage
                 else:
                     live = auto_banks + len(bank_users)
@@ -699,6 +704,14 @@ def _copy_in(flat: np.ndarray, array: np.ndarray) -> None:
 
 def _no_fill() -> None:
     """The marker of a tile that shares an earlier tile's storage: nothing to fill."""
+
+
+def _place_end(where: tuple[int, int, int], pmax: int) -> int:
+    """What a place (first row, end row, end byte) adds to the fullest partition's bytes when no
+    auto-placed tile is live: its end byte if it covers a partition, else 0 (as
+    :func:`_placed_ends`, whose maximum over partitions this is)."""
+    first, end, end_byte = where
+    return end_byte if min(end, pmax) > max(first, 0) and end_byte > 0 else 0
 
 
 def _placed_ends(places: dict[tuple[int, int, int], int], pmax: int) -> np.ndarray:
