@@ -446,3 +446,35 @@ def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events() -> None:
                     ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
             expected = max(expected, int((used + ends).max()))
         assert ctx._sweep(tiles, starts, 10**9, "bytes") == expected, trial
+
+
+def test_kernel_lines_are_the_source_lines_on_every_call() -> None:
+    """``user_site`` remembers the line of each (code, instruction offset) it has seen: in a long
+    function, calls from a loop at an early and a late line, many times over, and from the same
+    lines again with a tracer set (which may own ``f_lineno``), report the lines of the source
+    text that made them."""
+    import sys
+
+    from trncore.sim.context import user_site
+
+    body = [f"    x{i} = {i}" for i in range(400)]
+    early, late = 3, 380  # 0-based indices into body; the def is line 1
+    body[early] = "    for _ in range(3): seen.append(user_site())"
+    body[late] = "    for _ in range(3): seen.append(user_site())"
+    source = "def long_kernel(seen):\n" + "\n".join(body) + "\n"
+    namespace = {"user_site": user_site}
+    exec(compile(source, "/tmp/kernel_src_for_test.py", "exec"), namespace)
+    expected = [("/tmp/kernel_src_for_test.py", early + 2)] * 3
+    expected += [("/tmp/kernel_src_for_test.py", late + 2)] * 3
+    for _ in range(2):
+        seen: list = []
+        namespace["long_kernel"](seen)
+        assert seen == expected
+    previous = sys.gettrace()
+    sys.settrace(lambda *a: None)
+    try:
+        seen = []
+        namespace["long_kernel"](seen)
+    finally:
+        sys.settrace(previous)
+    assert seen == expected

@@ -86,13 +86,32 @@ def adopt_thread_state(state: list[dict[str, Any]]) -> None:
         vars(local).update(values)
 
 
+#: The line of each (code object, instruction offset) asked for so far, by (id of the code,
+#: offset); the code object is kept with it, so an id is never taken for a dead code's. A
+#: frame's ``f_lineno`` is worked out by scanning the code's line table from its start, which
+#: in a long kernel function (AWS's are hundreds of lines) costs microseconds, for every
+#: instruction and allocation of every loop iteration at the same few offsets.
+_LINES: dict[tuple[int, int], tuple[Any, int]] = {}
+
+
 def user_site() -> tuple[str, int] | None:
     """(file, line) of the innermost stack frame outside ``trncore.sim``: the kernel's own line."""
     frame: Any = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
+        code = frame.f_code
+        filename = code.co_filename
         if not filename.startswith(_SIM_DIR):
-            return filename, frame.f_lineno
+            if sys.gettrace() is not None:  # a tracer (a debugger) may set f_lineno itself
+                return filename, frame.f_lineno
+            key = (id(code), frame.f_lasti)
+            known = _LINES.get(key)
+            if known is not None and known[0] is code:
+                return filename, known[1]
+            line = frame.f_lineno
+            if len(_LINES) > 65536:
+                _LINES.clear()  # bound the memory
+            _LINES[key] = (code, line)
+            return filename, line
         frame = frame.f_back
     return None
 
