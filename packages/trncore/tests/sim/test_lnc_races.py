@@ -226,7 +226,7 @@ def test_pattern_overlap_matches_byte_sets() -> None:
     listed one by one: strided patterns, dynamic rows (random row sets, repeats included, times
     a random in-row pattern), parts of either (what a write changed) and explicit elements, on
     element widths of 1, 2, 4 and 8 bytes."""
-    from trncore.sim.core_races import _apart, _Footprint, _meets, _meets_by_rows, _without
+    from trncore.sim.core_races import _apart, _Footprint, _hits_in_run, _meets, _meets_by_rows, _without
 
     rng = np.random.default_rng(7)
 
@@ -237,11 +237,15 @@ def test_pattern_overlap_matches_byte_sets() -> None:
     def dims(n_max: int) -> tuple[tuple[int, int], ...]:
         return tuple((step(), int(rng.integers(1, 6))) for _ in range(rng.integers(1, n_max + 1)))
 
-    def footprint() -> _Footprint:
-        isz = int(rng.choice([1, 2, 4, 8]))
-        kind = rng.random()
-        if kind < 0.35:  # a strided pattern
+    def footprint(isz: int = 0, kind: float = -1.0) -> _Footprint:
+        isz = isz or int(rng.choice([1, 2, 4, 8]))
+        kind = kind if kind >= 0 else rng.random()
+        if kind < 0.27:  # a strided pattern
             fp = _Footprint(isz, int(rng.integers(0, 200)), dims(3))
+        elif kind < 0.35:  # one run (a whole tensor or whole rows), row-major or transposed
+            rows, cols = int(rng.integers(1, 9)), int(rng.integers(1, 20))
+            run = ((cols, rows), (1, cols)) if rng.random() < 0.6 else ((1, cols), (cols, rows))
+            fp = _Footprint(isz, int(rng.integers(0, 200)), run)
         elif kind < 0.9:  # dynamic rows: row indices (repeats allowed) times a pitch, one in-row pattern
             pitch = int(rng.choice([0, 8, 12, 16, 24, 32, 48]))
             rows = rng.integers(0, 8, size=int(rng.integers(1, 7))).astype(np.int64)
@@ -264,14 +268,22 @@ def test_pattern_overlap_matches_byte_sets() -> None:
         fp = _Footprint(a.isz, a.offset, a.dims, rows=rows, pitch=a.pitch)
         return fp.subset(rng.random(fp.indices().size) < 0.7) if rng.random() < 0.3 else fp
 
-    apart = by_rows = 0
-    for _ in range(1200):
+    apart = by_rows = in_run = 0
+    for _ in range(1500):
         a = footprint()
-        b = same_rows_as(a) if a.rows is not None and rng.random() < 0.4 else footprint()
-        a, b = (a, b) if rng.random() < 0.5 else (b, a)
+        if rng.random() < 0.15:  # a run of a's width (a kernel's whole-tensor copy after its rows)
+            b = footprint(a.isz, kind=0.3)
+        else:
+            b = same_rows_as(a) if a.rows is not None and rng.random() < 0.4 else footprint()
+            a, b = (a, b) if rng.random() < 0.5 else (b, a)
         expected = np.isin(element_bytes(b), element_bytes(a)).any(axis=1).tolist()
         hit = _meets(a, b)
         assert (hit.tolist() if hit is not None else [False] * len(expected)) == expected
+        if b.dense() and not a.dense() and not _apart(a, b) and a.hi > b.lo and b.hi > a.lo:
+            run_hit = _hits_in_run(a, b)
+            if run_hit is not None:
+                in_run += 1
+                assert run_hit.tolist() == expected
         if _apart(a, b):
             apart += 1
             assert not any(expected)
@@ -280,11 +292,14 @@ def test_pattern_overlap_matches_byte_sets() -> None:
             if rows_hit is not None:
                 by_rows += 1
                 assert rows_hit.tolist() == expected
+        keep = rng.random(b.indices().size) < 0.5
+        assert b.pick(keep).tolist() == b.indices()[keep].tolist()
         left = _without(b, a)
         kept = [int(e) for e, h in zip(b.indices(), expected) if not h]
         assert (left.indices().tolist() if left is not None else []) == kept
     assert apart > 80  # the band test decided a fair share without listing elements
     assert by_rows > 400  # and the row-by-row comparison many of the dynamic-row pairs
+    assert in_run > 40  # and a fair share met a run of elements (a kernel's whole-tensor copy)
 
 
 def scatter_rows(table, src, idx, cols: int):

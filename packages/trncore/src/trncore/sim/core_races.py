@@ -119,6 +119,17 @@ class _Footprint:
         idx = self.full()
         return idx if self.mask is None else idx[self.mask]
 
+    def pick(self, keep: np.ndarray) -> np.ndarray:
+        """:meth:`indices` where ``keep`` (one bool per entry): for a strided pattern computed from
+        the kept positions only, without listing every element (a whole-tensor access has millions)."""
+        if self.elems is not None or self.rows is not None or self.mask is not None or not self.dims:
+            return self.indices()[keep]
+        coords = np.unravel_index(np.flatnonzero(keep), [n for _, n in self.dims])
+        idx = np.full(coords[0].size, self.offset, dtype=np.int64)
+        for c, (step, _) in zip(coords, self.dims):
+            idx += c.astype(np.int64) * step
+        return idx
+
     def subset(self, keep: np.ndarray) -> _Footprint:
         """The elements of this footprint where ``keep`` (one bool per :meth:`indices` entry)."""
         if self.elems is not None:
@@ -195,7 +206,29 @@ def _meets(a: _Footprint, b: _Footprint) -> np.ndarray | None:
         hit = _meets_by_rows(a, b)
         if hit is not None:
             return hit
+    if b.dense() and not a.dense():
+        hit = _hits_in_run(a, b)
+        if hit is not None:
+            return hit
     return _hits(a, b.indices() * b.isz, b.isz)
+
+
+def _hits_in_run(a: _Footprint, b: _Footprint) -> np.ndarray | None:
+    """:func:`_meets` where ``b`` is one run of elements (a whole tensor or whole rows, as a
+    kernel's final copy of its output is) and ``a`` lies on the same element grid: mark ``a``'s
+    elements in the run, one store each, instead of a search per element of ``b`` (None: the
+    widths differ)."""
+    if a.isz != b.isz:
+        return None
+    # both count in elements of one width from the allocation's start, so they lie on one grid
+    # and two elements meet only if they coincide
+    rel = (a.starts() - b.lo) // b.isz
+    n = (b.hi - b.lo) // b.isz
+    run = np.zeros(n, dtype=bool)
+    run[rel[(rel >= 0) & (rel < n)]] = True
+    if _increasing(b.dims):
+        return run  # b lists its elements in increasing order: the run as it is
+    return run[b.indices() - b.lo // b.isz]
 
 
 def _hits(a: _Footprint, sb: np.ndarray, isz: int) -> np.ndarray:
@@ -316,7 +349,7 @@ def _overlap(a: _Footprint, b: _Footprint) -> np.ndarray:
     hit = _meets(a, b)
     if hit is None or not hit.any():
         return np.empty(0, dtype=np.int64)
-    return b.indices()[hit] * b.isz
+    return b.pick(hit) * b.isz
 
 
 def _without(fp: _Footprint, other: _Footprint) -> _Footprint | None:
