@@ -15,7 +15,6 @@ both targets' budgets (180 224 on trn1, 212 984 on trn2); one or two at a time f
 from __future__ import annotations
 
 import contextlib
-import inspect
 
 import numpy as np
 import pytest
@@ -23,16 +22,11 @@ import pytest
 from trncore.sim import nisa, nl
 from trncore.sim.errors import CapacityError
 from trncore.sim.runner import run_kernel
+from trncore.sim.testing import marked_line
 
 pytestmark = pytest.mark.simulator
 
 ROWS, COLS = 24, 10000
-
-
-def _line(fn, marker: str) -> int:
-    """The source line of ``fn`` carrying ``# marker``."""
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, text in enumerate(lines) if f"# {marker}" in text)
 
 
 def rows_then_use(x, z, passes: int, overwrite: str, ordered: bool = False):
@@ -97,7 +91,7 @@ def test_rows_all_read_before_any_is_released_are_refused(target: str) -> None:
         run_kernel(rows_then_use, [x, z], {"passes": 2, "overwrite": "none"}, target=target)
     err = info.value
     assert err.rule == "sbuf-capacity"
-    assert err.lineno == _line(_rows_then_use, "ROW")
+    assert err.lineno == marked_line(_rows_then_use, "# ROW")
     assert "deferred" in str(err)  # the figure is the one after deferring the loads
 
 
@@ -109,7 +103,7 @@ def test_loads_whose_source_is_overwritten_before_use_keep_their_place(target: s
         run_kernel(rows_then_use, [x, z], {"passes": 1, "overwrite": "loaded"}, target=target)
     err = info.value
     assert err.rule == "sbuf-capacity"
-    assert err.lineno == _line(_rows_then_use, "ROW")
+    assert err.lineno == marked_line(_rows_then_use, "# ROW")
     assert "deferred" not in str(err)  # no load could move: the program-order figure
 
 
@@ -120,7 +114,7 @@ def test_loads_inside_a_no_reorder_block_keep_their_place(target: str) -> None:
     with pytest.raises(CapacityError) as info:
         run_kernel(rows_then_use, [x, z], {"passes": 1, "overwrite": "none", "ordered": True}, target=target)
     assert info.value.rule == "sbuf-capacity"
-    assert info.value.lineno == _line(_rows_then_use, "ROW")
+    assert info.value.lineno == marked_line(_rows_then_use, "# ROW")
 
 
 def rows_across_a_barrier(x, hazard: bool):
@@ -164,7 +158,7 @@ def test_loads_do_not_move_past_a_meeting_of_the_cores() -> None:
     with pytest.raises(CapacityError) as info:
         run_kernel(rows_across_a_barrier, [x], {"hazard": True}, target="trn2", lnc=2)
     assert info.value.rule == "sbuf-capacity"
-    assert info.value.lineno == _line(rows_across_a_barrier, "ROW")
+    assert info.value.lineno == marked_line(rows_across_a_barrier, "# ROW")
 
 
 def held_across_a_barrier(x, tiles: int):
@@ -193,4 +187,4 @@ def test_each_core_of_an_lnc2_launch_counts_its_own_sbuf() -> None:
     with pytest.raises(CapacityError) as info:  # two such tiles on one core: 240 000 bytes
         run_kernel(held_across_a_barrier, [x], {"tiles": 2}, target="trn2", lnc=2)
     assert info.value.rule == "sbuf-capacity"
-    assert info.value.lineno == _line(held_across_a_barrier, "HELD")
+    assert info.value.lineno == marked_line(held_across_a_barrier, "# HELD")
