@@ -325,29 +325,27 @@ def at_least(version: str) -> bool:
 
 
 # ------------------------------------------------------------------------------ the check
-#: What :func:`require` does for (api, release), decided once: (the row, "pass" (nothing),
-#: "warn" (only the deprecation warning, whose text up to the kernel's line is kept) or
-#: "check" (it raises: the full check below)). A gated ``nl.tile_size`` attribute is read
-#: thousands of times per trace by AWS's kernels, and the kernel's line (a stack walk) is
-#: needed only when something is reported.
-_VERDICTS: dict[tuple[str, str], tuple[ApiChange, str, str]] = {}
+#: What :func:`require` does for (api, release), decided once: (the row, the reason it raises or
+#: None, the deprecation warning's text up to the kernel's line or ""). A gated ``nl.tile_size``
+#: attribute is read thousands of times per trace by AWS's kernels, and the kernel's line (a
+#: stack walk) is needed only when something is reported.
+_VERDICTS: dict[tuple[str, str], tuple[ApiChange, str | None, str]] = {}
 
 
-def _verdict(row: ApiChange, now: str) -> tuple[ApiChange, str, str]:
+def _verdict(row: ApiChange, now: str) -> tuple[ApiChange, str | None, str]:
+    """(row, why ``require`` raises: "introduced", "removed", "trn3", "no" or None, the
+    deprecation text). A release that lacks the API raises without the deprecation warning."""
     here = _index(now)
-    fails = (
-        (row.introduced is not None and here < _index(row.introduced))
-        or (row.removed is not None and here >= _index(row.removed))
-        or row.emulated in ("trn3", "no")
-    )
-    if fails:
-        return row, "check", ""
+    if row.introduced is not None and here < _index(row.introduced):
+        return row, "introduced", ""
+    if row.removed is not None and here >= _index(row.removed):
+        return row, "removed", ""
+    deprecation = ""
     if row.deprecated is not None and here >= _index(row.deprecated):
-        text = f"{row.api} is deprecated in {release(row.deprecated).label}" + (
+        deprecation = f"{row.api} is deprecated in {release(row.deprecated).label}" + (
             f": {row.what}" if row.what else ""
         )
-        return row, "warn", text
-    return row, "pass", ""
+    return row, (row.emulated if row.emulated in ("trn3", "no") else None), deprecation
 
 
 def require(api: str, site: tuple[str, int] | None = None) -> None:
@@ -357,38 +355,30 @@ def require(api: str, site: tuple[str, int] | None = None) -> None:
     known = _VERDICTS.get((api, now))
     if known is None or known[0] is not row:
         known = _VERDICTS[(api, now)] = _verdict(row, now)
-    if known[1] == "pass":
+    _, fails, deprecation = known
+    if fails is None and not deprecation:
         return
-    if known[1] == "warn":
-        where = site or user_site()
-        at = f" (at {where[0]}:{where[1]})" if where else ""
-        warnings.warn(known[2] + at, NkiDeprecationWarning, stacklevel=3)  # as below
-        return
-    here = _index(now)
     where = site or user_site()
-    if row.introduced is not None and here < _index(row.introduced):
+    if deprecation:
+        at = f" (at {where[0]}:{where[1]})" if where else ""
+        warnings.warn(deprecation + at, NkiDeprecationWarning, stacklevel=3)
+    if fails == "introduced":
+        assert row.introduced is not None
         raise VersionError(
             "nki-version",
             f"{api} needs {release(row.introduced).label}; the target release is "
             f"{release(now).label} (set TRNSCI_NKI_VERSION or nki_version=)",
             where,
         )
-    if row.removed is not None and here >= _index(row.removed):
+    if fails == "removed":
+        assert row.removed is not None
         raise VersionError(
             "nki-version-removed",
             f"{api} was removed in {release(row.removed).label}; the target release is "
             f"{release(now).label}" + (f" ({row.what})" if row.what else ""),
             where,
         )
-    if row.deprecated is not None and here >= _index(row.deprecated):
-        at = f" (at {where[0]}:{where[1]})" if where else ""
-        warnings.warn(
-            f"{api} is deprecated in {release(row.deprecated).label}"
-            + (f": {row.what}" if row.what else "") + at,
-            NkiDeprecationWarning,
-            stacklevel=3,
-        )
-    if row.emulated == "trn3":
+    if fails == "trn3":
         ctx = maybe_current()
         target = ctx.target if ctx is not None else None
         raise TargetError(
@@ -396,7 +386,7 @@ def require(api: str, site: tuple[str, int] | None = None) -> None:
             f"{api} is a NeuronCore-v4 (trn3) API; the target is {target or 'trn1/trn2'}",
             where,
         )
-    if row.emulated == "no":
+    if fails == "no":
         raise NotImplementedError(f"{api} is not emulated by trncore.sim (docs/emulator.md)")
 
 
