@@ -40,7 +40,7 @@ from trncore.sim.tensor import (
     Buffer,
     NkiTensor,
 )
-from trncore.sim.work_clock import CLOCK, timed
+from trncore.sim.work_clock import CLOCK, run_timed, timed
 
 __all__ = ["Instr", "Program", "TraceContext"]
 
@@ -88,25 +88,20 @@ class Program:
     def run(self, arrays: Sequence[np.ndarray]) -> Any:
         """Replay on ``arrays`` (one per tensor argument); returns the output array(s)."""
         with self.lock, blas_threads(), dtypes.float_to_int_truncation(self.cast_truncate):
-            start = perf_counter()  # a replay is all data work (trncore.sim.work_clock)
-            try:
-                for reg in self.registers:
-                    reg[...] = 0
-                for alloc, arr in zip(self.inputs, arrays):
-                    alloc.flat[...] = np.asarray(arr).reshape(-1)
-                for ins in self.instrs:
-                    ins.run()
-                return self._outputs(arrays)
-            finally:
-                CLOCK.seconds += perf_counter() - start
+            return run_timed(self._replay, arrays)  # a replay is all data work (work_clock)
+
+    def _replay(self, arrays: Sequence[np.ndarray]) -> Any:
+        for reg in self.registers:
+            reg[...] = 0
+        for alloc, arr in zip(self.inputs, arrays):
+            alloc.flat[...] = np.asarray(arr).reshape(-1)
+        for ins in self.instrs:
+            ins.run()
+        return self._outputs(arrays)
 
     def collect(self, arrays: Sequence[np.ndarray] | None) -> Any:
         """Write modified inputs back to the caller's arrays; copies of the outputs."""
-        start = perf_counter()
-        try:
-            return self._outputs(arrays)
-        finally:
-            CLOCK.seconds += perf_counter() - start
+        return run_timed(self._outputs, arrays)
 
     def _outputs(self, arrays: Sequence[np.ndarray] | None) -> Any:
         if arrays is not None:
@@ -303,7 +298,7 @@ class TraceContext:
         if fill and lazy:
             alloc.fill_marker = marker
         elif self.execute and fill:
-            _run_timed(run)
+            run_timed(run)
 
     def _settle_fills(self, op: str, reads: Sequence[NkiTensor], writes: Sequence[NkiTensor]) -> None:
         """Decide the sentinel fills still waiting on the tiles this instruction touches.
@@ -327,14 +322,14 @@ class TraceContext:
             if overwrite and _covers(t) and all(r.alloc is not alloc for r in reads):
                 marker.run = _no_fill
             elif self.execute:
-                _run_timed(marker.run)
+                run_timed(marker.run)
         for t in (*reads, *offsets):
             alloc = t.alloc
             marker = alloc.fill_marker
             if marker is not None:
                 alloc.fill_marker = None
                 if self.execute:
-                    _run_timed(marker.run)
+                    run_timed(marker.run)
 
     def close_fills(self) -> None:
         """At the end of the trace: the fills of tiles no instruction touched are not needed."""
@@ -365,7 +360,7 @@ class TraceContext:
             0,
             self.strict,
         )
-        _run_timed(functools.partial(_copy_in, alloc.flat, array))
+        run_timed(_copy_in, alloc.flat, array)
         alloc.is_input = True
         if alloc.mask is not None:
             alloc.mask[:] = True
@@ -427,7 +422,7 @@ class TraceContext:
             finally:
                 ins.run = run
         elif self.execute:
-            start = perf_counter()  # data work vs tracing (trncore.sim.work_clock)
+            start = perf_counter()  # work_clock.run_timed inlined: once per instruction
             run()
             CLOCK.seconds += perf_counter() - start
 
@@ -687,15 +682,6 @@ def _sentinel_word(dtype: str) -> tuple[np.dtype, int]:
     one[...] = np.nan if dtypes.is_float(dtype) else SENTINEL_INT
     word = np.dtype(f"u{one.itemsize}")
     return word, int(one.view(word)[0])
-
-
-def _run_timed(run: Callable[[], None]) -> None:
-    """Run a fill or copy of the traced run, its seconds counted as data work."""
-    start = perf_counter()
-    try:
-        run()
-    finally:
-        CLOCK.seconds += perf_counter() - start
 
 
 def _copy_in(flat: np.ndarray, array: np.ndarray) -> None:

@@ -15,10 +15,14 @@ reader takes the difference of :func:`data_seconds` before and after the span it
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from time import perf_counter
+from typing import Any, TypeVar
 
-__all__ = ["CLOCK", "DataClock", "data_seconds", "timed"]
+T = TypeVar("T")
+
+__all__ = ["CLOCK", "DataClock", "data_seconds", "run_timed", "timed"]
 
 
 class DataClock:
@@ -39,14 +43,15 @@ def data_seconds() -> float:
     return CLOCK.seconds
 
 
+def run_timed(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, its seconds added to :data:`CLOCK` (whether it returns or raises)."""
+    start = perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        CLOCK.seconds += perf_counter() - start
+
+
 def timed(run: Callable[[], None]) -> Callable[[], None]:
     """``run`` with its seconds added to :data:`CLOCK` (for a closure another module calls)."""
-
-    def timed_run() -> None:
-        start = perf_counter()
-        try:
-            run()
-        finally:
-            CLOCK.seconds += perf_counter() - start
-
-    return timed_run
+    return functools.partial(run_timed, run)
