@@ -275,10 +275,31 @@ def arange(*args: Any, **kwargs: Any) -> Any:
     )
 
 
-def mgrid(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError(
-        "nl.mgrid was removed in Beta 2 (AWS NKI docs, NKI Beta 2 migration guide); use slices or nl.ds"
+class _RemovedGrid:
+    """``nl.mgrid``: removed in Beta 2, refused whether called or indexed.
+
+    Beta-2 kernels index it (``nl.mgrid[0:128, 0:H]``); a plain function would
+    fail there with Python's "'function' object is not subscriptable" instead of
+    saying the API is gone (AWS NKI docs, NKI Beta 2 migration guide; absent
+    from ``nki.language`` in NKI 0.3.0).
+    """
+
+    _MESSAGE = (
+        "nl.mgrid was removed in Beta 2 (AWS NKI docs, NKI Beta 2 migration guide); "
+        "use slices or nl.ds, and a smaller tile instead of mask="
     )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(self._MESSAGE)
+
+    def __getitem__(self, key: Any) -> Any:
+        raise NotImplementedError(self._MESSAGE)
+
+    def __repr__(self) -> str:
+        return "nl.mgrid (removed in Beta 2)"
+
+
+mgrid = _RemovedGrid()
 
 
 # ----------------------------------------------------------- SPMD (AWS NKI docs, Using Logical Neuron Cores)
