@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl, simulate
+from trncore.sim.errors import LanguageError
+from trncore.sim.testing import assert_reported_at
 
 pytestmark = pytest.mark.simulator
 
@@ -52,3 +54,57 @@ def test_indexing_mgrid_says_it_was_removed(target: str) -> None:
     x = np.ones((200, 96), np.float32)
     with pytest.raises(NotImplementedError, match=r"nl\.mgrid was removed in Beta 2"):
         simulate(row_scale_mgrid)(x, np.ones((96,), np.float32))
+
+
+def row_normalise(x, sums, divide):
+    """Rows divided by a per-row sum: by ``op0=nl.divide`` (not an ISA operator) or by a multiply
+    with the reciprocal, the form a third-party attention kernel of the batch settled on."""
+    p, f = x.shape
+    xs = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=xs, src=x)
+    s = nl.ndarray((p, 1), dtype=sums.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=sums)
+    o = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    if divide:
+        nisa.tensor_scalar(dst=o, data=xs, op0=nl.divide, operand0=s)  # DIVIDE
+    else:
+        inv = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.reciprocal(dst=inv, data=s)
+        nisa.tensor_scalar(dst=o, data=xs, op0=nl.multiply, operand0=inv)
+    out = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=o)
+    return out
+
+
+def test_multiplying_by_the_reciprocal_runs(target: str) -> None:
+    x = rng.standard_normal((96, 40)).astype(np.float32)
+    sums = (rng.random((96, 1)) + 0.5).astype(np.float32)
+    np.testing.assert_allclose(simulate(row_normalise)(x, sums, False), x / sums, rtol=1e-5)
+
+
+def test_divide_as_an_isa_operator_is_refused_at_its_line(target: str) -> None:
+    # AWS NKI docs, "Supported Math Operators for NKI ISA" (NKI 0.3.0; the 0.6.0 table too): the
+    # operators an instruction's op fields take; there is no divide (the kernel's author reports
+    # the compiler's "unsupported operator 'divide'"). The emulator used to compute it.
+    x = np.ones((96, 40), np.float32)
+    with pytest.raises(LanguageError) as info:
+        simulate(row_normalise)(x, np.ones((96, 1), np.float32), True)
+    assert info.value.rule == "isa-divide"
+    assert_reported_at(info.value, row_normalise, "# DIVIDE")
+
+
+def test_nl_divide_wrapper_still_runs_where_known_issues_allow_it(target: str) -> None:
+    # nl.divide (the nki.language wrapper) is a Known Issue of the release, not the ISA check:
+    # with known_issues="off" it computes as before.
+    def wrapped(x, y):
+        a = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=x)
+        b = nl.ndarray(y.shape, dtype=y.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b, src=y)
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=nl.divide(a, b))
+        return out
+
+    x = rng.standard_normal((32, 8)).astype(np.float32)
+    y = (rng.random((32, 8)) + 0.5).astype(np.float32)
+    np.testing.assert_allclose(simulate(wrapped, known_issues="off")(x, y), x / y, rtol=1e-6)

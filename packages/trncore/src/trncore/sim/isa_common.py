@@ -17,6 +17,7 @@ import numpy as np
 
 from trncore.sim import dtypes
 from trncore.sim.alu import (
+    BINARY,
     Op,
 )
 from trncore.sim.context import current, user_site
@@ -138,7 +139,20 @@ def require_sbuf(op: str, rule: str, site: Any, **operands: NkiTensor) -> None:
 
 
 def op_token(op: Any, name: str, site: Any, allowed: dict[str, Op]) -> Op:
-    """The operator token ``op`` if ``allowed`` for parameter ``name``, else a LanguageError at ``site``."""
+    """The operator token ``op`` if ``allowed`` for parameter ``name``, else a LanguageError at ``site``.
+
+    ``op=nl.divide`` is refused wherever it would otherwise be allowed: the table of operators an
+    ISA instruction takes (AWS NKI docs, "Supported Math Operators for NKI ISA", NKI 0.3.0 and
+    0.6.0) has no divide, and the compiler rejects it ("unsupported operator 'divide'"). The
+    ``nl.divide`` wrapper (a Known Issue, ``nl-divide``) passes its own token and is not affected.
+    """
+    if op is BINARY["divide"] and "divide" in allowed:
+        raise LanguageError(
+            "isa-divide",
+            f"{name}=nl.divide is not an ISA operator (AWS NKI docs, Supported Math Operators for "
+            "NKI ISA, NKI 0.3.0: no divide); multiply by the nisa.reciprocal of the divisor",
+            site,
+        )
     if isinstance(op, Op) and op.name in allowed and allowed[op.name] is op:
         return op
     if isinstance(op, Op) and op.name in allowed:
