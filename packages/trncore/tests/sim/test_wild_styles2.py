@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl, simulate
-from trncore.sim.errors import LanguageError
+from trncore.sim.errors import DtypeError, LanguageError
 from trncore.sim.testing import assert_reported_at
 
 pytestmark = pytest.mark.simulator
@@ -108,3 +108,42 @@ def test_nl_divide_wrapper_still_runs_where_known_issues_allow_it(target: str) -
     x = rng.standard_normal((32, 8)).astype(np.float32)
     y = (rng.random((32, 8)) + 0.5).astype(np.float32)
     np.testing.assert_allclose(simulate(wrapped, known_issues="off")(x, y), x / y, rtol=1e-6)
+
+
+def digit_of(keys, shifts, float_shift):
+    """The 2-bit digit ``(key >> shift[p]) & 3`` of int32 keys, the shift a per-partition vector
+    tile (a radix-sort pass of the batch writes it so); ``float_shift`` passes it as float32."""
+    p, f = keys.shape
+    k = nl.ndarray((p, f), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=k, src=keys)
+    sh = nl.ndarray((p, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=sh, src=shifts)
+    if float_shift:
+        shf = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=shf, src=sh)
+        sh = shf
+    d = nl.ndarray((p, f), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_scalar(  # SHIFT
+        dst=d, data=k, op0=nl.right_shift, operand0=sh, op1=nl.bitwise_and, operand1=3
+    )
+    out = nl.ndarray((p, f), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=d)
+    return out
+
+
+def test_bitvec_tensor_scalar_takes_an_integer_vector_operand(target: str) -> None:
+    # AWS NKI docs, nki.isa.tensor_scalar (NKI 0.3.0): operands are (data.shape[0], 1) tiles or
+    # constants, for bitvec operators as for arithmetic ones; bitvec elements are bit patterns.
+    # The emulator raised NotImplementedError for a tile operand with bitvec operators.
+    keys = rng.integers(-(2**31), 2**31 - 1, (64, 48), dtype=np.int64).astype(np.int32)
+    shifts = rng.integers(0, 31, (64, 1)).astype(np.int32)
+    want = ((keys.view(np.uint32) >> shifts.astype(np.uint32)) & 3).astype(np.int32)
+    np.testing.assert_array_equal(simulate(digit_of)(keys, shifts, False), want)
+
+
+def test_bitvec_tensor_scalar_refuses_a_float_vector_operand(target: str) -> None:
+    keys = np.zeros((64, 48), np.int32)
+    with pytest.raises(DtypeError) as info:
+        simulate(digit_of)(keys, np.zeros((64, 1), np.int32), True)
+    assert info.value.rule == "bitvec-int"
+    assert_reported_at(info.value, digit_of, "# SHIFT")

@@ -126,6 +126,19 @@ def _tensor_scalar_op(token: Op, rev: bool, operand: Any) -> Any:
     return lambda x: fn(x, operand())
 
 
+def _bitvec_vector_reader(x: NkiTensor, raw: np.dtype, site: Any) -> Any:
+    """A (P, 1) integer vector operand of a bitwise ``tensor_scalar``, as ``raw`` (the data's integer
+    type, same-width bit patterns reinterpreted, narrower/wider values converted)."""
+    operand = x.operand(site)
+    p = x.partitions
+
+    def read() -> np.ndarray:
+        v = np.asarray(operand.read()).reshape(p, 1)
+        return v.view(raw) if v.dtype.itemsize == np.dtype(raw).itemsize else v.astype(raw)
+
+    return read
+
+
 def tensor_scalar(
     dst: Any,
     data: Any,
@@ -188,13 +201,25 @@ def tensor_scalar(
                 f"bitwise tensor_scalar needs integer tensors: {data.describe()}",
                 site,
             )
-        if any(isinstance(x, NkiTensor) for x in (operand0, operand1)):
-            raise NotImplementedError("bitwise nisa.tensor_scalar with tensor operands")
         raw = data.array().dtype
-        c0 = np.asarray(operand0).astype(raw)
-        c1 = np.asarray(operand1).astype(raw) if t1 else None
-        f0 = _tensor_scalar_op(t0, reverse0, lambda: c0)
-        f1 = _tensor_scalar_op(t1, reverse1, lambda: c1) if t1 else None
+        # AWS NKI docs, nki.isa.tensor_scalar (NKI 0.3.0): either operand may be a (P, 1) vector tile
+        # with bitvec operators too; the elements are bit patterns, so the vector is read as the
+        # data's integer type (an integer tile; a float vector has no bit pattern to take).
+        readers = []
+        for x, what in ((operand0, "operand0"), (operand1, "operand1")):
+            if isinstance(x, NkiTensor):
+                if not dtypes.is_int(x.dtype):
+                    raise DtypeError(
+                        "bitvec-int",
+                        f"bitwise tensor_scalar {what} must be an integer tile, got {x.describe()}",
+                        site,
+                    )
+                readers.append(_bitvec_vector_reader(x, raw, site))
+            else:
+                const = np.asarray(x).astype(raw) if x is not None else None
+                readers.append(lambda const=const: const)
+        f0 = _tensor_scalar_op(t0, reverse0, readers[0])
+        f1 = _tensor_scalar_op(t1, reverse1, readers[1]) if t1 else None
     else:
         for x, what in ((operand0, "operand0"), (operand1, "operand1")):
             if isinstance(x, NkiTensor) and x.dtype != "float32":
