@@ -147,3 +147,44 @@ def test_bitvec_tensor_scalar_refuses_a_float_vector_operand(target: str) -> Non
         simulate(digit_of)(keys, np.zeros((64, 1), np.int32), True)
     assert info.value.rule == "bitvec-int"
     assert_reported_at(info.value, digit_of, "# SHIFT")
+
+
+def count_matches(ids, wanted, op):
+    """Per partition, how many of ``ids`` equal that partition's ``wanted`` value, with the one-hot
+    mask kept: ``tensor_scalar_reduce(op0=op, reduce_op=nl.add)`` (a MoE routing probe of the batch
+    counts tokens per expert so)."""
+    p, f = ids.shape
+    x = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=ids)
+    w = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w, src=wanted)
+    onehot = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    cnt = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(  # COUNT
+        dst=onehot, data=x, op0=op, operand0=w, reduce_op=nl.add, reduce_res=cnt
+    )
+    out = nl.ndarray((p, f + 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[:, 0:f], src=onehot)
+    nisa.dma_copy(dst=out[:, f : f + 1], src=cnt)
+    return out
+
+
+def test_tensor_scalar_reduce_takes_a_comparison(target: str) -> None:
+    # AWS NKI docs, nki.isa.tensor_scalar_reduce (NKI 0.3.0): op0 is "any arithmetic operator" of
+    # "Supported Math Operators for NKI ISA", whose arithmetic group holds the comparisons; the
+    # emulator allowed only add .. power and abs.
+    ids = rng.integers(0, 6, (128, 40)).astype(np.float32)
+    wanted = rng.integers(0, 6, (128, 1)).astype(np.float32)
+    got = simulate(count_matches)(ids, wanted, nl.equal)
+    onehot = (ids == wanted).astype(np.float32)
+    np.testing.assert_array_equal(got[:, :40], onehot)
+    np.testing.assert_array_equal(got[:, 40], onehot.sum(axis=1))
+
+
+def test_tensor_scalar_reduce_refuses_a_bitvec_operator(target: str) -> None:
+    # The same page: "Bitvec operators are not supported in this API".
+    x = np.zeros((128, 40), np.float32)
+    with pytest.raises(LanguageError) as info:
+        simulate(count_matches)(x, np.zeros((128, 1), np.float32), nl.bitwise_and)
+    assert info.value.rule == "op-token"
+    assert_reported_at(info.value, count_matches, "# COUNT")

@@ -159,7 +159,8 @@ def op_token(op: Any, name: str, site: Any, allowed: dict[str, Op]) -> Op:
         return allowed[op.name]
     raise LanguageError(
         "op-token",
-        f"{name}={op!r} is not legal here; allowed: {', '.join('nl.' + k for k in allowed)}",
+        f"{name}={op!r} is not legal here; allowed: "
+        f"{', '.join('nl.' + k for k in allowed if k != 'divide')}",
         site,
     )
 

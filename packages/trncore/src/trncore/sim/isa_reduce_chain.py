@@ -91,8 +91,10 @@ def tensor_scalar_reduce(
         if res.partitions != p or res.free_size != 1:
             raise ShapeError("reduce-res-shape", f"reduce_res must be ({p}, 1), got "
                              f"{res.describe()}", site)  # fmt: skip
-    # op0 is an arithmetic ALU op (the ALU-operator table of the nki.isa reference).
-    arith = {k: v for k, v in BINARY.items() if v.kind == "arith"}
+    # op0 is an arithmetic ALU op: AWS NKI docs, "Supported Math Operators for NKI ISA" (NKI 0.3.0)
+    # puts the comparisons (equal, less, ...) and the logical and/or/xor in the arithmetic group
+    # (inputs cast to float32), not with the bitvec operators; only bitvec ops are excluded here.
+    arith = {k: v for k, v in BINARY.items() if v.kind in ("arith", "compare")}
     arith["abs"] = UNARY_ALU["abs"]
     t0 = _op_token(op0, "op0", site, arith)
     tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in _REDUCERS})
