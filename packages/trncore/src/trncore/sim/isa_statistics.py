@@ -165,6 +165,20 @@ def bn_aggr(dst: Any, data: Any, name: str | None = None) -> None:
     ctx.emit("bn_aggr", "vector", site, [data], [dst], run, _elementwise_meta(data))
 
 
+def _top8(x: np.ndarray) -> np.ndarray:
+    """The 8 largest values of each row, descending; NaN ranks below every number."""
+    if np.isnan(x).any():
+        return -np.sort(-x, axis=1)[:, :8]  # the sort puts NaN last
+    # eight passes of argmax: a sort or a partition of a 16 384-wide row costs 5-20x more
+    rest, rows = x.copy(), np.arange(x.shape[0])
+    out = np.empty((x.shape[0], 8), dtype=x.dtype)
+    for i in range(8):
+        j = rest.argmax(axis=1)
+        out[:, i] = rest[rows, j]
+        rest[rows, j] = -np.inf
+    return out
+
+
 def max8(dst: Any, src: Any, name: str | None = None) -> None:
     """AWS NKI docs, nki.isa.max8 (NKI 0.3.0): the 8 largest values of each partition, in descending order."""
     ctx, site = _begin()
@@ -177,7 +191,6 @@ def max8(dst: Any, src: Any, name: str | None = None) -> None:
     x_op, write, p = src.operand(site), _writer(dst, site), src.partitions
 
     def run() -> None:
-        x = read_f32(x_op.read(), p)
-        write(-np.sort(-x, axis=1)[:, :8])
+        write(_top8(read_f32(x_op.read(), p)))
 
     ctx.emit("max8", "vector", site, [src], [dst], run, _elementwise_meta(src))
