@@ -72,8 +72,21 @@ def matmul_fp32_with_bf16(a):
     nisa.nc_matmul(dst=ps, stationary=st, moving=mv)  # BROKEN
 
 
-def psum_tile_too_big(a):
-    nl.ndarray((128, 1024), nl.float32, buffer=nl.psum)  # BROKEN
+def psum_tensor_too_big(a):
+    # PSUM holds 8 banks of 2 KiB per partition: 4097 float32 do not fit
+    nl.ndarray((128, 4097), nl.float32, buffer=nl.psum)  # BROKEN
+
+
+def matmul_across_banks(a):
+    # a [128, 1024] float32 PSUM tensor spans two banks (valid); one matmul may write only one
+    s = nl.ndarray((128, 128), nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=s, value=1.0)
+    m = nl.ndarray((128, 512), nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=m, value=1.0)
+    p = nl.ndarray((128, 1024), nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=p[:, 0:512], stationary=s, moving=m)
+    nisa.nc_matmul(dst=p[:, 512:1024], stationary=s, moving=m)
+    nisa.nc_matmul(dst=p[:, 256:768], stationary=s, moving=m)  # BROKEN
 
 
 def too_many_psum_banks(a):
@@ -247,7 +260,8 @@ CATALOG = [
     (matmul_dst_bf16, E.DtypeError, "matmul-dst-fp32"),
     (matmul_dst_in_sbuf, E.BufferError, "nc_matmul-buffer"),
     (matmul_fp32_with_bf16, E.DtypeError, "matmul-fp32-pairing"),
-    (psum_tile_too_big, E.CapacityError, "psum-tile-bank"),
+    (psum_tensor_too_big, E.CapacityError, "psum-tensor-size"),
+    (matmul_across_banks, E.CapacityError, "psum-tile-bank"),
     (too_many_psum_banks, E.CapacityError, "psum-banks"),
     (sbuf_overflow, E.CapacityError, "sbuf-capacity"),
     (compute_reads_hbm, E.BufferError, "compute-no-hbm"),

@@ -91,6 +91,60 @@ def test_match_replace8_the_pages_example_and_top8_loop(target: str) -> None:
     np.testing.assert_array_equal(simulate(top16)(x), -np.sort(-x, axis=1)[:, :16])
 
 
+def _page_reference(x, v, order, sentinel):
+    """The pages' rule element by element: each value in ``order`` takes the first occurrence
+    in its row not yet taken (fp32 equality: NaN matches nothing, -0.0 matches 0.0)."""
+    idx = np.full(v.shape, sentinel, dtype=np.int64)
+    for r in range(x.shape[0]):
+        taken: set[int] = set()
+        for i in order:
+            for j in range(x.shape[1]):
+                if x[r, j] == v[r, i] and j not in taken:
+                    taken.add(j)
+                    idx[r, i] = j
+                    break
+    return idx
+
+
+def test_search_instructions_on_many_duplicates_nan_and_signed_zero(target: str) -> None:
+    rng = np.random.default_rng(11)
+    pool = np.array([0.0, -0.0, 1.0, 2.0, np.nan, 3.5], np.float32)
+    x = rng.choice(pool, size=(32, 40)).astype(np.float32)
+    v = rng.choice(pool, size=(32, 8)).astype(np.float32)
+    found = simulate(_find_kernel)(x, v)
+    np.testing.assert_array_equal(found, _page_reference(x, v, range(8), 0xFFFFFFFF))
+    out, idx = simulate(_replace_kernel)(x, v, -7.0)
+    want_idx = _page_reference(x, v, range(7, -1, -1), 0xFFFFFFFF)
+    np.testing.assert_array_equal(idx, want_idx)
+    want = x.copy()
+    for r, i in zip(*np.nonzero(want_idx != 0xFFFFFFFF)):
+        want[r, want_idx[r, i]] = -7.0
+    np.testing.assert_array_equal(out, want)
+
+
+def test_max8_duplicates_infinities_nan_and_wide_rows(target: str) -> None:
+    # nki.isa.max8: the 8 largest values of each partition, descending (duplicates kept); NaN
+    # taken as below every number. Reference: NumPy's full sort.
+    def top8(a):
+        t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        m = nl.ndarray((a.shape[0], 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.max8(dst=m, src=t)
+        out = nl.ndarray((a.shape[0], 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=m)
+        return out
+
+    rng = np.random.default_rng(12)
+    pool = np.array([1.0, 2.0, 2.0, -1.0, np.inf, -np.inf, 0.5], np.float32)
+    tied = rng.choice(pool, size=(16, 30)).astype(np.float32)
+    wide = rng.standard_normal((8, 16384)).astype(np.float32)
+    with_nan = tied.copy()
+    with_nan[3, ::2] = np.nan
+    with_nan[5, 5:] = np.nan  # fewer than 8 numbers: NaN fills the last slots
+    for a in (tied, wide, with_nan):
+        np.testing.assert_array_equal(simulate(top8)(a), -np.sort(-a, axis=1)[:, :8])
+
+
 def test_match_replace8_invalid_neighbour(target: str) -> None:
     def four_vals(a):
         t = nl.ndarray((2, 16), dtype=nl.float32, buffer=nl.sbuf)

@@ -382,6 +382,44 @@ def test_psum_tiles_at_one_bank_address_share_the_bank(target: str) -> None:
         simulate(twelve_banks)(x)  # the invalid neighbour: 12 live tiles, 12 banks > 8
 
 
+def test_a_psum_tensor_may_span_banks_each_matmul_writes_one(target: str) -> None:
+    # nkilib's rotational top-k allocates [128, 1024] float32 PSUM tensors (two 2 KiB banks per
+    # partition), fills them 512 columns per matmul and copies the whole tensor out with one
+    # tensor_copy. The architecture guide's one-bank limit is the matmul's output ("each
+    # nc_matmul can only write to a single PSUM bank"); a tensor takes the banks it spans.
+    from trncore.sim.errors import CapacityError
+    from trncore.sim.testing import assert_reported_at
+
+    def rotate(r, x, live, offset):
+        rot = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rot, src=r)
+        xs = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=xs, src=x)
+        held = [nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.psum) for _ in range(live)]
+        out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+        res = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.sbuf)
+        for p in held:
+            for j in range(2):
+                cols = nl.ds(offset + 512 * j, 512)
+                nisa.nc_matmul(dst=p[:, cols], stationary=rot, moving=xs[:, nl.ds(512 * j, 512)])  # MATMUL
+        for p in held:  # every tensor is live until here
+            nisa.tensor_copy(dst=res, src=p)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    rng = np.random.default_rng(3)
+    r = np.roll(np.eye(128, dtype=np.float32), 1, axis=1)  # a rotation of the partitions
+    x = rng.standard_normal((128, 1024)).astype(np.float32)
+    got = simulate(rotate)(r, x, 4, 0)  # four two-bank tensors: all 8 banks
+    np.testing.assert_allclose(got, r.T @ x, rtol=1e-6, atol=1e-6)
+    with pytest.raises(CapacityError, match="psum-banks"):
+        simulate(rotate)(r, x, 5, 0)  # the invalid neighbour: 10 banks live
+    # the other invalid neighbour: a matmul whose 512 columns start mid-bank cross into the next
+    with pytest.raises(CapacityError, match="psum-tile-bank") as exc:
+        simulate(rotate)(r, x, 1, 256)
+    assert_reported_at(exc.value, rotate, "# MATMUL")
+
+
 def test_tiles_hold_sbuf_from_their_first_use(target: str) -> None:
     # nkilib's rope allocates its intermediate tiles up front and fills them one after another;
     # a tile holds memory over its live range (first use to last use), not from its allocation.

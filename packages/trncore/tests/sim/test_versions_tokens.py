@@ -1,6 +1,7 @@
 """Release-table APIs of NKI 0.4.0-0.5.0 emulated on trn1/trn2: ``nisa.get_nc_sub_version``
 (nki.isa.get_nc_sub_version, NKI 0.5.0) and the operator tokens ``nl.prelu`` / ``nl.bypass``
-(nki.language, NKI 0.4.0), which no trn1/trn2 instruction accepts."""
+(nki.language, NKI 0.4.0), which no trn1/trn2 instruction accepts, and ``nl.average`` (NKI 0.5.0),
+the mean reduction of ``nki.isa.tensor_partition_reduce`` (its page from NKI 0.5.0)."""
 
 from __future__ import annotations
 
@@ -79,3 +80,52 @@ def test_prelu_and_bypass_are_refused_by_trn1_trn2_instructions(target: str) -> 
     with pytest.raises(TargetError, match="target-trn3") as exc:
         run_kernel(two_stage, [x], target=target)
     assert exc.value.lineno == marked_line(two_stage)
+
+
+def partition_average(x):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    mean = nl.ndarray((1, x.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_partition_reduce(dst=mean, op=nl.average, data=t)  # HERE
+    out = nl.ndarray((1, x.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=mean)
+    return out
+
+
+@pytest.mark.parametrize("partitions", [128, 5])
+def test_average_is_the_mean_over_partitions(target: str, partitions: int) -> None:
+    # nki.isa.tensor_partition_reduce (NKI 0.5.0+): op may be add, average, max, bitwise_or,
+    # bitwise_and; average reduces the partitions to their mean
+    rng = np.random.default_rng(partitions)
+    x = rng.standard_normal((partitions, 37)).astype(np.float32) * 100
+    got = run_kernel(partition_average, [x], target=target)
+    np.testing.assert_allclose(got, x.astype(np.float64).mean(axis=0, keepdims=True), rtol=1e-5, atol=1e-4)
+    with nki_version("0.4"), pytest.raises(VersionError, match=r"nl\.average needs NKI 0\.5\.0") as exc:
+        run_kernel(partition_average, [x], target=target)
+    assert exc.value.lineno == marked_line(partition_average)
+
+
+def test_average_is_no_alu_operator(target: str) -> None:
+    # not in the ALU operator table (nki.api.shared, NKI 0.6.0): other instructions refuse it
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+
+    def free_average(x):
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        r = nl.ndarray((4, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=r, op=nl.average, data=t, axis=1)  # HERE
+        return x
+
+    with pytest.raises(LanguageError, match=r"op-token.*nl\.average") as exc:
+        run_kernel(free_average, [x], target=target)
+    assert exc.value.lineno == marked_line(free_average)
+
+    def called(x):
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nl.average(t)  # HERE
+        return x
+
+    with pytest.raises(LanguageError, match=r"nl\.average is a reduction operator") as exc:
+        run_kernel(called, [x], target=target)
+    assert exc.value.lineno == marked_line(called)

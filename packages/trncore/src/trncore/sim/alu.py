@@ -248,6 +248,18 @@ TOKENS_0_4: dict[str, Op] = {
     "bypass": Op("bypass", "bypass", lambda x: x),
 }  # fmt: skip
 
+#: NKI 0.5.0 operator token ``nl.average`` (AWS NKI docs, nki.language, SDK 2.31-2.32). The
+#: nki.language stub lists the name without a description; the one page that uses it is
+#: ``nki.isa.tensor_partition_reduce`` (NKI 0.5.0+: "the reduction operator (add, average, max,
+#: bitwise_or, bitwise_and)"), where it reduces the partitions to their mean. It is not in the
+#: ALU operator table (nki.api.shared, "nki-aluop"), so every other instruction refuses it.
+#: ``fn`` is the reduction: the float32 sum over ``axis`` divided by the count.
+TOKENS_0_5: dict[str, Op] = {
+    "average": Op("average", "arith",
+                  lambda a, axis=0: (np.add.reduce(a, axis=axis, dtype=F32)
+                                     / F32(a.shape[axis])).astype(F32)),
+}  # fmt: skip
+
 #: AWS NKI API Common Fields (NKI 0.3.0), column R: tokens legal as reduction ops, with their NumPy
 #: reductions.
 REDUCIBLE: dict[str, Callable[..., np.ndarray]] = {

@@ -61,12 +61,20 @@ def allocate(
                 site,
             )
     if buffer is PSUM:
+        # A PSUM tensor may span several 2 KiB banks, up to the partition's 16 KiB (8 banks): AWS's
+        # kernel library allocates [128, 1024] float32 PSUM tensors and fills them 512 columns per
+        # matmul; the tiling overview (NKI 0.3.0-0.6.0) leaves breaking tensors into tiles to the
+        # programmer, and the architecture guide's reason for a one-bank tile is the matmul's
+        # output ("each nc_matmul can only write to a single PSUM bank"), checked at each
+        # nc_matmul / TensorE transpose (trncore.sim.isa_tensor_engine).
         per_partition = math.prod(shape[1:]) * dtypes.itemsize(name_dt)
-        if per_partition > ctx.rules.psum_bank_bytes:
+        psum_bytes = ctx.rules.psum_bank_bytes * ctx.rules.psum_banks
+        if per_partition > psum_bytes:
             raise CapacityError(
-                "psum-tile-bank",
-                f"PSUM tile {list(shape)} {name_dt} needs {per_partition} bytes per partition; a "
-                f"PSUM tile must fit one {ctx.rules.psum_bank_bytes}-byte bank",
+                "psum-tensor-size",
+                f"PSUM tensor {list(shape)} {name_dt} needs {per_partition} bytes per partition; "
+                f"PSUM holds {psum_bytes} ({ctx.rules.psum_banks} banks of "
+                f"{ctx.rules.psum_bank_bytes})",
                 site,
             )
         if address is not None and int(address[1]) % ctx.rules.psum_bank_bytes:

@@ -47,11 +47,27 @@ def _check_search(op: str, dst: Any, data: Any, vals: Any, site: Any) -> tuple[A
     return dst, data, vals
 
 
-def _first_unused(row: np.ndarray, value: np.float32, used: set[int]) -> int | None:
-    for j in np.flatnonzero(row == value):
-        if int(j) not in used:
-            return int(j)
-    return None
+def _occurrences(x: np.ndarray, v: np.ndarray, reverse: bool) -> np.ndarray:
+    """For each row ``r`` and each of its 8 values ``v[r, i]``: the index in ``x[r]`` of the
+    occurrence that value takes, or -1 when there is none. Duplicates of a value take successive
+    occurrences, ascending, in the order ``i = 0 .. 7`` (``reverse``: ``7 .. 0``): the k-th
+    duplicate in that order takes the k-th occurrence. Compared in fp32 (NaN matches nothing,
+    -0.0 matches 0.0)."""
+    p = x.shape[0]
+    same = v[:, :, None] == v[:, None, :]  # [r, i, j]: values i and j of row r are equal
+    earlier = np.triu(np.ones((8, 8), dtype=bool), 1) if reverse else np.tril(np.ones((8, 8), dtype=bool), -1)
+    rank = (same & earlier[None]).sum(axis=2)  # duplicates of value i taken before it
+    out = np.full((p, 8), -1, dtype=np.int64)
+    rows = np.arange(p)
+    for i in range(8):
+        hit = x == v[:, i : i + 1]
+        first = hit.argmax(axis=1)
+        found = hit[rows, first]
+        out[found, i] = first[found]
+        for r in np.flatnonzero(found & (rank[:, i] > 0)):  # a duplicate: a later occurrence
+            occ = np.flatnonzero(hit[r])
+            out[r, i] = occ[rank[r, i]] if rank[r, i] < occ.size else -1
+    return out
 
 
 def nc_find_index8(dst: Any, data: Any, vals: Any, name: str | None = None) -> None:
@@ -70,14 +86,8 @@ def nc_find_index8(dst: Any, data: Any, vals: Any, name: str | None = None) -> N
 
     def run() -> None:
         x, v = read_f32(d_op.read(), p), read_f32(v_op.read(), p)
-        out = np.full((p, 8), sentinel, dtype=np.int64)
-        for r in range(p):
-            used: set[int] = set()
-            for i in range(8):  # duplicates take successive occurrences, ascending
-                j = _first_unused(x[r], v[r, i], used)
-                if j is not None:
-                    used.add(j)
-                    out[r, i] = j
+        out = _occurrences(x, v, reverse=False)  # duplicates: successive occurrences, ascending
+        out[out < 0] = sentinel
         write(out)
 
     ctx.emit("nc_find_index8", "vector", site, [data, vals], [dst], run, _elementwise_meta(data))
@@ -115,16 +125,11 @@ def nc_match_replace8(
     def run() -> None:
         x = read_f32(d_op.read(), p).copy()
         v = read_f32(v_op.read(), p)
-        idx = np.full((p, 8), sentinel, dtype=np.int64)
-        for r in range(p):
-            used: set[int] = set()
-            for i in range(7, -1, -1):  # reverse order: duplicates fill slots 7, 6, ... ascending
-                j = _first_unused(x[r], v[r, i], used)
-                if j is not None:
-                    used.add(j)
-                    idx[r, i] = j
-            for j in used:
-                x[r, j] = fill
+        # reverse order: duplicates fill slots 7, 6, ... with ascending occurrences
+        idx = _occurrences(x, v, reverse=True)
+        rows, slots = np.nonzero(idx >= 0)
+        x[rows, idx[rows, slots]] = fill
+        idx[idx < 0] = sentinel
         write(x)
         if idx_write is not None:
             idx_write(idx)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.alu import BINARY
+from trncore.sim.alu import BINARY, TOKENS_0_5
 from trncore.sim.checks import (
     F32,
     check_compute_operand,
@@ -33,15 +33,18 @@ __all__ = [
 
 _PARTITION_REDUCE = {"add": np.add, "maximum": np.maximum, "bitwise_or": np.bitwise_or,
                      "bitwise_and": np.bitwise_and}  # fmt: skip
+#: The tokens tensor_partition_reduce takes: the 0.3.0 page's four, and ``nl.average`` (listed from
+#: NKI 0.5.0; the token exists only in a 0.5.0+ kernel, its release gate is on ``nl.average``).
+_PARTITION_TOKENS = {**{k: BINARY[k] for k in _PARTITION_REDUCE}, "average": TOKENS_0_5["average"]}
 
 
 def tensor_partition_reduce(dst: Any, op: Any, data: Any, name: str | None = None) -> None:
     """AWS NKI docs, nki.isa.tensor_partition_reduce (NKI 0.3.0): reduce across partitions on GpSimd: ``dst[0,
-    f] = op over p of data[p, f]``."""
+    f] = op over p of data[p, f]``; ``nl.average`` (NKI 0.5.0+) is the mean over p, in float32."""
     ctx, site = _begin()
     data = check_compute_operand(data, "tensor_partition_reduce", "data", site, buffers=("sbuf",))
     dst = check_compute_operand(dst, "tensor_partition_reduce", "dst", site, buffers=("sbuf",))
-    token = _op_token(op, "op", site, {k: BINARY[k] for k in _PARTITION_REDUCE})
+    token = _op_token(op, "op", site, _PARTITION_TOKENS)
     if dst.partitions != 1 or dst.free_size != data.free_size:
         raise ShapeError(
             "partition-reduce-dst",
@@ -51,12 +54,13 @@ def tensor_partition_reduce(dst: Any, op: Any, data: Any, name: str | None = Non
     bitvec = token.kind == "bitvec"
     if bitvec and not dtypes.is_int(data.dtype):
         raise DtypeError("bitvec-int", f"bitwise reduction needs integers: {data.describe()}", site)
-    ufunc, p = _PARTITION_REDUCE[token.name], data.partitions
+    p = data.partitions
+    reduce = token.fn if token.name == "average" else _PARTITION_REDUCE[token.name].reduce
     x_op, write = data.operand(site), _writer(dst, site)
 
     def run() -> None:
         x = np.asarray(x_op.read()).reshape(p, -1)
-        write(ufunc.reduce(x if bitvec else x.astype(F32), axis=0))
+        write(reduce(x if bitvec else x.astype(F32), axis=0))
 
     ctx.emit("tensor_partition_reduce", "gpsimd", site, [data], [dst], run,
              _elementwise_meta(data))  # fmt: skip
@@ -161,6 +165,20 @@ def bn_aggr(dst: Any, data: Any, name: str | None = None) -> None:
     ctx.emit("bn_aggr", "vector", site, [data], [dst], run, _elementwise_meta(data))
 
 
+def _top8(x: np.ndarray) -> np.ndarray:
+    """The 8 largest values of each row, descending; NaN ranks below every number."""
+    if np.isnan(x).any():
+        return -np.sort(-x, axis=1)[:, :8]  # the sort puts NaN last
+    # eight passes of argmax: a sort or a partition of a 16 384-wide row costs 5-20x more
+    rest, rows = x.copy(), np.arange(x.shape[0])
+    out = np.empty((x.shape[0], 8), dtype=x.dtype)
+    for i in range(8):
+        j = rest.argmax(axis=1)
+        out[:, i] = rest[rows, j]
+        rest[rows, j] = -np.inf
+    return out
+
+
 def max8(dst: Any, src: Any, name: str | None = None) -> None:
     """AWS NKI docs, nki.isa.max8 (NKI 0.3.0): the 8 largest values of each partition, in descending order."""
     ctx, site = _begin()
@@ -173,7 +191,6 @@ def max8(dst: Any, src: Any, name: str | None = None) -> None:
     x_op, write, p = src.operand(site), _writer(dst, site), src.partitions
 
     def run() -> None:
-        x = read_f32(x_op.read(), p)
-        write(-np.sort(-x, axis=1)[:, :8])
+        write(_top8(read_f32(x_op.read(), p)))
 
     ctx.emit("max8", "vector", site, [src], [dst], run, _elementwise_meta(src))

@@ -15,6 +15,7 @@ from trncore.sim.checks import (
 from trncore.sim.errors import (
     AccumulationError,
     BufferError,
+    CapacityError,
     DtypeError,
     ShapeError,
 )
@@ -22,6 +23,7 @@ from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import engine, matmul_perf_mode
 from trncore.sim.isa_common import pick_engine as _pick_engine
 from trncore.sim.matmul_modes import check_pe_tiling, double_row_dims, is_double_row
+from trncore.sim.tensor import NkiTensor
 
 _MM_DTYPES = {
     "float8_e4m3",
@@ -43,6 +45,30 @@ def _warn_accumulate_uninitialized(site: Any, label: str) -> None:
         else label,
         stacklevel=3,
     )
+
+
+def _check_one_bank(dst: NkiTensor, rules: Any, op: str, site: Any) -> None:
+    """A TensorE output lies in one PSUM bank (AWS Trainium/Inferentia2 Architecture Guide for
+    NKI, "Tile Size", NKI 0.3.0-0.6.0: "each nc_matmul can only write to a single PSUM bank, which
+    can only hold 512 FP32 elements per PSUM partition"); a PSUM tensor itself may span banks.
+    Banks are counted from the tensor's start, which is a bank boundary (auto-placed, or an
+    ``address`` the allocation checks)."""
+    isz = dtypes.itemsize(dst.dtype)
+    row = dst.alloc.partition_bytes // isz  # elements per partition, in dst's dtype
+    first = dst.offset % row if row else 0
+    low = first + sum(s * (n - 1) for s, n in dst.dims[1:] if s < 0)
+    high = first + sum(s * (n - 1) for s, n in dst.dims[1:] if s > 0)
+    base = dst.alloc.address_bytes or 0
+    bank = rules.psum_bank_bytes
+    lo_bank, hi_bank = (base + low * isz) // bank, (base + (high + 1) * isz - 1) // bank
+    if lo_bank != hi_bank:
+        raise CapacityError(
+            "psum-tile-bank",
+            f"{op} dst {dst.describe()} spans PSUM bytes {low * isz}-{(high + 1) * isz} of its "
+            f"tensor, banks {lo_bank}-{hi_bank}: a TensorE output must lie in one "
+            f"{bank}-byte bank",
+            site,
+        )
 
 
 def nc_matmul(
@@ -98,6 +124,7 @@ def nc_matmul(
             f"{stat.describe()} and moving {mov.describe()}, got {dst.describe()}",
             site,
         )
+    _check_one_bank(dst, rules, "nc_matmul", site)
     for t, what in ((stat, "stationary"), (mov, "moving")):
         if t.dtype not in _MM_DTYPES:
             raise DtypeError(
@@ -212,6 +239,7 @@ def nc_transpose(
                 f"{data.describe()} -> {dst.describe()}",
                 site,
             )
+        _check_one_bank(dst, ctx.rules, "nc_transpose", site)
         limit = 128
     else:
         limit = 32

@@ -59,6 +59,7 @@ versions.install(
         "nl.float8_e8m0fnu": "float8_e8m0fnu",
         "nl.prelu": alu.TOKENS_0_4["prelu"],
         "nl.bypass": alu.TOKENS_0_4["bypass"],
+        "nl.average": alu.TOKENS_0_5["average"],
     },
 )
 

@@ -492,7 +492,10 @@ class TraceContext:
         message ends with ``note``, which says which schedule was swept)."""
         rules = self.rules
         order = _event_order(starts, [a.last_use for a in tiles])
-        amounts = [a.partition_bytes for a in tiles] if unit == "bytes" else [1] * len(tiles)
+        if unit == "bytes":
+            amounts = [a.partition_bytes for a in tiles]
+        else:  # the banks an auto-placed PSUM tensor takes (it starts at a bank)
+            amounts = [max(1, -(-a.partition_bytes // rules.psum_bank_bytes)) for a in tiles]
         # (first row, end row, end byte) of the tiles placed at explicit addresses
         wheres = [
             None if a.address_bytes is None

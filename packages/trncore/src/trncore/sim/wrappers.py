@@ -173,6 +173,13 @@ def call_token(op: Op, *args: Any, **kwargs: Any) -> NkiTensor:
         return copy(*args, **kwargs)
     if op.name == "divide":
         known_issues.check("nl-divide")
+    if op.name == "average":  # a reduction token (tensor_partition_reduce's op), no nl function
+        raise LanguageError(
+            "op-token",
+            "nl.average is a reduction operator (nisa.tensor_partition_reduce(op=nl.average)), "
+            "not a function",
+            user_site(),
+        )
     if op.name in BINARY:
         return _binary(op, *args, **kwargs)
     return _unary(op, *args, **kwargs)
