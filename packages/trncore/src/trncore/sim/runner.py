@@ -603,11 +603,17 @@ class Kernel:
         functools.update_wrapper(self, func)
 
     def __getitem__(self, grid: Any) -> Kernel:
+        if isinstance(grid, tuple) and len(grid) == 1:
+            grid = grid[0]
         if isinstance(grid, tuple):
-            raise LanguageError(
-                "lnc-grid",
-                f"kernel[{grid}]: NKI 0.3.0 takes one number (the core count) in brackets",
-                user_site(),
+            # nki.language.program_id / num_programs / program_ndim (NKI 0.6.0) describe an N-D SPMD
+            # launch grid, so kernel[(a, b)] is not an error of the kernel; the emulator runs only
+            # the LNC grid (kernel[1] / kernel[2], "LNC Overview", NKI 0.6.0).
+            site = user_site()
+            where = f" (at {site[0]}:{site[1]})" if site else ""
+            raise NotImplementedError(
+                f"kernel[{grid}]: an N-D SPMD launch grid is not emulated by trncore.sim; it runs the "
+                f"LNC grid kernel[1] or kernel[2] (docs/emulator.md){where}"
             )
         return Kernel(self.func, int(grid))
 
