@@ -4,11 +4,13 @@ neighbour."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 from trncore.sim import jit, nisa, nl
-from trncore.sim.testing import marked_line
+from trncore.sim.errors import BoundsError
+from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -48,3 +50,49 @@ def test_two_axis_spmd_grid_is_reported_as_not_emulated() -> None:
     line = marked_line(test_two_axis_spmd_grid_is_reported_as_not_emulated)
     assert f"{__file__}:{line})" in str(info.value)
     np.testing.assert_array_equal(kernel(x), 2.0 * x)
+
+
+def gather_transposed(src, idx, skip_oob):
+    """Rows ``src[idx.T.flatten()]`` transposed into SBUF by one indirect dma_transpose."""
+    p, n = idx.shape
+    rows, cols = n * p, src.shape[1]
+    out = nl.ndarray((cols, rows), dtype=src.dtype, buffer=nl.shared_hbm)
+    idx_sb = nl.ndarray((p, n), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx_sb, src=idx)
+    dst = nl.ndarray((cols, rows), dtype=src.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=dst, value=0)
+    view = src.ap(pattern=[[cols, rows], [1, cols]], vector_offset=idx_sb, indirect_dim=0)
+    mode = nisa.oob_mode.skip if skip_oob else nisa.oob_mode.error
+    nisa.dma_transpose(dst=dst, src=view, axes=(1, 0), oob_mode=mode)  # HERE
+    nisa.dma_copy(dst=out, src=dst)
+    return out
+
+
+def bf16(a: np.ndarray) -> np.ndarray:
+    return a.astype(ml_dtypes.bfloat16)
+
+
+def test_indirect_dma_transpose_takes_a_2d_index_tile_column_major() -> None:
+    # nki.isa.dma_transpose, "DMA Indirect Transpose" (NKI 0.3.0 to 0.6.0): with a [128, N]
+    # index tile, flat_indices = indices.T.flatten(); gathered = src[flat_indices]; dst =
+    # gathered.T. A row-major reading gathers the same rows in another order.
+    src = bf16(rng.standard_normal((300, 64)))
+    idx = rng.integers(0, 300, (128, 2)).astype(np.uint32)
+    got = jit(gather_transposed)(src, idx, False)
+    np.testing.assert_array_equal(got, src[idx.T.reshape(-1)].T)
+    assert not np.array_equal(got, src[idx.reshape(-1)].T)
+
+
+def test_indirect_dma_transpose_honours_oob_mode() -> None:
+    # Same page: oob_mode=skip skips an out-of-bounds index; oob_mode=error (the default) is a
+    # runtime error, reported at the kernel's dma_transpose line.
+    src = bf16(rng.standard_normal((100, 32)))
+    idx = rng.integers(0, 100, (128, 1)).astype(np.uint32)
+    idx[5, 0] = 1000
+    got = jit(gather_transposed)(src, idx, True)
+    keep = idx[:, 0] < 100
+    np.testing.assert_array_equal(got[:, keep], src[idx[keep, 0]].T)
+    np.testing.assert_array_equal(got[:, ~keep], 0)
+    with pytest.raises(BoundsError) as info:
+        jit(gather_transposed)(src, idx, False)
+    assert_reported_at(info.value, gather_transposed)
