@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import jit, nisa, nl
-from trncore.sim.errors import BoundsError
+from trncore.sim.errors import BoundsError, LanguageError
 from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
@@ -96,3 +96,51 @@ def test_indirect_dma_transpose_honours_oob_mode() -> None:
     with pytest.raises(BoundsError) as info:
         jit(gather_transposed)(src, idx, False)
     assert_reported_at(info.value, gather_transposed)
+
+
+def count_at_least(x, bound, bitwise):
+    """Per row, how many elements are >= bound (a radix top-k round), by tensor_scalar_reduce."""
+    rows, cols = x.shape
+    out = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    flags = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.sbuf)
+    count = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.sbuf)
+    op = nl.bitwise_and if bitwise else nl.greater_equal
+    nisa.tensor_scalar_reduce(  # HERE
+        dst=flags,
+        data=t,
+        op0=op,
+        operand0=bound,
+        reduce_op=nl.add,
+        reduce_res=count,
+    )
+    nisa.dma_copy(dst=out, src=count)
+    return out
+
+
+def running_count_above(x, bound):
+    """Per row, the running count of elements > bound (tensor_scalar_cumulative)."""
+    rows, cols = x.shape
+    out = nl.ndarray((rows, cols), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray((rows, cols), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.greater, op1=nl.add, imm0=bound)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+
+
+def test_comparison_ops_are_arithmetic_for_the_reducing_tensor_scalars() -> None:
+    # nki.isa "Supported Math Operators" table (NKI 0.3.0 to 0.6.0) lists equal, greater_equal,
+    # ... under "Arithmetic", and tensor_scalar_reduce / tensor_scalar_cumulative take any
+    # arithmetic op0 (not bitvec): a comparison gives 1.0 / 0.0, so the reduction counts.
+    x = rng.standard_normal((128, 300)).astype(np.float32)
+    got = jit(count_at_least)(x, 0.25, False)
+    np.testing.assert_array_equal(got, (x >= 0.25).sum(1, keepdims=True))
+    np.testing.assert_array_equal(jit(running_count_above)(x, -0.5), np.cumsum(x > -0.5, axis=1))
+    # the page's exclusion stays: a bitvec op0 is refused at the kernel's line
+    with pytest.raises(LanguageError) as info:
+        jit(count_at_least)(x.astype(np.int32), 1, True)
+    assert info.value.rule == "op-token"
+    assert_reported_at(info.value, count_at_least)
