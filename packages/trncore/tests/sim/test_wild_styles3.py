@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import jit, nisa, nl
-from trncore.sim.errors import BoundsError, LanguageError
+from trncore.sim.errors import BoundsError, DtypeError, LanguageError
 from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
@@ -144,3 +144,34 @@ def test_comparison_ops_are_arithmetic_for_the_reducing_tensor_scalars() -> None
         jit(count_at_least)(x.astype(np.int32), 1, True)
     assert info.value.rule == "op-token"
     assert_reported_at(info.value, count_at_least)
+
+
+def radix_digits(keys, shifts):
+    """Per partition, the 2-bit digit of every key at that partition's own bit position."""
+    rows, cols = keys.shape
+    out = nl.ndarray((rows, cols), dtype=nl.int32, buffer=nl.shared_hbm)
+    k = nl.ndarray((rows, cols), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=k, src=keys)
+    sh = nl.ndarray((rows, 1), dtype=shifts.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=sh, src=shifts)
+    d = nl.ndarray((rows, cols), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_scalar(  # HERE
+        dst=d, data=k, op0=nl.right_shift, operand0=sh, op1=nl.bitwise_and, operand1=3
+    )
+    nisa.dma_copy(dst=out, src=d)
+    return out
+
+
+def test_bitvec_tensor_scalar_takes_a_per_partition_integer_operand() -> None:
+    # nki.isa.tensor_scalar (NKI 0.3.0 to 0.6.0): operand0/operand1 are scalars or (P, 1) tiles;
+    # bitvec operators work on integer bit patterns. A radix sort pass shifts by a (P, 1) int32
+    # tile (its shift replicated over partitions).
+    keys = rng.integers(0, 2**31 - 1, (128, 64)).astype(np.int32)
+    shifts = rng.integers(0, 30, (128, 1)).astype(np.int32)
+    got = jit(radix_digits)(keys, shifts)
+    np.testing.assert_array_equal(got, (keys >> shifts) & 3)
+    # a float tile is no bit pattern: refused at the kernel's line
+    with pytest.raises(DtypeError) as info:
+        jit(radix_digits)(keys, shifts.astype(np.float32))
+    assert info.value.rule == "bitvec-int"
+    assert_reported_at(info.value, radix_digits)

@@ -126,6 +126,23 @@ def _tensor_scalar_op(token: Op, rev: bool, operand: Any) -> Any:
     return lambda x: fn(x, operand())
 
 
+def _bit_reader(x: Any, raw: np.dtype, what: str, site: Any) -> Any:
+    """A bitvec operand's bit pattern in ``data``'s integer type: a constant, or a (P,1) integer
+    tile read when the instruction runs. nki.isa.tensor_scalar (NKI 0.3.0 to 0.6.0): operands are
+    scalars or (P,1) tiles, bitvec ops take integer types as bit patterns, no cast."""
+    if isinstance(x, NkiTensor):
+        if not dtypes.is_int(x.dtype):
+            raise DtypeError(
+                "bitvec-int",
+                f"bitwise tensor_scalar {what} must be an integer tile, got {x.describe()}",
+                site,
+            )
+        operand, p = x.operand(site), x.partitions
+        return lambda: np.asarray(operand.read()).reshape(p, 1).astype(raw)
+    value = np.asarray(x).astype(raw)
+    return lambda: value
+
+
 def tensor_scalar(
     dst: Any,
     data: Any,
@@ -188,13 +205,9 @@ def tensor_scalar(
                 f"bitwise tensor_scalar needs integer tensors: {data.describe()}",
                 site,
             )
-        if any(isinstance(x, NkiTensor) for x in (operand0, operand1)):
-            raise NotImplementedError("bitwise nisa.tensor_scalar with tensor operands")
         raw = data.array().dtype
-        c0 = np.asarray(operand0).astype(raw)
-        c1 = np.asarray(operand1).astype(raw) if t1 else None
-        f0 = _tensor_scalar_op(t0, reverse0, lambda: c0)
-        f1 = _tensor_scalar_op(t1, reverse1, lambda: c1) if t1 else None
+        f0 = _tensor_scalar_op(t0, reverse0, _bit_reader(operand0, raw, "operand0", site))
+        f1 = _tensor_scalar_op(t1, reverse1, _bit_reader(operand1, raw, "operand1", site)) if t1 else None
     else:
         for x, what in ((operand0, "operand0"), (operand1, "operand1")):
             if isinstance(x, NkiTensor) and x.dtype != "float32":
