@@ -175,3 +175,35 @@ def test_bitvec_tensor_scalar_takes_a_per_partition_integer_operand() -> None:
         jit(radix_digits)(keys, shifts.astype(np.float32))
     assert info.value.rule == "bitvec-int"
     assert_reported_at(info.value, radix_digits)
+
+
+def two_named(t):
+    """Two independent named instructions, then their sum (the Scheduling APIs guide's shape)."""
+    x = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x, src=t)
+    a = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+    b = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+    nisa.reciprocal(dst=a, data=x, name="recip")
+    nisa.tensor_scalar(dst=b, data=x, op0=nl.add, operand0=1.0, name="plus1")
+    c = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=c, data1=a, data2=b, op=nl.add)
+    out = nl.ndarray(t.shape, t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=c)
+    return out
+
+
+def test_with_schedule_attaches_edges_and_keeps_results() -> None:
+    # AWS "How to Use the NKI Scheduling APIs" (NKI 0.3.0 to 0.6.0): kernel.with_schedule([(name,
+    # name or [names]), ...]) adds dependency edges; the first named instruction waits on the
+    # others. They order independent instructions, so the values are the unscheduled kernel's.
+    t = rng.uniform(0.5, 2.0, (128, 64)).astype(np.float32)
+    kernel = jit(two_named)
+    scheduled = kernel.with_schedule([("plus1", "recip")]).with_schedule([("plus1", ["recip"])])
+    assert scheduled.schedule == (("plus1", "recip"), ("plus1", "recip"))
+    assert scheduled[2].schedule == scheduled.schedule
+    np.testing.assert_allclose(scheduled(t), 1.0 / t + t + 1.0, rtol=1e-6)
+    # a malformed edge is refused at the call, naming the expected form
+    with pytest.raises(TypeError, match=r"with_schedule: each edge must be a pair"):
+        kernel.with_schedule([("plus1", 3)])
+    with pytest.raises(TypeError, match=r"with_schedule: each edge must be a pair"):
+        kernel.with_schedule(["plus1"])
