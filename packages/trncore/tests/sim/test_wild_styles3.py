@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import jit, nisa, nl
-from trncore.sim.errors import BoundsError, DtypeError, LanguageError
+from trncore.sim.errors import BoundsError, DtypeError, LanguageError, PartitionError
 from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
@@ -207,3 +207,63 @@ def test_with_schedule_attaches_edges_and_keeps_results() -> None:
         kernel.with_schedule([("plus1", 3)])
     with pytest.raises(TypeError, match=r"with_schedule: each edge must be a pair"):
         kernel.with_schedule(["plus1"])
+
+
+def rows_by_index(table, picks, on_chip_dim0):
+    """Each picked row of an HBM table, through a dynamic select whose index is a one-element
+    `.ap` view of an SBUF index row (an expert-by-id load)."""
+    e, p, f = table.shape
+    n = picks.shape[1]
+    idx = nl.ndarray((1, n), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=picks)
+    out = nl.ndarray((n, p, f), dtype=table.dtype, buffer=nl.shared_hbm)
+    for i in range(n):
+        which = idx.ap(pattern=[[n, 1], [1, 1]], offset=i)
+        buf = nl.ndarray((p, f), dtype=table.dtype, buffer=nl.sbuf)
+        if on_chip_dim0:
+            buf.select(0, which)  # HERE
+        nisa.dma_copy(dst=buf, src=table.select(0, which))
+        nisa.dma_copy(dst=out[i], src=buf)
+    return out
+
+
+def indirect_flags(table, picks):
+    """Asserts, at trace time, which views the is_indirect page calls indirect."""
+    idx = nl.ndarray((1, 4), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=picks)
+    one = idx.ap(pattern=[[4, 1], [1, 1]], offset=0)
+    assert table.select(0, one).is_indirect()
+    assert table.ap(pattern=[[40, 32], [1, 40]], scalar_offset=one, indirect_dim=0).is_indirect()
+    assert not table.select(0, 2).is_indirect() and not table.is_indirect()
+
+
+def test_select_with_a_tensor_index_is_a_runtime_row() -> None:
+    # nki.language.NkiTensor.select (NKI 0.5.0 and 0.6.0): "When index is an NkiTensor ...
+    # performs dynamic indirect selection where the index is resolved at runtime"; constraints:
+    # one dynamic select per tensor, and on an on-chip tensor dim must not be 0.
+    table = rng.standard_normal((6, 32, 40)).astype(np.float32)
+    picks = np.array([[3, 0, 5, 3]], np.int32)
+    np.testing.assert_array_equal(jit(rows_by_index)(table, picks, False), table[picks[0]])
+    # is_indirect (same pages): True for a dynamic select and for .ap(scalar_offset=tensor) views
+    assert jit(indirect_flags)(table, picks) is None
+    with pytest.raises(PartitionError) as info:
+        jit(rows_by_index)(table, picks, True)
+    assert_reported_at(info.value, rows_by_index)
+
+
+def select_twice(table, picks):
+    """A dynamic select on a view that is already indirect (refused: one per tensor)."""
+    idx = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=picks)
+    first = table.select(0, idx.ap(pattern=[[2, 1], [1, 1]], offset=0))
+    second = first.select(0, idx.ap(pattern=[[2, 1], [1, 1]], offset=1))  # HERE
+    out = nl.ndarray(second.shape, dtype=table.dtype, buffer=nl.shared_hbm)
+    return out
+
+
+def test_a_second_dynamic_select_is_refused() -> None:
+    table = rng.standard_normal((4, 5, 8)).astype(np.float32)
+    with pytest.raises(LanguageError) as info:
+        jit(select_twice)(table, np.array([[1, 2]], np.int32))
+    assert info.value.rule == "select-indirect"
+    assert_reported_at(info.value, select_twice)
