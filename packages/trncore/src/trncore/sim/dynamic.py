@@ -152,6 +152,9 @@ class _VectorOperand:
         self.view = view
         self.site = site
         self.skip = oob_skip
+        # the order in which a 2-D index tile's indices are taken: row-major, or column-major for
+        # an indirect dma_transpose (which sets it; see ``_rows``)
+        self.column_major = False
         self.free = math.prod(self.shape[1:])
         # When a row's elements are one contiguous run (the usual gather of whole or partial
         # rows), row r's run is row r of a strided 2-D view, and the gather/scatter indexes
@@ -165,7 +168,12 @@ class _VectorOperand:
                     self.rows2d = strided_view(self.flat, self.inner_lo, (n_rows, run), (self.row, 1))
 
     def _rows(self) -> np.ndarray:
-        return self.idx.reshape(-1)[: self.p].astype(np.int64)
+        idx = self.idx
+        if self.column_major:
+            # nki.isa.dma_transpose, "DMA Indirect Transpose" (NKI 0.3.0-0.6.0): the hardware
+            # takes a [P, N] index tile column by column, ``indices.T.flatten()[:src.shape[0]]``
+            idx = idx.reshape(idx.shape[0], -1).T
+        return idx.reshape(-1)[: self.p].astype(np.int64)
 
     def _in_bounds(self, rows: np.ndarray) -> bool:
         """Whether every element of the access lies in the tensor (from the extreme rows)."""

@@ -163,7 +163,13 @@ def dma_transpose(
         from trncore.sim.release_rules import check_hwdge_transpose
 
         check_hwdge_transpose(src, site)
-    s_op, d_op = src.operand(site), dst.operand(site)
+    from trncore.sim.dynamic import VectorOffset
+
+    # nki.isa.dma_transpose (NKI 0.3.0-0.6.0): ``oob_mode=skip`` skips out-of-bounds indirect
+    # indices as dma_copy does, and an indirect transpose reads its [P, N] index tile column-major
+    s_op, d_op = src.operand(site, int(oob_mode) == 1), dst.operand(site)
+    if isinstance(src.dynamic, VectorOffset):
+        s_op.column_major = True
 
     def run() -> None:
         # a contiguous copy of the source first: NumPy's transposing copy from a strided view

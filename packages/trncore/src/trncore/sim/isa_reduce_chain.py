@@ -45,6 +45,13 @@ _REDUCERS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
              "minimum": np.minimum}  # fmt: skip
 
 
+def _arithmetic_ops() -> dict[str, Any]:
+    """The binary "Arithmetic" operators of the nki.isa "Supported Math Operators" table (NKI 0.3.0
+    to 0.6.0): add ... power and also the comparisons (``equal``, ``greater_equal``, ...) and the
+    logical ops, which the table lists as arithmetic (not bitvec); a comparison gives 1.0 or 0.0."""
+    return {k: v for k, v in BINARY.items() if v.kind in ("arith", "compare")}
+
+
 def _accumulator(ctx: Any) -> np.ndarray:
     acc = ctx.engine_state.get(ACC_KEY)
     if acc is None:
@@ -91,10 +98,8 @@ def tensor_scalar_reduce(
         if res.partitions != p or res.free_size != 1:
             raise ShapeError("reduce-res-shape", f"reduce_res must be ({p}, 1), got "
                              f"{res.describe()}", site)  # fmt: skip
-    # op0 is an arithmetic ALU op: AWS NKI docs, "Supported Math Operators for NKI ISA" (NKI 0.3.0)
-    # puts the comparisons (equal, less, ...) and the logical and/or/xor in the arithmetic group
-    # (inputs cast to float32), not with the bitvec operators; only bitvec ops are excluded here.
-    arith = {k: v for k, v in BINARY.items() if v.kind in ("arith", "compare")}
+    # op0 is an arithmetic ALU op (the ALU-operator table of the nki.isa reference).
+    arith = _arithmetic_ops()
     arith["abs"] = UNARY_ALU["abs"]
     t0 = _op_token(op0, "op0", site, arith)
     tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in _REDUCERS})
@@ -174,7 +179,7 @@ def tensor_scalar_cumulative(
             raise DtypeError("cumulative-dtype", f"tensor_scalar_cumulative {what} dtype "
                              f"{t.dtype} is not one of {sorted(_CUMULATIVE_DTYPES)} "
                              f"({t.describe()})", site)  # fmt: skip
-    arith = {k: v for k, v in BINARY.items() if v.kind == "arith"}
+    arith = _arithmetic_ops()
     t0 = _op_token(op0, "op0", site, arith)
     t1 = _op_token(op1, "op1", site, {k: BINARY[k] for k in _CUMULATIVE_OPS})
     cmd_name = _reduce_cmd_name(reduce_cmd, "tensor_scalar_cumulative")

@@ -126,17 +126,21 @@ def _tensor_scalar_op(token: Op, rev: bool, operand: Any) -> Any:
     return lambda x: fn(x, operand())
 
 
-def _bitvec_vector_reader(x: NkiTensor, raw: np.dtype, site: Any) -> Any:
-    """A (P, 1) integer vector operand of a bitwise ``tensor_scalar``, as ``raw`` (the data's integer
-    type, same-width bit patterns reinterpreted, narrower/wider values converted)."""
-    operand = x.operand(site)
-    p = x.partitions
-
-    def read() -> np.ndarray:
-        v = np.asarray(operand.read()).reshape(p, 1)
-        return v.view(raw) if v.dtype.itemsize == np.dtype(raw).itemsize else v.astype(raw)
-
-    return read
+def _bit_reader(x: Any, raw: np.dtype, what: str, site: Any) -> Any:
+    """A bitvec operand's bit pattern in ``data``'s integer type: a constant, or a (P,1) integer
+    tile read when the instruction runs. nki.isa.tensor_scalar (NKI 0.3.0 to 0.6.0): operands are
+    scalars or (P,1) tiles, bitvec ops take integer types as bit patterns, no cast."""
+    if isinstance(x, NkiTensor):
+        if not dtypes.is_int(x.dtype):
+            raise DtypeError(
+                "bitvec-int",
+                f"bitwise tensor_scalar {what} must be an integer tile, got {x.describe()}",
+                site,
+            )
+        operand, p = x.operand(site), x.partitions
+        return lambda: np.asarray(operand.read()).reshape(p, 1).astype(raw)
+    value = np.asarray(x).astype(raw)
+    return lambda: value
 
 
 def tensor_scalar(
@@ -202,24 +206,8 @@ def tensor_scalar(
                 site,
             )
         raw = data.array().dtype
-        # AWS NKI docs, nki.isa.tensor_scalar (NKI 0.3.0): either operand may be a (P, 1) vector tile
-        # with bitvec operators too; the elements are bit patterns, so the vector is read as the
-        # data's integer type (an integer tile; a float vector has no bit pattern to take).
-        readers = []
-        for x, what in ((operand0, "operand0"), (operand1, "operand1")):
-            if isinstance(x, NkiTensor):
-                if not dtypes.is_int(x.dtype):
-                    raise DtypeError(
-                        "bitvec-int",
-                        f"bitwise tensor_scalar {what} must be an integer tile, got {x.describe()}",
-                        site,
-                    )
-                readers.append(_bitvec_vector_reader(x, raw, site))
-            else:
-                const = np.asarray(x).astype(raw) if x is not None else None
-                readers.append(lambda const=const: const)
-        f0 = _tensor_scalar_op(t0, reverse0, readers[0])
-        f1 = _tensor_scalar_op(t1, reverse1, readers[1]) if t1 else None
+        f0 = _tensor_scalar_op(t0, reverse0, _bit_reader(operand0, raw, "operand0", site))
+        f1 = _tensor_scalar_op(t1, reverse1, _bit_reader(operand1, raw, "operand1", site)) if t1 else None
     else:
         for x, what in ((operand0, "operand0"), (operand1, "operand1")):
             if isinstance(x, NkiTensor) and x.dtype != "float32":

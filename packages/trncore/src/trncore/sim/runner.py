@@ -597,19 +597,51 @@ def _spec_array(spec: Any) -> np.ndarray:
 class Kernel:
     """What ``nki.jit`` returns: call it with NumPy arrays; ``kernel[2]`` launches LNC=2."""
 
-    def __init__(self, func: Callable[..., Any], grid: int | None = None) -> None:
+    def __init__(
+        self, func: Callable[..., Any], grid: int | None = None, schedule: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         self.func = func
         self.grid = grid
+        self.schedule = schedule
         functools.update_wrapper(self, func)
 
+    def with_schedule(self, edges: Sequence[Any]) -> Kernel:
+        """``kernel.with_schedule(edges)`` (AWS "How to Use the NKI Scheduling APIs", NKI 0.3.0 to
+        0.6.0): extra dependency edges for the compiler's scheduler, each ``(name, name or list of
+        names)``: the instruction given ``name=`` first waits on the others. Returns the kernel with
+        the edges attached (``schedule``, as ``(waiting, awaited)`` pairs). The emulator runs
+        instructions in program order, so edges between independent instructions change no result;
+        they are checked for form here."""
+        pairs: list[tuple[str, str]] = []
+        for edge in edges:
+            after, before = edge if isinstance(edge, (tuple, list)) and len(edge) == 2 else (None, None)
+            befores = [before] if isinstance(before, str) else before
+            if (
+                not isinstance(after, str)
+                or not isinstance(befores, (tuple, list))
+                or not all(isinstance(b, str) for b in befores)
+            ):
+                raise TypeError(
+                    "with_schedule: each edge must be a pair (instruction name, name or list of names), "
+                    f"got {edge!r}"
+                )
+            pairs.extend((after, b) for b in befores)
+        return Kernel(self.func, self.grid, self.schedule + tuple(pairs))
+
     def __getitem__(self, grid: Any) -> Kernel:
+        if isinstance(grid, tuple) and len(grid) == 1:
+            grid = grid[0]
         if isinstance(grid, tuple):
-            raise LanguageError(
-                "lnc-grid",
-                f"kernel[{grid}]: NKI 0.3.0 takes one number (the core count) in brackets",
-                user_site(),
+            # nki.language.program_id / num_programs / program_ndim (NKI 0.6.0) describe an N-D SPMD
+            # launch grid, so kernel[(a, b)] is not an error of the kernel; the emulator runs only
+            # the LNC grid (kernel[1] / kernel[2], "LNC Overview", NKI 0.6.0).
+            site = user_site()
+            where = f" (at {site[0]}:{site[1]})" if site else ""
+            raise NotImplementedError(
+                f"kernel[{grid}]: an N-D SPMD launch grid is not emulated by trncore.sim; it runs the "
+                f"LNC grid kernel[1] or kernel[2] (docs/emulator.md){where}"
             )
-        return Kernel(self.func, int(grid))
+        return Kernel(self.func, int(grid), self.schedule)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if context.maybe_current() is not None:

@@ -74,11 +74,12 @@ def slice(self: NkiTensor, dim: int, start: int, end: int, step: int = 1) -> Nki
 
 
 def select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
-    """Element ``index`` of ``dim``, the dim removed (a static int index)."""
+    """Element ``index`` of ``dim``, the dim removed: a static int index, or an ``NkiTensor``
+    holding it (dynamic, read when the instruction using the view runs)."""
+    if isinstance(index, NkiTensor):
+        return _dynamic_select(self, dim, index)
     _static(self, "select")
     d = _dim(self, dim, "select")
-    if isinstance(index, NkiTensor):
-        raise NotImplementedError("NkiTensor.select with a tensor index (dynamic) is not emulated")
     if isinstance(index, bool) or not isinstance(index, int):
         raise TypeError(f"NkiTensor.select: index must be an int, got {index!r}")
     _no_partition(self, d, "select")
@@ -88,6 +89,31 @@ def select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
                           f"{self.describe()}", user_site())  # fmt: skip
     dims = [x for i, x in enumerate(self.dims) if i != d]
     return _view(self, self.offset + index * step, dims)
+
+
+def _dynamic_select(self: NkiTensor, dim: int, index: NkiTensor) -> NkiTensor:
+    """``select`` with a tensor index (``nki.language.NkiTensor.select``, NKI 0.5.0 and 0.6.0: "When
+    ``index`` is an ``NkiTensor`` ... performs dynamic indirect selection where the index is resolved
+    at runtime"): the view without ``dim``, offset at run time by the index times ``dim``'s stride,
+    the access ``.ap(scalar_offset=index, indirect_dim=dim)`` builds. The page's constraints, at the
+    kernel's line: one dynamic select per tensor (not on a view already indirect); on-chip, ``dim``
+    is not 0; the index one integer element in SBUF (as any ``scalar_offset``)."""
+    from trncore.sim.dynamic import ScalarOffset
+
+    site = user_site()
+    d = _dim(self, dim, "select")
+    if self.dynamic is not None:
+        raise LanguageError("select-indirect", "only one dynamic select per tensor: "
+                            f"{self.describe()} is already indirect (see is_indirect)",
+                            site)  # fmt: skip
+    if self.on_chip and d == 0:
+        raise PartitionError("view-partition-dim", "a dynamic select on an on-chip tensor cannot "
+                             f"take dim 0 (the partition dim) of {self.describe()}", site)  # fmt: skip
+    dims = [x for i, x in enumerate(self.dims) if i != d]
+    dynamic = ScalarOffset(index, self.dims[d][0], site)
+    result = NkiTensor(self.alloc, self.dtype, self.offset, dims, indexed=True, dynamic=dynamic)
+    dynamic.check_static(result)
+    return result
 
 
 def permute(self: NkiTensor, dims: Sequence[int]) -> NkiTensor:
@@ -249,10 +275,10 @@ def is_contiguous(self: NkiTensor) -> bool:
 
 
 def is_indirect(self: NkiTensor) -> bool:
-    """Whether the view's addresses come from an index tensor (``.ap(vector_offset=...)``)."""
-    from trncore.sim.dynamic import VectorOffset
-
-    return isinstance(self.dynamic, VectorOffset)
+    """Whether the view's addresses come from an index tensor read at run time: a dynamic
+    ``select``, ``vector_select``, or ``.ap`` with a tensor ``scalar_offset`` / ``vector_offset``
+    (``nki.language.NkiTensor.is_indirect``, NKI 0.5.0 and 0.6.0)."""
+    return self.dynamic is not None
 
 
 def reinterpret_cast(self: NkiTensor, dtype: Any) -> NkiTensor:
