@@ -129,3 +129,23 @@ def test_average_is_no_alu_operator(target: str) -> None:
     with pytest.raises(LanguageError, match=r"nl\.average is a reduction operator") as exc:
         run_kernel(called, [x], target=target)
     assert exc.value.lineno == marked_line(called)
+
+
+def copy_with_priority(x, priority):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x, priority=priority)  # HERE
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_dma_priority_is_a_neuroncore_v4_parameter(target: str) -> None:
+    # nki.isa.dma_copy / dma_transpose (NKI 0.4.0-0.6.0): "priority ... (NeuronCore-v4+ only)"
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_array_equal(run_kernel(copy_with_priority, [x, None], target=target), x)
+    with pytest.raises(TargetError, match="target-trn3") as exc:
+        run_kernel(copy_with_priority, [x, 0], target=target)
+    assert exc.value.lineno == marked_line(copy_with_priority)
+    with nki_version("0.3"), pytest.raises(VersionError, match="needs NKI 0.4.0") as exc:
+        run_kernel(copy_with_priority, [x, 0], target=target)
+    assert exc.value.lineno == marked_line(copy_with_priority)

@@ -38,9 +38,11 @@ def dma_copy(
     dge_mode: Any = dge_mode.unknown,
     engine: Any = engine.unknown,
     name: str | None = None,
+    priority: Any = None,
 ) -> None:
     """AWS NKI docs, nki.isa.dma_copy (NKI 0.3.0): ``dst = src`` through a DMA queue; HBM or SBUF on each
-    side, never PSUM (0.3.0)."""
+    side, never PSUM (0.3.0). ``priority`` (NKI 0.4.0+, NeuronCore-v4+ only) is refused on trn1/trn2 by
+    the release table's gate (trncore.sim.versions) before this runs; ``None`` is the default."""
     ctx, site = _begin()
     dst = as_tensor(dst, "dma_copy", "dst", site)
     src = as_tensor(src, "dma_copy", "src", site)
@@ -122,9 +124,10 @@ def dma_transpose(
     dge_mode: Any = dge_mode.unknown,
     oob_mode: Any = oob_mode.error,
     name: str | None = None,
+    priority: Any = None,
 ) -> None:
     """AWS NKI docs, nki.isa.dma_transpose (NKI 0.3.0): DMA transpose into SBUF (Trainium2+; treated as
-    unavailable on trn1)."""
+    unavailable on trn1). ``priority``: as for :func:`dma_copy`."""
     ctx, site = _begin()
     dst = as_tensor(dst, "dma_transpose", "dst", site)
     src = as_tensor(src, "dma_transpose", "src", site)

@@ -169,10 +169,10 @@ CHANGES: tuple[ApiChange, ...] = (
     ApiChange("nisa.dma_compute(oob_mode=)", "parameter", introduced="0.4.0",
               what="skip out-of-bounds indirect indices of the vector_offset (scatter/gather "
               "read-modify-write) forms", page="nki.isa.dma_compute"),
-    ApiChange("nisa.dma_copy(priority=)", "parameter", introduced="0.4.0", emulated="ignored",
-              what="DMA queue priority (a scheduling hint)", page="nki.isa.dma_copy"),
+    ApiChange("nisa.dma_copy(priority=)", "parameter", introduced="0.4.0", emulated="trn3",
+              what="DMA quality-of-service priority (NeuronCore-v4+ only)", page="nki.isa.dma_copy"),
     ApiChange("nisa.dma_transpose(priority=)", "parameter", introduced="0.4.0",
-              emulated="ignored", what="DMA queue priority (a scheduling hint)",
+              emulated="trn3", what="DMA quality-of-service priority (NeuronCore-v4+ only)",
               page="nki.isa.dma_transpose"),
     ApiChange("nisa.tensor_scalar_reduce(reduce_cmd=)", "parameter", introduced="0.4.0",
               what="reset / continue / load the VectorE accumulator",
