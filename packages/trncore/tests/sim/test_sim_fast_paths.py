@@ -529,7 +529,8 @@ def test_assign_moves_words_and_keeps_nan_payloads() -> None:
 
 
 def test_owned_buffer_tensor_scalar_and_activation_match_numpy() -> None:
-    """tensor_scalar (two ops, both orders) and activation (scale, bias, exp, row sums) on a
+    """tensor_scalar (two ops, both orders), tensor_tensor (a bfloat16 operand on either side)
+    and activation (scale, bias, exp, row sums) on a
     bfloat16 tile computed into the instruction's own float32 buffer give, bit for bit, NumPy's
     float32 arithmetic rounded once to bfloat16 (AWS NKI docs, nki.isa.tensor_scalar and
     nki.isa.activation, NKI 0.3.0: dst = (data op0 operand0) op1 operand1; dst = op(data *
@@ -557,8 +558,12 @@ def test_owned_buffer_tensor_scalar_and_activation_match_numpy() -> None:
         nisa.activation_reduce(
             dst=e, op=nl.exp, data=t[:, 0:512], reduce_op=nl.add, reduce_res=s, bias=cs, scale=0.5
         )
+        g = nl.ndarray((64, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=g, data1=fs, data2=t[:, 0:512], op=nl.subtract)
+        h = nl.ndarray((64, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=h, data1=t[:, 0:512], data2=a, op=nl.maximum)
         outs = []
-        for tile in (a, b, e, s, fs):
+        for tile in (a, b, e, s, fs, g, h):
             o = nl.ndarray(tile.shape, dtype=tile.dtype, buffer=nl.shared_hbm)
             nisa.dma_copy(dst=o, src=tile)
             outs.append(o)
@@ -580,11 +585,15 @@ def test_owned_buffer_tensor_scalar_and_activation_match_numpy() -> None:
         ref_e32 = np.exp(pre)
         ref_e = ref_e32.astype(bf16)
         ref_s = ref_e32.sum(axis=1, dtype=np.float32, keepdims=True)
+        ref_g = (f - xf).astype(bf16)
+        ref_h = np.maximum(xf, ref_a.astype(np.float32))
     f_before = f.copy()
     for _ in range(2):  # the traced run and a replay
-        a, b, e, s, fs = run_kernel(k, [x, c, f], target="trn2")
+        a, b, e, s, fs, g, h = run_kernel(k, [x, c, f], target="trn2")
         np.testing.assert_array_equal(a.view(np.uint16), ref_a.view(np.uint16))
         np.testing.assert_array_equal(b.view(np.uint16), ref_b.view(np.uint16))
         np.testing.assert_array_equal(e.view(np.uint16), ref_e.view(np.uint16))
         np.testing.assert_array_equal(s.view(np.uint32), ref_s.view(np.uint32))
         np.testing.assert_array_equal(fs.view(np.uint32), f_before.view(np.uint32))
+        np.testing.assert_array_equal(g.view(np.uint16), ref_g.view(np.uint16))
+        np.testing.assert_array_equal(h.view(np.uint32), ref_h.view(np.uint32))

@@ -26,6 +26,7 @@ __all__ = [
     "PACKED_NAMES",
     "assign",
     "cast",
+    "contiguous",
     "dtype_name",
     "float_to_int_truncation",
     "is_float",
@@ -199,7 +200,7 @@ def to_f32(values: np.ndarray) -> np.ndarray:
             # a contiguous copy of it (the same conversion of the same elements); the copy moves
             # the integer words (RAW_VIEW). Rows of contiguous elements (a tile's partitions)
             # convert directly: copying them first doubled the cost of a [64, 65535] bf16 read.
-            values = np.ascontiguousarray(values.view(RAW_VIEW[values.dtype])).view(values.dtype)
+            values = contiguous(values)
         return values.astype(np.float32, order="C")
     return np.asarray(values, dtype=np.float32)
 
@@ -223,6 +224,15 @@ def _f32_to_byte_float(values: np.ndarray, target: np.dtype) -> np.ndarray:
     index <<= np.uint32(1)
     index |= (bits & np.uint32(0xFFFF)) != 0
     return _byte_float_write_table(target).take(index).view(target)
+
+
+def contiguous(values: np.ndarray) -> np.ndarray:
+    """``np.ascontiguousarray(values)``, copying bfloat16/fp8 as integer words (RAW_VIEW: the
+    same bytes, several times faster than ml_dtypes' element loop)."""
+    raw = RAW_VIEW.get(values.dtype)
+    if raw is None or values.flags.c_contiguous:
+        return np.ascontiguousarray(values)
+    return np.ascontiguousarray(values.view(raw)).view(values.dtype)
 
 
 def assign(dst: np.ndarray, src: np.ndarray) -> None:

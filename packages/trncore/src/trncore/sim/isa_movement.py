@@ -168,7 +168,8 @@ def dma_transpose(
     def run() -> None:
         # a contiguous copy of the source first: NumPy's transposing copy from a strided view
         # (a tile's slice) is several times slower than from a contiguous one (same bytes)
-        d_op.write(np.transpose(np.ascontiguousarray(s_op.read()), perm))
+        # (dtypes.contiguous: bfloat16/fp8 copied as integer words)
+        d_op.write(np.transpose(dtypes.contiguous(np.asarray(s_op.read())), perm))
 
     meta = {
         "bytes": src.size * dtypes.itemsize(src.dtype),

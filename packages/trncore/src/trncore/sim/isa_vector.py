@@ -94,6 +94,18 @@ def tensor_tensor(
             a = np.asarray(a_op.read()).reshape(p, -1).astype(np.int64)
             b = np.asarray(b_op.read()).reshape(p, -1).astype(np.int64)
             write(exact(a, b))
+    elif _inplace_op(token, False, None) is not None:
+        uf = token.ufunc
+        assert uf is not None
+
+        def run() -> None:
+            # the token's float32 ufunc, computed into a converted (bfloat16/fp8) operand's
+            # copy when there is one instead of a new temporary (the same loop, the same values)
+            ra, rb = a_op.read(), b_op.read()
+            a, b = read_f32(ra, p), read_f32(rb, p)
+            own = a if ra.dtype != F32 else b if rb.dtype != F32 else None
+            with np.errstate(all="ignore"):
+                write(uf(a, b, out=own))
     else:
 
         def run() -> None:
