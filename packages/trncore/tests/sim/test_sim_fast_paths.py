@@ -597,3 +597,38 @@ def test_owned_buffer_tensor_scalar_and_activation_match_numpy() -> None:
         np.testing.assert_array_equal(fs.view(np.uint32), f_before.view(np.uint32))
         np.testing.assert_array_equal(g.view(np.uint16), ref_g.view(np.uint16))
         np.testing.assert_array_equal(h.view(np.uint32), ref_h.view(np.uint32))
+
+
+def test_dma_copies_that_cast_or_reshape_match_numpy() -> None:
+    """dma_copy float32 -> bfloat16 (cast straight into the tile) rounds as ``astype`` does
+    (ties, subnormals, inf, NaN), and a same-type bfloat16 copy whose source must be reshaped
+    (a [128, 2, 32] HBM view into a [128, 64] tile) keeps every bit (NaN payloads, -0.0)
+    (AWS NKI docs, nki.isa.dma_copy, NKI 0.3.0: element counts must match; a DMA converts
+    between element types)."""
+    from trncore.sim import nisa, nl
+    from trncore.sim.runner import run_kernel
+
+    def k(f, b):  # type: ignore[no-untyped-def]
+        t = nl.ndarray((128, 2, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t[:, 1, :], src=f)
+        r = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=r, src=b[:, 1:3, :])
+        o1 = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o1, src=t[:, 1, :])
+        o2 = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o2, src=r)
+        return o1, o2
+
+    rng = np.random.default_rng(5)
+    hi = rng.integers(0, 1 << 16, 128 * 512, dtype=np.uint32) << np.uint32(16)
+    low = rng.choice(np.array([0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF], dtype=np.uint32), hi.size)
+    f = (hi | low).view(np.float32).reshape(128, 512)
+    f[0, :6] = [np.inf, -np.inf, np.nan, -0.0, 1e-40, 3.4e38]
+    bf16 = ml_dtypes.bfloat16
+    b = rng.integers(0, 1 << 16, (128, 4, 32), dtype=np.uint32).astype(np.uint16).view(bf16)
+    with np.errstate(all="ignore"):
+        ref1 = f.astype(bf16)
+    for _ in range(2):  # the traced run and a replay
+        o1, o2 = run_kernel(k, [f, b], target="trn2")
+        np.testing.assert_array_equal(o1.view(np.uint16), ref1.view(np.uint16))
+        np.testing.assert_array_equal(o2.view(np.uint16), b[:, 1:3, :].reshape(128, 64).view(np.uint16))

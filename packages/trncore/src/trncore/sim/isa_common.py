@@ -96,7 +96,7 @@ def writer(dst: NkiTensor, site: Any) -> Any:
     # values already of a plain float dst's storage type need no cast (dtypes.cast would copy
     # them unchanged before the write copies them again); tfloat32 still rounds
     same = dtypes.storage_dtype(name) if dtypes.is_float(name) and name != "tfloat32" else None
-    if name in _DIRECT_CASTS and type(operand) is Operand:
+    if name in DIRECT_CASTS and type(operand) is Operand:
         # float32 results into a static bfloat16/float16 view: NumPy's assignment runs the same
         # cast as dtypes.cast (ml_dtypes' / NumPy's float32 -> bf16/fp16 loop, nearest even)
         # straight into the view, without the cast's temporary and a second copy (a [64, 65535]
@@ -126,7 +126,7 @@ def writer(dst: NkiTensor, site: Any) -> Any:
 
 #: dsts whose float32 -> storage cast NumPy's assignment performs exactly as dtypes.cast does
 #: (dtypes.cast is ``astype`` for them; tfloat32 and fp8 round through their own code)
-_DIRECT_CASTS = frozenset({"bfloat16", "float16"})
+DIRECT_CASTS = frozenset({"bfloat16", "float16"})
 _F32 = np.dtype(np.float32)
 
 
