@@ -478,3 +478,187 @@ def test_kernel_lines_are_the_source_lines_on_every_call() -> None:
     finally:
         sys.settrace(previous)
     assert seen == expected
+
+
+# ---------------------------------------------------------------- data work (issue 13, round 5)
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_direct_casts_into_strided_views_match_astype(name: str) -> None:
+    """A float32 result assigned straight into a strided bfloat16/float16 view (the writer's
+    shortcut) stores, bit for bit, what ``dtypes.cast`` (``astype``) gives: every top-16-bit
+    pattern of float32 (signs, zeros, subnormals, inf, NaN payloads, every rounding position)
+    with low halves that are zero, exactly half (ties), just below and above half and the
+    largest; and reading every 16-bit pattern back from rows of a wider tile gives ``astype``."""
+    target = np.dtype(dtypes.storage_dtype(name))
+    hi = np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)
+    tile = np.zeros((256, 1024), dtype=target)
+    for low in (0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF):
+        x = (hi | np.uint32(low)).view(np.float32).reshape(256, 256)
+        with np.errstate(all="ignore"):
+            expected = dtypes.cast(x, name).view(np.uint16)
+            view = tile[:, 300:556]
+            view[...] = x
+        np.testing.assert_array_equal(view.view(np.uint16), expected)
+        np.testing.assert_array_equal(tile[:, :300].view(np.uint16), 0)  # nothing else written
+    words = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).reshape(256, 256)
+    tile.view(np.uint16)[:, 500:756] = words
+    rows = tile[:, 500:756]
+    assert not rows.flags.c_contiguous
+    got = dtypes.to_f32(rows)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got.view(np.uint32), words.view(target).astype(np.float32).view(np.uint32))
+
+
+def test_assign_moves_words_and_keeps_nan_payloads() -> None:
+    """``dtypes.assign`` of same-type bfloat16/fp8 copies the bytes (NaN payloads, -0.0) and
+    casts other pairs as NumPy's assignment does."""
+    bf16 = ml_dtypes.bfloat16
+    src = np.arange(0x7F80, 0x7F80 + 4096, dtype=np.uint16).view(bf16).reshape(64, 64)
+    src.view(np.uint16)[0, :4] = [0x8000, 0x7FC1, 0xFFFF, 0x0001]
+    dst = np.zeros((64, 128), dtype=bf16)[:, ::2]
+    dtypes.assign(dst, src)
+    np.testing.assert_array_equal(dst.view(np.uint16), src.view(np.uint16))
+    f8 = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3)
+    out8 = np.empty_like(f8)
+    dtypes.assign(out8, f8)
+    np.testing.assert_array_equal(out8.view(np.uint8), np.arange(256, dtype=np.uint8))
+    f32 = np.empty((64, 64), np.float32)
+    dtypes.assign(f32, src)
+    np.testing.assert_array_equal(f32.view(np.uint32), src.astype(np.float32).view(np.uint32))
+
+
+def test_owned_buffer_tensor_scalar_and_activation_match_numpy() -> None:
+    """tensor_scalar (two ops, both orders), tensor_tensor (a bfloat16 operand on either side)
+    and activation (scale, bias, exp, row sums) on a
+    bfloat16 tile computed into the instruction's own float32 buffer give, bit for bit, NumPy's
+    float32 arithmetic rounded once to bfloat16 (AWS NKI docs, nki.isa.tensor_scalar and
+    nki.isa.activation, NKI 0.3.0: dst = (data op0 operand0) op1 operand1; dst = op(data *
+    scale + bias)); a float32 source tile is read, not written."""
+    from trncore.sim import nisa, nl
+    from trncore.sim.runner import run_kernel
+
+    def k(x, c, f):  # type: ignore[no-untyped-def]
+        t = nl.ndarray((64, 1024), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t[:, 0:512], src=x)
+        cs = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cs, src=c)
+        fs = nl.ndarray((64, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=fs, src=f)
+        a = nl.ndarray((64, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_scalar(
+            dst=a, data=t[:, 0:512], op0=nl.subtract, operand0=cs, op1=nl.multiply, operand1=0.37
+        )
+        b = nl.ndarray((64, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_scalar(
+            dst=b, data=fs, op0=nl.subtract, operand0=cs, reverse0=True, op1=nl.add, operand1=1.5
+        )
+        e = nl.ndarray((64, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+        s = nl.ndarray((64, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation_reduce(
+            dst=e, op=nl.exp, data=t[:, 0:512], reduce_op=nl.add, reduce_res=s, bias=cs, scale=0.5
+        )
+        g = nl.ndarray((64, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=g, data1=fs, data2=t[:, 0:512], op=nl.subtract)
+        h = nl.ndarray((64, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=h, data1=t[:, 0:512], data2=a, op=nl.maximum)
+        outs = []
+        for tile in (a, b, e, s, fs, g, h):
+            o = nl.ndarray(tile.shape, dtype=tile.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=o, src=tile)
+            outs.append(o)
+        return tuple(outs)
+
+    rng = np.random.default_rng(11)
+    bf16 = ml_dtypes.bfloat16
+    x = (rng.standard_normal((64, 512)) * 4).astype(bf16)
+    x.view(np.uint16)[0, :8] = [0x7FC0, 0xFFC1, 0x7F80, 0xFF80, 0x8000, 0x0000, 0x0001, 0x8001]
+    c = rng.standard_normal((64, 1)).astype(np.float32)
+    c[1, 0] = 0.0
+    f = (rng.standard_normal((64, 512)) * 3).astype(np.float32)
+    f[1, :4] = [np.nan, -0.0, 0.0, 1e-42]
+    with np.errstate(all="ignore"):
+        xf = x.astype(np.float32)
+        ref_a = ((xf - c) * np.float32(0.37)).astype(bf16)
+        ref_b = (c - f + np.float32(1.5)).astype(bf16)
+        pre = xf * np.float32(0.5) + c
+        ref_e32 = np.exp(pre)
+        ref_e = ref_e32.astype(bf16)
+        ref_s = ref_e32.sum(axis=1, dtype=np.float32, keepdims=True)
+        ref_g = (f - xf).astype(bf16)
+        ref_h = np.maximum(xf, ref_a.astype(np.float32))
+    f_before = f.copy()
+    for _ in range(2):  # the traced run and a replay
+        a, b, e, s, fs, g, h = run_kernel(k, [x, c, f], target="trn2")
+        np.testing.assert_array_equal(a.view(np.uint16), ref_a.view(np.uint16))
+        np.testing.assert_array_equal(b.view(np.uint16), ref_b.view(np.uint16))
+        np.testing.assert_array_equal(e.view(np.uint16), ref_e.view(np.uint16))
+        np.testing.assert_array_equal(s.view(np.uint32), ref_s.view(np.uint32))
+        np.testing.assert_array_equal(fs.view(np.uint32), f_before.view(np.uint32))
+        np.testing.assert_array_equal(g.view(np.uint16), ref_g.view(np.uint16))
+        np.testing.assert_array_equal(h.view(np.uint32), ref_h.view(np.uint32))
+
+
+def test_dma_copies_that_cast_or_reshape_match_numpy() -> None:
+    """dma_copy float32 -> bfloat16 (cast straight into the tile) rounds as ``astype`` does
+    (ties, subnormals, inf, NaN), and a same-type bfloat16 copy whose source must be reshaped
+    (a [128, 2, 32] HBM view into a [128, 64] tile) keeps every bit (NaN payloads, -0.0)
+    (AWS NKI docs, nki.isa.dma_copy, NKI 0.3.0: element counts must match; a DMA converts
+    between element types)."""
+    from trncore.sim import nisa, nl
+    from trncore.sim.runner import run_kernel
+
+    def k(f, b):  # type: ignore[no-untyped-def]
+        t = nl.ndarray((128, 2, 512), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t[:, 1, :], src=f)
+        r = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=r, src=b[:, 1:3, :])
+        o1 = nl.ndarray((128, 512), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o1, src=t[:, 1, :])
+        o2 = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o2, src=r)
+        return o1, o2
+
+    rng = np.random.default_rng(5)
+    hi = rng.integers(0, 1 << 16, 128 * 512, dtype=np.uint32) << np.uint32(16)
+    low = rng.choice(np.array([0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF], dtype=np.uint32), hi.size)
+    f = (hi | low).view(np.float32).reshape(128, 512)
+    f[0, :6] = [np.inf, -np.inf, np.nan, -0.0, 1e-40, 3.4e38]
+    bf16 = ml_dtypes.bfloat16
+    b = rng.integers(0, 1 << 16, (128, 4, 32), dtype=np.uint32).astype(np.uint16).view(bf16)
+    with np.errstate(all="ignore"):
+        ref1 = f.astype(bf16)
+    for _ in range(2):  # the traced run and a replay
+        o1, o2 = run_kernel(k, [f, b], target="trn2")
+        np.testing.assert_array_equal(o1.view(np.uint16), ref1.view(np.uint16))
+        np.testing.assert_array_equal(o2.view(np.uint16), b[:, 1:3, :].reshape(128, 64).view(np.uint16))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32", "float8_e4m3"])
+def test_nc_transpose_from_a_wide_tile_matches_numpy(dtype: str) -> None:
+    """TensorE nc_transpose of a [128, 128] slice of a wide SBUF tile (copied contiguous first,
+    then transposed) gives NumPy's ``.T``, bit for bit (NaN payloads, -0.0) (AWS NKI docs,
+    nki.isa.nc_transpose, NKI 0.3.0: dst[f, p] = data[p, f], dst of data's dtype on trn2)."""
+    from trncore.sim import nisa, nl
+    from trncore.sim.runner import run_kernel
+
+    def k(x):  # type: ignore[no-untyped-def]
+        big = nl.ndarray((128, 1024), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=big, src=x)
+        pt = nl.ndarray((128, 2, 128), dtype=x.dtype, buffer=nl.psum)
+        nisa.nc_transpose(dst=pt[:, 1, :], data=big[:, 384:512])
+        nisa.nc_transpose(dst=pt[:, 0, :], data=big[:, 0:128])
+        sb = nl.ndarray((128, 2, 128), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=sb, src=pt)
+        o = nl.ndarray((128, 2, 128), dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=sb)
+        return o
+
+    storage = dtypes.storage_dtype(dtype)
+    word = np.dtype(f"u{storage.itemsize}")
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, np.iinfo(word).max, (128, 1024), dtype=np.uint64).astype(word).view(storage)
+    for _ in range(2):  # the traced run and a replay
+        o = run_kernel(k, [x], target="trn2")
+        np.testing.assert_array_equal(o[:, 1, :].view(word), x[:, 384:512].T.view(word))
+        np.testing.assert_array_equal(o[:, 0, :].view(word), x[:, 0:128].T.view(word))

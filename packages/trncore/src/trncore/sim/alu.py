@@ -31,10 +31,16 @@ F32 = np.float32
 class Op:
     """An NKI operator token / activation function."""
 
-    def __init__(self, name: str, kind: str, fn: Callable[..., np.ndarray]) -> None:
+    def __init__(
+        self, name: str, kind: str, fn: Callable[..., np.ndarray], ufunc: np.ufunc | None = None
+    ) -> None:
         self.name = name
         self.kind = kind  # "arith", "bitvec", "compare", "unary", "activation"
         self.fn = fn
+        #: the NumPy ufunc ``fn`` applies to float32 operands (``fn(*a)`` is ``ufunc(*a)`` under
+        #: ``np.errstate(all="ignore")``), for instructions that compute into a buffer they own
+        #: (``ufunc(*a, out=buffer)``, the same loop without a new temporary); None otherwise
+        self.ufunc = ufunc
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return hooks.call_token(self, *args, **kwargs)  # the nl wrapper (trncore.sim.wrappers)
@@ -155,6 +161,12 @@ def _shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (ua >> np.asarray(b).astype(ua.dtype)).view(a.dtype)
 
 
+#: arithmetic tokens whose fn is ``_f(ufunc)``: float32 in, float32 out, elementwise
+_ARITH_UFUNCS: dict[str, np.ufunc] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
+    "minimum": np.minimum, "divide": np.divide, "power": np.power,
+}  # fmt: skip
+
 BINARY: dict[str, Op] = {}
 for _name, _kind, _fn in [
     ("add", "arith", _f(np.add)),
@@ -179,7 +191,7 @@ for _name, _kind, _fn in [
     ("left_shift", "bitvec", lambda a, b: np.left_shift(a, np.asarray(b).astype(a.dtype))),
     ("right_shift", "bitvec", _shift_right),
 ]:
-    BINARY[_name] = Op(_name, _kind, cast(Callable[..., np.ndarray], _fn))
+    BINARY[_name] = Op(_name, _kind, cast(Callable[..., np.ndarray], _fn), _ARITH_UFUNCS.get(_name))
 
 #: Unary ALU ops usable in tensor_scalar/tensor_tensor with a dummy operand
 #: (AWS NKI API Common Fields (NKI 0.3.0)).
@@ -223,7 +235,9 @@ for _name, _fn in [
     ("floor", np.floor),
     ("trunc", np.trunc),
 ]:
-    ACTIVATIONS[_name] = Op(_name, "activation", _f(cast(Callable[..., Any], _fn)))
+    ACTIVATIONS[_name] = Op(
+        _name, "activation", _f(cast(Callable[..., Any], _fn)), _fn if isinstance(_fn, np.ufunc) else None
+    )
 
 #: AWS NKI API Common Fields (NKI 0.3.0): the functions ``nisa.activation`` accepts; the rest exist only as
 #: ``nl.*`` wrappers.

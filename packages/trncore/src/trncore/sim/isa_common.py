@@ -26,7 +26,7 @@ from trncore.sim.errors import (
     LanguageError,
     ShapeError,
 )
-from trncore.sim.tensor import NkiTensor
+from trncore.sim.tensor import NkiTensor, Operand
 
 
 class engine(enum.IntEnum):
@@ -97,6 +97,23 @@ def writer(dst: NkiTensor, site: Any) -> Any:
     # values already of a plain float dst's storage type need no cast (dtypes.cast would copy
     # them unchanged before the write copies them again); tfloat32 still rounds
     same = dtypes.storage_dtype(name) if dtypes.is_float(name) and name != "tfloat32" else None
+    if name in DIRECT_CASTS and type(operand) is Operand:
+        # float32 results into a static bfloat16/float16 view: NumPy's assignment runs the same
+        # cast as dtypes.cast (ml_dtypes' / NumPy's float32 -> bf16/fp16 loop, nearest even)
+        # straight into the view, without the cast's temporary and a second copy (a [64, 65535]
+        # bf16 tile: 2.8 -> 1.8 ms)
+        arr = operand.arr
+
+        def write_direct(values: np.ndarray) -> None:
+            values = np.asarray(values)
+            if values.dtype == _F32:
+                arr[...] = values.reshape(arr.shape)
+            elif values.dtype == same:
+                operand.write(values)
+            else:
+                operand.write(dtypes.cast(values.reshape(shape), name))
+
+        return write_direct
 
     def write(values: np.ndarray) -> None:
         values = np.asarray(values)
@@ -106,6 +123,12 @@ def writer(dst: NkiTensor, site: Any) -> Any:
             operand.write(dtypes.cast(values.reshape(shape), name))
 
     return write
+
+
+#: dsts whose float32 -> storage cast NumPy's assignment performs exactly as dtypes.cast does
+#: (dtypes.cast is ``astype`` for them; tfloat32 and fp8 round through their own code)
+DIRECT_CASTS = frozenset({"bfloat16", "float16"})
+_F32 = np.dtype(np.float32)
 
 
 def pick_engine(requested: Any, default: engine) -> engine:

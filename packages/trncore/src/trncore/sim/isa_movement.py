@@ -21,6 +21,7 @@ from trncore.sim.errors import (
     ShapeError,
     TargetError,
 )
+from trncore.sim.isa_common import DIRECT_CASTS as _DIRECT_CASTS
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
@@ -28,7 +29,7 @@ from trncore.sim.isa_common import dge_mode, engine, oob_mode
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import pick_engine as _pick_engine
 from trncore.sim.isa_common import writer as _writer
-from trncore.sim.tensor import NkiTensor
+from trncore.sim.tensor import NkiTensor, Operand
 
 
 def dma_copy(
@@ -100,11 +101,26 @@ def dma_copy(
 
     # a source read skipped under oob_mode=skip comes back as None: the transfer does not happen
     if same:
+        word = dtypes.RAW_VIEW.get(dtypes.storage_dtype(dname))
 
         def run() -> None:
             got = s_op.read()
             if got is not None:
-                d_op.write(np.asarray(got).reshape(dshape))
+                got = np.asarray(got)
+                if word is not None and got.shape != dshape:
+                    # a reshape that copies moves integer words (dtypes.RAW_VIEW), not bf16/fp8
+                    # elements through ml_dtypes' loop; the same bytes
+                    got = got.view(word).reshape(dshape).view(got.dtype)
+                d_op.write(got.reshape(dshape))
+    elif dname in _DIRECT_CASTS and type(d_op) is Operand:
+        d_arr = d_op.arr
+
+        def run() -> None:
+            got = s_op.read()
+            if got is not None:
+                # float32 straight into the bf16/fp16 view: the cast dtypes.cast runs (see
+                # isa_common.writer), without its temporary and a second copy
+                d_arr[...] = dtypes.to_f32(np.asarray(got)).reshape(d_arr.shape)
     else:
 
         def run() -> None:
@@ -177,7 +193,8 @@ def dma_transpose(
     def run() -> None:
         # a contiguous copy of the source first: NumPy's transposing copy from a strided view
         # (a tile's slice) is several times slower than from a contiguous one (same bytes)
-        d_op.write(np.transpose(np.ascontiguousarray(s_op.read()), perm))
+        # (dtypes.contiguous: bfloat16/fp8 copied as integer words)
+        d_op.write(np.transpose(dtypes.contiguous(np.asarray(s_op.read())), perm))
 
     meta = {
         "bytes": src.size * dtypes.itemsize(src.dtype),

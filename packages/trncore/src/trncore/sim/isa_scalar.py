@@ -150,6 +150,10 @@ def _activation(
         )
     regs = _scalar_regs(ctx)
     fn = token.fn
+    # a one-ufunc activation (exp, tanh, ...) computes into x, which is always the
+    # instruction's own buffer by then (the converted copy or the scaled product): the same
+    # float32 loop as ``fn`` without a new temporary
+    uf = token.ufunc
     bias_r = scalar_reader(bias, site) if bias is not None else None
     scale_r = scalar_reader(scale, site)
     x_op = data.operand(site)
@@ -164,7 +168,11 @@ def _activation(
         x = np.multiply(x, scale_r(), out=x if raw.dtype != F32 else None)
         if bias_r is not None:
             x += bias_r()
-        y = fn(x)
+        if uf is not None:
+            with np.errstate(all="ignore"):
+                y = uf(x, out=x)
+        else:
+            y = fn(x)
         write(y)
         if cmd == 1:
             regs[:p] = 0.0

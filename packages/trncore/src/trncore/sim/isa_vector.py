@@ -94,6 +94,18 @@ def tensor_tensor(
             a = np.asarray(a_op.read()).reshape(p, -1).astype(np.int64)
             b = np.asarray(b_op.read()).reshape(p, -1).astype(np.int64)
             write(exact(a, b))
+    elif _inplace_op(token, False, None) is not None:
+        uf = token.ufunc
+        assert uf is not None
+
+        def run() -> None:
+            # the token's float32 ufunc, computed into a converted (bfloat16/fp8) operand's
+            # copy when there is one instead of a new temporary (the same loop, the same values)
+            ra, rb = a_op.read(), b_op.read()
+            a, b = read_f32(ra, p), read_f32(rb, p)
+            own = a if ra.dtype != F32 else b if rb.dtype != F32 else None
+            with np.errstate(all="ignore"):
+                write(uf(a, b, out=own))
     else:
 
         def run() -> None:
@@ -141,6 +153,18 @@ def _bit_reader(x: Any, raw: np.dtype, what: str, site: Any) -> Any:
         return lambda: np.asarray(operand.read()).reshape(p, 1).astype(raw)
     value = np.asarray(x).astype(raw)
     return lambda: value
+
+
+def _inplace_op(token: Op, rev: bool, operand: Any) -> Any:
+    """``(x, out) -> ufunc(x, operand())`` (or reversed) written into ``out`` (None: a new
+    array), for a float32 arithmetic token of :data:`BINARY`; None for any other token. The
+    caller holds ``np.errstate(all="ignore")``, as the token's own ``fn`` does."""
+    uf = token.ufunc
+    if uf is None or token.kind != "arith" or BINARY.get(token.name) is not token:
+        return None
+    if rev:
+        return lambda x, out: uf(operand(), x, out=out)
+    return lambda x, out: uf(x, operand(), out=out)
 
 
 def tensor_scalar(
@@ -221,6 +245,27 @@ def tensor_scalar(
     x_op = data.operand(site)
     write = _writer(dst, site)
     p = data.partitions
+    if not bitvec:
+        # the same float32 ufuncs computed into a buffer the instruction owns (the converted copy
+        # of a bfloat16/fp8 operand, or the first op's result) instead of a new temporary each
+        g0 = _inplace_op(t0, reverse0, scalar_reader(operand0, site))
+        g1 = _inplace_op(t1, reverse1, scalar_reader(operand1, site)) if t1 else None
+        if g0 is not None and (t1 is None or g1 is not None):
+
+            def run_owned() -> None:
+                raw = x_op.read()
+                x = read_f32(raw, p)
+                with np.errstate(all="ignore"):
+                    y = g0(x, x if raw.dtype != F32 else None)
+                    if g1 is not None:
+                        y = g1(y, y)
+                write(y)
+
+            ctx.emit(
+                "tensor_scalar", eng.name, site, [data, *operands], [dst], run_owned,
+                _elementwise_meta(dst),
+            )  # fmt: skip
+            return
 
     def run() -> None:
         x = np.asarray(x_op.read()).reshape(p, -1) if bitvec else read_f32(x_op.read(), p)

@@ -94,7 +94,7 @@ class Program:
         for reg in self.registers:
             reg[...] = 0
         for alloc, arr in zip(self.inputs, arrays):
-            alloc.flat[...] = np.asarray(arr).reshape(-1)
+            dtypes.assign(alloc.flat, np.asarray(arr).reshape(-1))
         for ins in self.instrs:
             ins.run()
         return self._outputs(arrays)
@@ -108,7 +108,7 @@ class Program:
             for i in self.written_inputs:
                 target = arrays[i]
                 if isinstance(target, np.ndarray) and target.flags.writeable:
-                    target[...] = self.inputs[i].flat.reshape(target.shape)
+                    dtypes.assign(target, self.inputs[i].flat.reshape(target.shape))
         outs = tuple(np.array(t.array(), copy=True) for t in self.outputs)
         if self.single_output:
             return outs[0]
@@ -688,7 +688,7 @@ def _sentinel_word(dtype: str) -> tuple[np.dtype, int]:
 
 
 def _copy_in(flat: np.ndarray, array: np.ndarray) -> None:
-    flat[...] = np.asarray(array).reshape(-1).astype(flat.dtype, copy=False)
+    dtypes.assign(flat, np.asarray(array).reshape(-1).astype(flat.dtype, copy=False))
 
 
 def _no_fill() -> None:
