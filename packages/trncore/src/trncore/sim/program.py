@@ -16,6 +16,7 @@ tile an unrolled loop allocated.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -45,9 +46,9 @@ from trncore.sim.work_clock import CLOCK, run_timed, timed
 __all__ = ["Instr", "Program", "TraceContext"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Instr:
-    """One recorded instruction."""
+    """One recorded instruction (slots: a large trace records hundreds of thousands)."""
 
     op: str
     engine: str
@@ -185,8 +186,10 @@ class TraceContext:
         self.alloc_core: dict[int, int] = {}
         #: the NKI release this trace is checked against (set by the runner)
         self.nki_version: str | None = None
-        #: runs each instruction instead of :meth:`emit` when set (an executing LNC=2 trace:
-        #: :class:`trncore.sim.core_races.RaceTracker`, installed by trncore.sim.lnc)
+        #: runs each instruction with an operand in shared HBM instead of :meth:`emit` when set
+        #: (an executing LNC=2 trace: :class:`trncore.sim.core_races.RaceTracker`, installed by
+        #: trncore.sim.lnc); an instruction touching no shared HBM has nothing to check there
+        #: and runs as on any trace
         self.on_emit: Callable[[Instr, Sequence[NkiTensor], Sequence[NkiTensor]], None] | None = None
         heap.configure()  # keep freed scratch memory unless TRNSCI_SIM_HEAP=system (trncore.sim.heap)
 
@@ -285,19 +288,16 @@ class TraceContext:
         can observe it, so the traced run fills there, and the program keeps the fill at its
         marker only if that instruction does not overwrite every element first.
         """
-        if fill:
-            # the sentinel's bit pattern written as unsigned words of the element's width: the
-            # same bytes as assigning NaN/4 element by element, several times cheaper for
-            # ml_dtypes' bfloat16/fp8 (whose scalar assignment NumPy does not vectorise)
-            word, pattern = _sentinel_word(alloc.dtype)
-            run: Callable[[], None] = functools.partial(alloc.storage.view(word).fill, pattern)
-        else:
-            run = _no_fill
-        marker = Instr("alloc", "alloc", site, run, {"alloc": alloc.id})
-        self.instrs.append(marker)
         if fill and lazy:
+            # the fill is made when the first instruction touching the tile keeps it
+            # (_settle_fills): most such tiles are overwritten first or never touched
+            marker = Instr("alloc", "alloc", site, _no_fill, {"alloc": alloc.id})
             alloc.fill_marker = marker
-        elif self.execute and fill:
+            self.instrs.append(marker)
+            return
+        run = _sentinel_fill(alloc) if fill else _no_fill
+        self.instrs.append(Instr("alloc", "alloc", site, run, {"alloc": alloc.id}))
+        if self.execute and fill:
             run_timed(run)
 
     def _settle_fills(self, op: str, reads: Sequence[NkiTensor], writes: Sequence[NkiTensor]) -> None:
@@ -310,9 +310,14 @@ class TraceContext:
         between a tile's allocation and its first instruction nothing else uses its storage
         (recycled storage comes from tiles that no Python object names any more).
         """
-        dynamic = [t.dynamic for t in (*reads, *writes) if t.dynamic is not None]
-        offsets = [d.tensor for d in dynamic if getattr(d, "tensor", None) is not None]
-        overwrite = not dynamic and op in OVERWRITING_OPS
+        offsets: list[NkiTensor] = []
+        overwrite = op in OVERWRITING_OPS
+        for t in (*reads, *writes):
+            if t.dynamic is not None:
+                overwrite = False
+                tensor = getattr(t.dynamic, "tensor", None)
+                if tensor is not None:
+                    offsets.append(tensor)
         for t in writes:
             alloc = t.alloc
             marker = alloc.fill_marker
@@ -320,28 +325,27 @@ class TraceContext:
                 continue
             alloc.fill_marker = None
             if overwrite and _covers(t) and all(r.alloc is not alloc for r in reads):
-                marker.run = _no_fill
-            elif self.execute:
+                continue  # (the marker's run stays _no_fill)
+            marker.run = _sentinel_fill(alloc)
+            if self.execute:
                 run_timed(marker.run)
         for t in (*reads, *offsets):
             alloc = t.alloc
             marker = alloc.fill_marker
             if marker is not None:
                 alloc.fill_marker = None
+                marker.run = _sentinel_fill(alloc)
                 if self.execute:
                     run_timed(marker.run)
 
     def close_fills(self) -> None:
-        """At the end of the trace: the fills of tiles no instruction touched are not needed."""
+        """At the end of the trace: the fills of tiles no instruction touched are not needed
+        (their markers' runs are still :func:`_no_fill`)."""
         for alloc in self.allocs:
-            if alloc.fill_marker is not None:
-                alloc.fill_marker.run = _no_fill
-                alloc.fill_marker = None
+            alloc.fill_marker = None
 
     def _recycle(self, alloc: Allocation) -> None:
-        if alloc.fill_marker is not None:  # never touched: nothing reads its fill
-            alloc.fill_marker.run = _no_fill
-            alloc.fill_marker = None
+        alloc.fill_marker = None  # never touched: nothing reads its fill (the marker stays _no_fill)
         alloc.mask = None
         alloc.mm_flags = None
         self.free_storage.setdefault(alloc.storage.nbytes, []).append(alloc.storage)
@@ -381,12 +385,30 @@ class TraceContext:
         *,
         matmul_write: bool = False,
     ) -> None:
-        """Record (and, on an executing trace, run) one instruction after its checks passed."""
+        """Record (and, on an executing trace, run) one instruction after its checks passed.
+
+        One pass over the operands does what every instruction needs (this runs ~150 000 times
+        in a large nkilib trace): each tile's use range, the sentinel fills waiting on it, the
+        strict-mode written masks, the PSUM matmul flags, whether a kernel argument was written,
+        and whether any operand is in shared HBM (only such an instruction goes through an LNC=2
+        trace's race check, :class:`trncore.sim.core_races.RaceTracker`, which lets every other
+        instruction simply run).
+        """
         position = len(self.instrs)
         settle = False  # a tile's sentinel fill waits for this instruction
+        shared = False  # an operand in shared HBM (the LNC=2 race check)
+        strict = self.strict
         for t in reads:
-            settle |= self._touch(t, position)
-            if self.strict:
+            alloc = t.alloc
+            if alloc.first_use is None:
+                alloc.first_use = position
+            alloc.last_use = position
+            if t.dynamic is not None:
+                t.dynamic.tensor.alloc.last_use = position
+                settle = True
+            elif alloc.fill_marker is not None:
+                settle = True
+            if strict:
                 mask = t.mask_array()
                 if mask is not None and not mask.all():
                     raise UninitializedReadError(
@@ -395,27 +417,44 @@ class TraceContext:
                         f"({int((~mask).sum())} of {mask.size} elements unwritten)",
                         site,
                     )
-            if t.alloc.buffer is PSUM and not matmul_write:
-                t.alloc.read_since_matmul = True
+            buffer = alloc.buffer
+            if buffer is PSUM:
+                if not matmul_write:
+                    alloc.read_since_matmul = True
+            elif buffer is SHARED_HBM:
+                shared = True
         for t in writes:
-            settle |= self._touch(t, position)
-            mask = t.mask_array()
-            if mask is not None:
-                mask[...] = True
-            elif t.alloc.mask is not None:
-                # dynamic or reinterpreting writes: the written elements are not known statically,
-                # so strict mode conservatively treats the whole tensor as written
-                t.alloc.mask[...] = True
-            if t.alloc.is_input:
-                self.written.add(t.alloc.id)
-            if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None and t.alloc.flags_made:
-                t.flags_array()[...] = False  # (flags not made yet are all clear)
+            alloc = t.alloc
+            if alloc.first_use is None:
+                alloc.first_use = position
+            alloc.last_use = position
+            if t.dynamic is not None:
+                t.dynamic.tensor.alloc.last_use = position
+                settle = True
+            elif alloc.fill_marker is not None:
+                settle = True
+            if alloc.tracks_mask:
+                mask = t.mask_array()
+                if mask is not None:
+                    mask[...] = True
+                elif alloc.mask is not None:
+                    # dynamic or reinterpreting writes: the written elements are not known
+                    # statically, so strict mode conservatively treats the whole tensor as written
+                    alloc.mask[...] = True
+            if alloc.is_input:
+                self.written.add(alloc.id)
+            buffer = alloc.buffer
+            if buffer is PSUM:
+                if not matmul_write and t.dynamic is None and alloc.flags_made:
+                    t.flags_array()[...] = False  # (flags not made yet are all clear)
+            elif buffer is SHARED_HBM:
+                shared = True
         if settle:
             self._settle_fills(op, reads, writes)
         access = record_access(reads, writes)
         ins = Instr(op, engine, site, run, meta or {}, access)
         self.instrs.append(ins)
-        if self.on_emit is not None:  # an LNC=2 trace: the race check runs it (core_races)
+        if shared and self.on_emit is not None:  # an LNC=2 trace: the race check runs it (core_races)
             ins.run = timed(run)  # its data work still counted (trncore.sim.work_clock)
             try:
                 self.on_emit(ins, reads, writes)
@@ -425,17 +464,6 @@ class TraceContext:
             start = perf_counter()  # work_clock.run_timed inlined: once per instruction
             run()
             CLOCK.seconds += perf_counter() - start
-
-    def _touch(self, t: NkiTensor, position: int) -> bool:
-        """Record a use of ``t``'s tile at ``position``; whether a sentinel fill may wait on it."""
-        alloc = t.alloc
-        if alloc.first_use is None:
-            alloc.first_use = position
-        alloc.last_use = position
-        if t.dynamic is not None:
-            t.dynamic.tensor.alloc.last_use = position
-            return True
-        return alloc.fill_marker is not None
 
     # ------------------------------------------------------------------ end of trace
     def check_capacity(self) -> tuple[int, int, int]:
@@ -520,9 +548,13 @@ class TraceContext:
         # While no auto-placed tile is live every partition's auto-placed bytes are 0, and the
         # fullest partition holds the highest end byte of any live place (on at least one
         # row): kept up as places come (a max) and go (recomputed only if it was the
-        # highest), with no per-partition arrays at all.
+        # highest), with no per-partition arrays at all. The live places' ends are counted by
+        # value, with a heap of the values (stale entries dropped when met): recomputing the
+        # highest is a pop, not a pass over every live place.
         pmax = rules.pmax
         placed_max: int | None = 0
+        end_counts: dict[int, int] = {}
+        end_heap: list[int] = []  # negated end values
         # the fullest partition's bytes, valid while neither the auto-placed bytes nor the
         # placed ends change (tiles joining a live place change neither)
         usage: int | None = None
@@ -544,8 +576,13 @@ class TraceContext:
                     places[where] = count + 1
                     if not count:
                         ends = None
-                        if placed_max is not None and _place_end(where, pmax) > placed_max:
-                            placed_max = _place_end(where, pmax)
+                        end = _place_end(where, pmax)
+                        n_end = end_counts.get(end, 0)
+                        end_counts[end] = n_end + 1
+                        if not n_end:
+                            heapq.heappush(end_heap, -end)
+                        if placed_max is not None and end > placed_max:
+                            placed_max = end
                     if unit != "bytes":
                         for bank in _banks(a, bank_bytes):
                             bank_users[bank] = bank_users.get(bank, 0) + 1
@@ -555,7 +592,11 @@ class TraceContext:
                     if not places[where]:
                         del places[where]
                         ends = None
-                        if placed_max is not None and _place_end(where, pmax) >= placed_max:
+                        end = _place_end(where, pmax)
+                        end_counts[end] -= 1
+                        if not end_counts[end]:
+                            del end_counts[end]
+                        if placed_max is not None and end >= placed_max:
                             placed_max = None
                     if unit != "bytes":
                         for bank in _banks(a, bank_bytes):
@@ -576,7 +617,9 @@ class TraceContext:
             if is_start:
                 if unit == "bytes" and not auto_live:
                     if placed_max is None:
-                        placed_max = max((_place_end(w, pmax) for w in places), default=0)
+                        while end_heap and -end_heap[0] not in end_counts:
+                            heapq.heappop(end_heap)
+                        placed_max = -end_heap[0] if end_heap else 0
                     live = placed_max
                 elif unit == "bytes":
                     if ends is None:
@@ -663,7 +706,11 @@ def _covers(t: NkiTensor) -> bool:
     """Whether the static view ``t`` names every element of its allocation exactly once: offset
     0, the allocation's element width and count, and steps (sorted) of a mixed-radix count."""
     alloc = t.alloc
-    if t.offset != 0 or t.size != alloc.size or dtypes.itemsize(t.dtype) != dtypes.itemsize(alloc.dtype):
+    if t.offset != 0:
+        return False
+    if t.is_whole_view():
+        return True  # (most first writes: no sort)
+    if t.size != alloc.size or dtypes.itemsize(t.dtype) != dtypes.itemsize(alloc.dtype):
         return False
     expected = 1
     for step, num in sorted(d for d in t.dims if d[1] != 1):
@@ -682,6 +729,15 @@ def _sentinel_word(dtype: str) -> tuple[np.dtype, int]:
     one[...] = np.nan if dtypes.is_float(dtype) else SENTINEL_INT
     word = np.dtype(f"u{one.itemsize}")
     return word, int(one.view(word)[0])
+
+
+def _sentinel_fill(alloc: Allocation) -> Callable[[], None]:
+    """The run of ``alloc``'s allocation marker that fills it with its sentinel: the bit pattern
+    written as unsigned words of the element's width, the same bytes as assigning NaN/4 element
+    by element, several times cheaper for ml_dtypes' bfloat16/fp8 (whose scalar assignment NumPy
+    does not vectorise)."""
+    word, pattern = _sentinel_word(alloc.dtype)
+    return functools.partial(alloc.storage.view(word).fill, pattern)
 
 
 def _copy_in(flat: np.ndarray, array: np.ndarray) -> None:

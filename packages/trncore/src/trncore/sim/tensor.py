@@ -82,10 +82,10 @@ class Allocation:
 
     # (slots: AWS's modular allocator makes tens of thousands of these per trace)
     __slots__ = (
-        "_life", "_mask", "_mm_flags", "_track_flags", "_track_mask", "_views", "address_bytes",
-        "buffer", "dtype", "fill_marker", "first_use", "flat", "id", "init", "is_input",
-        "last_use", "name", "partition_start", "position", "read_since_matmul", "row_elems",
-        "shape", "site", "size", "storage",
+        "_life", "_mask", "_mm_flags", "_track_flags", "_views", "address_bytes", "buffer",
+        "dtype", "fill_marker", "first_use", "flat", "id", "init", "is_input", "last_use", "name",
+        "partition_start", "position", "read_since_matmul", "row_elems", "shape", "site", "size",
+        "storage", "tracks_mask",
     )  # fmt: skip
 
     def __init__(
@@ -128,7 +128,9 @@ class Allocation:
         # nkilib's modular allocator declares tens of thousands of logical tiles of which most
         # are never touched, and zeroing their bookkeeping was the largest cost of allocation.
         # Made later, they start as they would have: nothing written, no matmul flag set.
-        self._track_mask = strict
+        #: whether the strict-mode written mask is kept (false: :attr:`mask` is None, and
+        #: ``emit`` skips the mask bookkeeping of a write with one test)
+        self.tracks_mask = strict
         self._mask: np.ndarray | None = None
         self._track_flags = buffer is PSUM
         self._mm_flags: np.ndarray | None = None
@@ -153,14 +155,14 @@ class Allocation:
     @property
     def mask(self) -> np.ndarray | None:
         """The strict-mode per-element written mask (None when not tracked)."""
-        if self._mask is None and self._track_mask:
+        if self._mask is None and self.tracks_mask:
             self._mask = np.zeros(self.size, dtype=bool)
         return self._mask
 
     @mask.setter
     def mask(self, value: np.ndarray | None) -> None:
         # None stops the tracking (a recycled tile, a finished trace)
-        self._track_mask = value is not None
+        self.tracks_mask = value is not None
         self._mask = value
 
     @property
@@ -275,6 +277,17 @@ class NkiTensor:
                 _ROW_MAJOR.clear()  # bound the memory
             dims = _ROW_MAJOR[shape] = _row_major(shape)
         return cls(alloc, alloc.dtype, 0, dims, shape=shape)
+
+    def is_whole_view(self) -> bool:
+        """Whether this is a view :meth:`whole` made (or one with its very pattern): every element
+        of a non-empty allocation once, in order. False says nothing (ask the pattern)."""
+        alloc = self.alloc
+        return (
+            self.offset == 0
+            and self.dtype == alloc.dtype
+            and alloc.size > 0
+            and self.dims is _ROW_MAJOR.get(alloc.shape)
+        )
 
     # ---------------------------------------------------------------- attributes (AWS NKI Language Guide)
     @property
