@@ -340,9 +340,11 @@ class TraceContext:
 
     def close_fills(self) -> None:
         """At the end of the trace: the fills of tiles no instruction touched are not needed
-        (their markers' runs are still :func:`_no_fill`)."""
+        (their markers' runs are still :func:`_no_fill`); the tiles' shared view arrays
+        (:meth:`NkiTensor.array`) are let go (the instructions hold the ones they use)."""
         for alloc in self.allocs:
             alloc.fill_marker = None
+            alloc.forget_arrays()
 
     def _recycle(self, alloc: Allocation) -> None:
         alloc.fill_marker = None  # never touched: nothing reads its fill (the marker stays _no_fill)

@@ -82,7 +82,7 @@ class Allocation:
 
     # (slots: AWS's modular allocator makes tens of thousands of these per trace)
     __slots__ = (
-        "_life", "_mask", "_mm_flags", "_track_flags", "_views", "address_bytes", "buffer",
+        "_arrays", "_life", "_mask", "_mm_flags", "_track_flags", "_views", "address_bytes", "buffer",
         "dtype", "fill_marker", "first_use", "flat", "id", "init", "is_input", "last_use", "name",
         "partition_start", "position", "read_since_matmul", "row_elems", "shape", "site", "size",
         "storage", "tracks_mask",
@@ -123,6 +123,10 @@ class Allocation:
         self.storage = storage  # raw bytes; may be recycled storage of a dead allocation
         self.flat = storage.view(np_dtype)
         self._views: dict[str, np.ndarray] | None = None  # reinterpretations made so far
+        #: the strided arrays of its views made so far, by (dtype, offset, dims): a kernel's
+        #: loop names the same region of a tile again and again (``psum[0:m, 0:n]`` in every
+        #: step of a matmul chain), each time through a new view (:meth:`NkiTensor.array`)
+        self._arrays: dict[tuple[Any, ...], np.ndarray] | None = None
         # The strict-mode written mask and, for PSUM, the per-element "written by nc_matmul since
         # the last other write" flags (docs/emulator.md, What is checked) are made on first use:
         # nkilib's modular allocator declares tens of thousands of logical tiles of which most
@@ -181,6 +185,10 @@ class Allocation:
     def flags_made(self) -> bool:
         """Whether the matmul flags exist yet (until then every flag is clear)."""
         return self._mm_flags is not None
+
+    def forget_arrays(self) -> None:
+        """Drop the view arrays kept for reuse (:meth:`NkiTensor.array`), e.g. at the end of a trace."""
+        self._arrays = None
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The arrays this allocation holds now (storage, and the check bookkeeping made so far)."""
@@ -334,7 +342,8 @@ class NkiTensor:
     @property
     def free_size(self) -> int:
         """Elements per partition of an on-chip view."""
-        return math.prod(self._shape[1:])
+        shape = self._shape
+        return shape[1] if len(shape) == 2 else math.prod(shape[1:])
 
     def start_partition(self) -> int:
         """The first partition this on-chip view touches (for the start-partition rules, AWS
@@ -368,10 +377,20 @@ class NkiTensor:
         """The strided NumPy view of this tensor's elements (static views only)."""
         if self._unchecked is not None:
             self._checked_at(self._unchecked)
-        if self._array is None:
-            flat = self.alloc.flat_as(self.dtype)
-            self._array = self._strided(flat)
-        return self._array
+        arr = self._array
+        if arr is None:
+            # the same pattern of the same storage is the same NumPy view: shared between the
+            # views that name it (they are read and written through, never reshaped in place)
+            alloc = self.alloc
+            arrays = alloc._arrays
+            if arrays is None:
+                arrays = alloc._arrays = {}
+            key = (self.dtype, self.offset, self.dims)
+            arr = arrays.get(key)
+            if arr is None:
+                arr = arrays[key] = self._strided(alloc.flat_as(self.dtype))
+            self._array = arr
+        return arr
 
     def _strided(self, flat: np.ndarray) -> np.ndarray:
         shape = self._shape
