@@ -395,7 +395,8 @@ def test_whole_views_share_row_major_patterns_numpy_agrees_with() -> None:
         assert tb.dims == tuple(zip(steps, shape)) and sub.dims != ta.dims
 
 
-def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events() -> None:
+@pytest.mark.parametrize("placed_share", [0.6, 1.0])
+def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events(placed_share: float) -> None:
     """The capacity sweep's SBUF peak (its shortcuts: placed ends by row range, the highest live
     end while no auto-placed tile is live) equals a direct count at every tile's start: events
     in time order, ends before starts at one time, ties in allocation order (docs/emulator.md);
@@ -408,11 +409,13 @@ def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events() -> None:
     rules = rules_for("trn2")
     ctx = TraceContext(rules, strict=False, execute=False)
     rng = np.random.default_rng(11)
+    # (placed_share 1.0: no auto-placed tile is ever live, so the sweep keeps the highest live
+    # end by itself, from a heap of the live places' ends, recomputed as the highest one leaves)
     for trial in range(60):
         tiles, starts = [], []
         for i in range(int(rng.integers(1, 40))):
             cols = int(rng.integers(1, 2000))
-            if rng.random() < 0.6:  # placed at an explicit address, on a row range
+            if rng.random() < placed_share:  # placed at an explicit address, on a row range
                 first = int(rng.choice([0, 0, 0, 64, 32]))
                 rows = int(rng.integers(1, 128 - first + 1))
                 a = Allocation(i, SBUF, "float32", (rows, cols), "p", None, "sentinel", 0, False)
@@ -478,3 +481,88 @@ def test_kernel_lines_are_the_source_lines_on_every_call() -> None:
     finally:
         sys.settrace(previous)
     assert seen == expected
+
+
+# ---------------------------------------------------------------- tracing (issue 13, round 6)
+
+
+def _brute_covers(t) -> bool:  # type: ignore[no-untyped-def]
+    """Whether view ``t`` names every element of its allocation exactly once, by listing the
+    elements its pattern names with NumPy."""
+    idx = np.array([t.offset])
+    for step, num in t.dims:
+        idx = (idx[:, None] + np.arange(num) * step).reshape(-1)
+    return t.dtype == t.alloc.dtype and idx.size == t.alloc.size and bool(
+        np.array_equal(np.sort(idx), np.arange(t.alloc.size))
+    )
+
+
+def test_whole_view_test_and_covers_agree_with_listing_the_elements() -> None:
+    """``_covers`` (whether a first write overwrites a whole tile, so its sentinel fill can go)
+    takes a shortcut for the tile's own whole view; views with the same elements built other ways
+    (a full slice, a reshape, a permuted ``.ap()``) take the general path. Both agree with
+    listing the elements each view names."""
+    from trncore.sim.program import _covers
+    from trncore.sim.tensor import SBUF, Allocation, NkiTensor
+
+    for shape in [(128, 512), (64, 4, 32), (1, 7)]:
+        a = Allocation(0, SBUF, "float32", shape, "a", None, "sentinel", 0, False)
+        whole = NkiTensor.whole(a)
+        full = whole[tuple(slice(0, n) for n in shape)]
+        flat = whole.reshape(shape[0], -1)
+        p, f = shape[0], a.row_elems
+        swapped = whole.ap(pattern=[[f, p], [1, f]]) if len(shape) == 2 else flat
+        part = whole[0 : max(1, p // 2), ...]
+        skip = whole.ap(pattern=[[f, p], [2, f // 2]]) if f > 1 else part
+        views = [whole, full, flat, swapped, part, skip]
+        assert whole.is_whole_view() and not full.is_whole_view()
+        for v in views:
+            assert _covers(v) == _brute_covers(v), (shape, v.dims)
+        assert _covers(whole) and _covers(full) and _covers(part) == (p == 1)
+    empty = Allocation(1, SBUF, "float32", (128, 0), "e", None, "sentinel", 0, False)
+    assert not NkiTensor.whole(empty).is_whole_view()  # (an empty tile: the general path decides)
+
+
+def test_views_naming_one_region_share_its_array_and_see_each_others_writes() -> None:
+    """Views of one tile built separately (``t[0:4, 2:6]`` twice) share one NumPy array; other
+    regions, dtypes and tiles get their own. A matmul chain that names its PSUM region afresh in
+    every step (as AWS's kernels do) accumulates what NumPy computes in float32."""
+    from trncore.sim import nisa, nl
+    from trncore.sim.runner import run_kernel
+    from trncore.sim.tensor import SBUF, Allocation, NkiTensor
+
+    a = Allocation(0, SBUF, "float32", (8, 16), "a", None, "sentinel", 0, False)
+    b = Allocation(1, SBUF, "float32", (8, 16), "b", None, "sentinel", 0, False)
+    ta, tb = NkiTensor.whole(a), NkiTensor.whole(b)
+    one, two = ta[0:4, 2:6], ta[0:4, 2:6]
+    assert one is not two and one.array() is two.array()
+    assert ta[0:4, 3:7].array() is not one.array() and tb[0:4, 2:6].array() is not one.array()
+    assert ta.view(nl.int32)[0:4, 2:6].array().dtype == np.int32
+    a.flat[:] = np.arange(128, dtype=np.float32)
+    np.testing.assert_array_equal(two.array(), a.flat.reshape(8, 16)[0:4, 2:6])
+    one.array()[...] = -1.0
+    assert (a.flat.reshape(8, 16)[0:4, 2:6] == -1.0).all()
+    a.forget_arrays()
+    assert ta[0:4, 2:6].array() is not one.array()  # a new array, the same memory
+    assert np.shares_memory(ta[0:4, 2:6].array(), one.array())
+
+    def k(x, w):  # type: ignore[no-untyped-def]
+        xs = nl.ndarray((128, 4, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=xs, src=x)
+        ws = nl.ndarray((128, 4, 32), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ws, src=w)
+        acc = nl.ndarray((32, 128), dtype=nl.float32, buffer=nl.psum)
+        for step in range(4):
+            nisa.nc_matmul(dst=acc[0:32, 0:64], stationary=ws[:, step, :], moving=xs[:, step, :])
+        res = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc[0:32, 0:64])
+        out = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((128, 4, 64)).astype(np.float32)
+    w = rng.standard_normal((128, 4, 32)).astype(np.float32)
+    expected = sum(w[:, s, :].T @ x[:, s, :] for s in range(4))
+    for _ in range(2):  # the traced run and a replay
+        np.testing.assert_allclose(run_kernel(k, [x, w], target="trn2"), expected, rtol=1e-5, atol=1e-4)
