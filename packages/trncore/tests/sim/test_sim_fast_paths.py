@@ -566,3 +566,68 @@ def test_views_naming_one_region_share_its_array_and_see_each_others_writes() ->
     expected = sum(w[:, s, :].T @ x[:, s, :] for s in range(4))
     for _ in range(2):  # the traced run and a replay
         np.testing.assert_allclose(run_kernel(k, [x, w], target="trn2"), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_matmul_accumulation_with_the_tiles_flag_summary_matches_the_documented_rule() -> None:
+    """nc_matmul(accumulate=None) overwrites PSUM elements no matmul wrote since their last other
+    write and adds to the others (AWS NKI docs, nki.isa.nc_matmul, NKI 0.3.0: "the first write
+    to a PSUM location overwrites, and subsequent writes to the same location accumulate"); a
+    memset is such an other write. The emulator answers "written?" from a per-tile summary where
+    it holds (whole-tile writes, writes agreeing with it) and from the flags otherwise: random
+    chains of matmuls and memsets on the whole tile and on its halves, against a NumPy model of
+    the rule (integer data, so float32 sums are exact), traced and replayed."""
+    from trncore.sim import nisa, nl
+    from trncore.sim.runner import clear_cache, run_kernel
+
+    rng = np.random.default_rng(19)
+    x = rng.integers(-2, 3, (16, 64)).astype(np.float32)
+    w = rng.integers(-2, 3, (16, 32)).astype(np.float32)
+    halves = {"all": slice(0, 64), "lo": slice(0, 32), "hi": slice(32, 64)}
+    for trial in range(12):
+        ops: list[tuple[str, str, float]] = []
+        flagged = {"lo": False, "hi": False}
+        expected = np.full((32, 64), np.nan, dtype=np.float32)
+        for _ in range(int(rng.integers(3, 10))):
+            where = str(rng.choice(["all", "lo", "hi"]))
+            if where == "all" and flagged["lo"] != flagged["hi"]:
+                where = "lo"  # (a region part-written by matmuls is another release rule)
+            cols = halves[where]
+            parts = ["lo", "hi"] if where == "all" else [where]
+            if rng.random() < 0.7:
+                product = w.T @ x[:, cols]
+                if flagged[parts[0]]:
+                    expected[:, cols] += product
+                else:
+                    expected[:, cols] = product
+                for p in parts:
+                    flagged[p] = True
+                ops.append(("mm", where, 0.0))
+            else:
+                value = float(rng.integers(-3, 4))
+                expected[:, cols] = value
+                for p in parts:
+                    flagged[p] = False
+                ops.append(("set", where, value))
+
+        def k(xa, wa, ops=ops):  # type: ignore[no-untyped-def]
+            xs = nl.ndarray((16, 64), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=xs, src=xa)
+            ws = nl.ndarray((16, 32), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=ws, src=wa)
+            acc = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.psum)
+            for kind, where, value in ops:
+                cols = halves[where]
+                if kind == "mm":
+                    nisa.nc_matmul(dst=acc[:, cols], stationary=ws, moving=xs[:, cols])
+                else:
+                    nisa.memset(dst=acc if where == "all" else acc[:, cols], value=value)
+            res = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res, src=acc)
+            out = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=res)
+            return out
+
+        clear_cache()  # (the ops are not part of the kernel's key: each trial traces anew)
+        for _ in range(2):  # the traced run and a replay
+            got = run_kernel(k, [x, w], target="trn2")
+            np.testing.assert_array_equal(got, expected, err_msg=f"trial {trial}: {ops}")

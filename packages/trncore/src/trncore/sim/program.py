@@ -447,8 +447,8 @@ class TraceContext:
                 self.written.add(alloc.id)
             buffer = alloc.buffer
             if buffer is PSUM:
-                if not matmul_write and t.dynamic is None and alloc.flags_made:
-                    t.flags_array()[...] = False  # (flags not made yet are all clear)
+                if not matmul_write and t.dynamic is None and alloc.flags_summary is not False:
+                    t.set_matmul_flags(False)  # (flags not made yet are all clear: summary False)
             elif buffer is SHARED_HBM:
                 shared = True
         if settle:
@@ -705,21 +705,9 @@ OVERWRITING_OPS = frozenset(
 
 
 def _covers(t: NkiTensor) -> bool:
-    """Whether the static view ``t`` names every element of its allocation exactly once: offset
-    0, the allocation's element width and count, and steps (sorted) of a mixed-radix count."""
-    alloc = t.alloc
-    if t.offset != 0:
-        return False
-    if t.is_whole_view():
-        return True  # (most first writes: no sort)
-    if t.size != alloc.size or dtypes.itemsize(t.dtype) != dtypes.itemsize(alloc.dtype):
-        return False
-    expected = 1
-    for step, num in sorted(d for d in t.dims if d[1] != 1):
-        if step != expected:
-            return False
-        expected *= num
-    return True
+    """Whether the static view ``t`` names every element of its allocation exactly once
+    (:meth:`NkiTensor.covers_allocation`)."""
+    return t.covers_allocation()
 
 
 @functools.cache

@@ -85,7 +85,7 @@ class Allocation:
         "_arrays", "_life", "_mask", "_mm_flags", "_track_flags", "_views", "address_bytes", "buffer",
         "dtype", "fill_marker", "first_use", "flat", "id", "init", "is_input", "last_use", "name",
         "partition_start", "position", "read_since_matmul", "row_elems", "shape", "site", "size",
-        "storage", "tracks_mask",
+        "flags_summary", "storage", "tracks_mask",
     )  # fmt: skip
 
     def __init__(
@@ -138,6 +138,10 @@ class Allocation:
         self._mask: np.ndarray | None = None
         self._track_flags = buffer is PSUM
         self._mm_flags: np.ndarray | None = None
+        #: what every matmul flag is, when known: False all clear (so before they are made),
+        #: True all set, None mixed or not known (then the flags themselves tell); kept by
+        #: NkiTensor.set_matmul_flags, read by NkiTensor.matmul_flag_state
+        self.flags_summary: bool | None = False
         self.read_since_matmul = False
         self.is_input = False
         #: the lifetime token of a recyclable tile, weakly (see :meth:`die_with_views`)
@@ -180,6 +184,7 @@ class Allocation:
     def mm_flags(self, value: np.ndarray | None) -> None:
         self._track_flags = value is not None
         self._mm_flags = value
+        self.flags_summary = False if value is None else None
 
     @property
     def flags_made(self) -> bool:
@@ -406,6 +411,48 @@ class NkiTensor:
         if dtypes.itemsize(self.dtype) != dtypes.itemsize(alloc.dtype):
             return None  # reinterpreting views of another width are not tracked
         return self._strided(alloc.mask)
+
+    def matmul_flag_state(self) -> bool | None:
+        """Whether nc_matmul wrote every element of this static PSUM view since its last other
+        write (True), none of them (False), or some (None): the accumulation rule's question
+        (docs/emulator.md, What is checked). Answered from the tile's summary when it holds
+        (every instruction of a matmul chain on one accumulator asks), else from the flags."""
+        summary = self.alloc.flags_summary
+        if summary is not None and self.size:
+            return summary
+        flags = self.flags_array()
+        if not flags.any():
+            return False
+        return True if flags.all() else None
+
+    def set_matmul_flags(self, value: bool) -> None:
+        """Set (a matmul's write) or clear (any other write) the matmul flags of this static PSUM
+        view, keeping the tile's summary: known after a write covering the whole tile, kept by a
+        write agreeing with it, unknown otherwise. Flags already all ``value`` are left as they
+        are (flags not made yet are all clear)."""
+        alloc = self.alloc
+        summary = alloc.flags_summary
+        if summary is value:
+            return  # every flag already holds value (and none are made when clearing)
+        self.flags_array()[...] = value
+        alloc.flags_summary = value if self.covers_allocation() else None
+
+    def covers_allocation(self) -> bool:
+        """Whether this static view names every element of its allocation exactly once: offset
+        0, the allocation's element width and count, and steps (sorted) of a mixed-radix count."""
+        if self.offset != 0:
+            return False
+        if self.is_whole_view():
+            return True  # (the usual case: no sort)
+        alloc = self.alloc
+        if self.size != alloc.size or dtypes.itemsize(self.dtype) != dtypes.itemsize(alloc.dtype):
+            return False
+        expected = 1
+        for step, num in sorted(d for d in self.dims if d[1] != 1):
+            if step != expected:
+                return False
+            expected *= num
+        return True
 
     def flags_array(self) -> np.ndarray:
         """The PSUM matmul-written flags view (static PSUM views only)."""
