@@ -395,10 +395,11 @@ def test_whole_views_share_row_major_patterns_numpy_agrees_with() -> None:
         assert tb.dims == tuple(zip(steps, shape)) and sub.dims != ta.dims
 
 
-@pytest.mark.parametrize("placed_share", [0.6, 1.0])
+@pytest.mark.parametrize("placed_share", [0.0, 0.6, 1.0])
 def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events(placed_share: float) -> None:
     """The capacity sweep's SBUF peak (its shortcuts: placed ends by row range, the highest live
-    end while no auto-placed tile is live) equals a direct count at every tile's start: events
+    end while no auto-placed tile is live, bytes counted per row segment) equals a direct count
+    per partition at every tile's start: events
     in time order, ends before starts at one time, ties in allocation order (docs/emulator.md);
     per partition the auto-placed tiles' bytes summed plus the highest end byte of the placed
     tiles covering it; the peak is the fullest partition's."""
@@ -421,8 +422,10 @@ def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events(placed_share: flo
                 a = Allocation(i, SBUF, "float32", (rows, cols), "p", None, "sentinel", 0, False)
                 a.partition_start = first
                 a.address_bytes = int(rng.integers(0, 4)) * 8192
-            else:  # auto-placed across all partitions (a tile of more than 64 partitions)
-                a = Allocation(i, SBUF, "float32", (128, cols), "a", None, "sentinel", 0, False)
+            else:  # auto-placed: the model picks its start partition (at most 64 rows: 0/64,
+                # at most 32: 0/32/64/96, where the fullest partition is emptiest, first such)
+                rows = int(rng.choice([128, 100, 64, 40, 33, 32, 7, 1]))
+                a = Allocation(i, SBUF, "float32", (rows, cols), "a", None, "sentinel", 0, False)
             start = int(rng.integers(0, 30))
             a.last_use = start + int(rng.integers(0, 10))
             tiles.append(a)
@@ -432,20 +435,29 @@ def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events(placed_share: flo
             keys.append((2 * s + 1, 2 * i, i, True))
             keys.append((2 * (max(a.last_use, s) + 1), 2 * i + 1, i, False))
         live: set[int] = set()
+        first_row: dict[int, int] = {}  # where each live auto-placed tile was put
         expected = 0
         for _, _, i, is_start in sorted(keys):
             if not is_start:
                 live.discard(i)
                 continue
+            if tiles[i].address_bytes is None:
+                used = np.zeros(128, dtype=np.int64)
+                for j in live:
+                    if tiles[j].address_bytes is None:
+                        used[first_row[j] : first_row[j] + tiles[j].shape[0]] += tiles[j].partition_bytes
+                p = tiles[i].shape[0]
+                options = [0] if p > 64 else [0, 64] if p > 32 else [0, 32, 64, 96]
+                first_row[i] = min(options, key=lambda r: used[r : r + p].max())
             live.add(i)
             used = np.zeros(128, dtype=np.int64)
             ends = np.zeros(128, dtype=np.int64)
             for j in live:
                 b = tiles[j]
-                rows = slice(b.partition_start, b.partition_start + b.shape[0])
                 if b.address_bytes is None:
-                    used[rows] += b.partition_bytes
+                    used[first_row[j] : first_row[j] + b.shape[0]] += b.partition_bytes
                 else:
+                    rows = slice(b.partition_start, b.partition_start + b.shape[0])
                     ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
             expected = max(expected, int((used + ends).max()))
         assert ctx._sweep(tiles, starts, 10**9, "bytes") == expected, trial

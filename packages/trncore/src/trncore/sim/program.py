@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+import operator
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -531,9 +532,14 @@ class TraceContext:
             for a, amount in zip(tiles, amounts)
         ]  # fmt: skip
         live, peak, live_set = 0, 0, {}
+        pmax = rules.pmax
         # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
-        # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
-        per_partition = np.zeros(rules.pmax, dtype=np.int64)
+        # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition).
+        # Every tile covers whole segments between the row bounds any tile can have (its own,
+        # or those of each start an auto-placed tile may be given): the bytes are counted per
+        # segment, each standing for its partitions, which all hold the same bytes.
+        edges, choices = _segments(tiles, wheres, pmax) if unit == "bytes" else ([0, pmax], {})
+        per_segment = [0] * (len(edges) - 1)
         # Tiles placed at explicit addresses (nl.ndarray address=) occupy their byte range;
         # AWS's allocators deliberately place several tiles at one address, so those count
         # by the highest end address live on each partition, not by their sum.
@@ -544,8 +550,8 @@ class TraceContext:
         # the highest placed end per partition depends only on which places are live: kept
         # until that set changes, and remembered per set (a rotating allocator cycles
         # through a few sets tens of thousands of times)
-        ends: np.ndarray | None = None
-        ends_by_set: dict[frozenset[tuple[int, int, int]], np.ndarray] = {}
+        ends: list[int] | None = None  # per segment
+        ends_by_set: dict[frozenset[tuple[int, int, int]], list[int]] = {}
         auto_live = 0  # auto-placed tiles live now
         # While no auto-placed tile is live every partition's auto-placed bytes are 0, and the
         # fullest partition holds the highest end byte of any live place (on at least one
@@ -553,20 +559,19 @@ class TraceContext:
         # highest), with no per-partition arrays at all. The live places' ends are counted by
         # value, with a heap of the values (stale entries dropped when met): recomputing the
         # highest is a pop, not a pass over every live place.
-        pmax = rules.pmax
         placed_max: int | None = 0
         end_counts: dict[int, int] = {}
         end_heap: list[int] = []  # negated end values
         # the fullest partition's bytes, valid while neither the auto-placed bytes nor the
         # placed ends change (tiles joining a live place change neither)
         usage: int | None = None
-        usage_ends: np.ndarray | None = None
+        usage_ends: list[int] | None = None
         # PSUM: live tiles per bank of the placed tiles (their distinct banks are in use)
         bank_users: dict[int, int] = {}
         bank_bytes = rules.psum_bank_bytes
 
         auto_banks = 0
-        auto_rows: dict[int, slice] = {}
+        auto_rows: dict[int, tuple[int, int]] = {}  # the segments [lo, hi) of a live auto tile
         for event in order:
             i = event >> 1
             is_start = not event & 1
@@ -607,11 +612,14 @@ class TraceContext:
                                 del bank_users[bank]
             elif unit == "bytes":
                 if is_start:
-                    rows = auto_rows[i] = _auto_rows(per_partition, a)
-                    per_partition[rows] += amount
+                    lo, hi = auto_rows[i] = _auto_segments(per_segment, choices[i])
+                    for k in range(lo, hi):
+                        per_segment[k] += amount
                     auto_live += 1
                 else:
-                    per_partition[auto_rows.pop(i)] -= amount
+                    lo, hi = auto_rows.pop(i)
+                    for k in range(lo, hi):
+                        per_segment[k] -= amount
                     auto_live -= 1
                 usage = None
             else:
@@ -630,9 +638,10 @@ class TraceContext:
                         if ends is None:
                             if len(ends_by_set) > 4096:
                                 ends_by_set.clear()  # bound the memory (128 ints per set)
-                            ends = ends_by_set[key] = _placed_ends(places, pmax)
+                            by_row = _placed_ends(places, pmax)
+                            ends = ends_by_set[key] = [int(by_row[e]) for e in edges[:-1]]
                     if usage is None or ends is not usage_ends:
-                        usage, usage_ends = int((per_partition + ends).max()), ends
+                        usage, usage_ends = max(map(operator.add, per_segment, ends)), ends
                     live = usage
                 else:
                     live = auto_banks + len(bank_users)
@@ -765,19 +774,54 @@ def _placed_ends(places: dict[tuple[int, int, int], int], pmax: int) -> np.ndarr
     return ends
 
 
-def _auto_rows(per_partition: np.ndarray, a: Any) -> slice:
-    """The partitions an auto-placed tile of P partitions occupies in the capacity model.
+def _row_choices(a: Any) -> list[tuple[int, int]]:
+    """The rows [start, end) an auto-placed tile may occupy in the capacity model, in the order
+    they are tried.
 
     The compiler places on-chip tiles itself; a tile of at most 64 (32) partitions may sit at
     any start a compute engine accepts for it (0/64; 0/32/64/96, the start-partition rule), so the
-    model puts it where the fullest partition it would occupy is emptiest (first such start).
+    model puts it where the fullest partition it would occupy is emptiest (first such start:
+    :func:`_auto_segments`).
     """
     p = a.shape[0] if a.shape else 1
     if a.partition_start or p > 64:
-        return slice(a.partition_start, a.partition_start + p)
-    starts = (0, 64) if p > 32 else (0, 32, 64, 96)
-    best = min(starts, key=lambda s: int(per_partition[s : s + p].max()))
-    return slice(best, best + p)
+        return [(a.partition_start, a.partition_start + p)]
+    return [(s, s + p) for s in ((0, 64) if p > 32 else (0, 32, 64, 96))]
+
+
+def _segments(
+    tiles: list[Allocation], wheres: list[tuple[int, int, int] | None], pmax: int
+) -> tuple[list[int], dict[int, list[tuple[int, int]]]]:
+    """The capacity sweep's row segments: the sorted row bounds (0, ``pmax`` and every bound a
+    tile can have, clipped to the partitions), and per auto-placed tile (by position in
+    ``tiles``) its row choices as segment ranges [lo, hi)."""
+    by_rows: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    rows_of: dict[int, tuple[int, int]] = {}
+    bounds = {0, pmax}
+    for i, (a, where) in enumerate(zip(tiles, wheres)):
+        if where is not None:
+            bounds.add(min(max(where[0], 0), pmax))
+            bounds.add(min(max(where[1], 0), pmax))
+            continue
+        key = (a.partition_start, a.shape[0] if a.shape else 1)
+        rows = by_rows.get(key)
+        if rows is None:
+            rows = by_rows[key] = [(min(lo, pmax), min(hi, pmax)) for lo, hi in _row_choices(a)]
+            for lo, hi in rows:
+                bounds.update((lo, hi))
+        rows_of[i] = key
+    edges = sorted(bounds)
+    index = {b: k for k, b in enumerate(edges)}
+    ranges = {key: [(index[lo], index[hi]) for lo, hi in rows] for key, rows in by_rows.items()}
+    return edges, {i: ranges[key] for i, key in rows_of.items()}
+
+
+def _auto_segments(per_segment: list[int], choices: list[tuple[int, int]]) -> tuple[int, int]:
+    """The segments an auto-placed tile occupies: of its choices, the first whose fullest
+    segment is emptiest (:func:`_row_choices`)."""
+    if len(choices) == 1:
+        return choices[0]
+    return min(choices, key=lambda c: max(per_segment[c[0] : c[1]], default=0))
 
 
 def current() -> TraceContext:
