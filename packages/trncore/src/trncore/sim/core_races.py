@@ -401,13 +401,12 @@ class _Store:
     def near(self, fp: _Footprint) -> list[_Record]:
         """Records whose byte range meets ``fp``'s (each once, in trace order)."""
         first, last = fp.lo // self.bsize, (fp.hi - 1) // self.bsize
-        seen: dict[int, _Record] = {}
-        for rec in self.wide:
-            seen[id(rec)] = rec
+        # (records hash by identity; id() would raise an audit event per record)
+        seen: dict[_Record, None] = dict.fromkeys(self.wide)
         for b in range(first, min(last, first + 4 * _BUCKETS) + 1):
             for rec in self.buckets.get(b, ()):
-                seen[id(rec)] = rec
-        return [r for r in seen.values() if r.fp.lo < fp.hi and fp.lo < r.fp.hi]
+                seen[rec] = None
+        return [r for r in seen if r.fp.lo < fp.hi and fp.lo < r.fp.hi]
 
     def prune(self, keep: Any) -> None:
         """Drop the records ``keep`` rejects (ordered before every later access of the others)."""
