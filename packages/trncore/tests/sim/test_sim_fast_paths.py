@@ -643,3 +643,71 @@ def test_matmul_accumulation_with_the_tiles_flag_summary_matches_the_documented_
         for _ in range(2):  # the traced run and a replay
             got = run_kernel(k, [x, w], target="trn2")
             np.testing.assert_array_equal(got, expected, err_msg=f"trial {trial}: {ops}")
+
+
+def test_placed_only_sweeps_match_a_brute_force_count_and_refuse_at_the_same_tile() -> None:
+    """When every tile is placed at an explicit address (AWS's modular allocators) the sweep
+    takes no event loop: SBUF's peak is the highest place end, PSUM's the most distinct banks in
+    use at a tile's start (running counts per bank). Both equal a direct count at every start
+    (events in time order, ends first at one time, ties in allocation order), and past a limit
+    both refuse at the first start that exceeds it, with that count and that tile."""
+    from trncore.sim.errors import CapacityError
+    from trncore.sim.program import TraceContext
+    from trncore.sim.rules import rules_for
+    from trncore.sim.tensor import PSUM, SBUF, Allocation
+
+    rules = rules_for("trn2")
+    ctx = TraceContext(rules, strict=False, execute=False)
+    bank = rules.psum_bank_bytes
+    rng = np.random.default_rng(23)
+    for trial in range(80):
+        psum = trial % 2 == 1
+        tiles, starts = [], []
+        for i in range(int(rng.integers(1, 30))):
+            if psum:
+                cols = int(rng.choice([64, 256, 512, 600]))  # float32: up to two banks
+                a = Allocation(i, PSUM, "float32", (128, cols), "p", None, "sentinel", 0, False)
+                a.address_bytes = int(rng.integers(0, 7)) * bank
+            else:
+                first = int(rng.choice([0, 0, 64, 32]))
+                a = Allocation(i, SBUF, "float32", (int(rng.integers(1, 128 - first + 1)),
+                               int(rng.integers(1, 3000))), "s", None, "sentinel", 0, False)  # fmt: skip
+                a.partition_start = first
+                a.address_bytes = int(rng.integers(0, 6)) * 8192
+            start = int(rng.integers(0, 25))
+            a.last_use = start + int(rng.integers(0, 8))
+            tiles.append(a)
+            starts.append(start)
+        keys = []
+        for i, (a, s) in enumerate(zip(tiles, starts)):
+            keys.append((2 * s + 1, 2 * i, i, True))
+            keys.append((2 * (max(a.last_use, s) + 1), 2 * i + 1, i, False))
+        live: set[int] = set()
+        counts = []  # (count at a start, tile) in event order
+        for _, _, i, is_start in sorted(keys):
+            if not is_start:
+                live.discard(i)
+                continue
+            live.add(i)
+            if psum:
+                used = {b for j in live for b in range(tiles[j].address_bytes // bank,
+                        (tiles[j].address_bytes + tiles[j].partition_bytes - 1) // bank + 1)}  # fmt: skip
+                counts.append((len(used), i))
+            else:
+                ends = np.zeros(128, dtype=np.int64)
+                for j in live:
+                    b = tiles[j]
+                    rows = slice(b.partition_start, b.partition_start + b.shape[0])
+                    ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
+                counts.append((int(ends.max()), i))
+        unit = "banks" if psum else "bytes"
+        peak = max(c for c, _ in counts)
+        assert ctx._sweep(tiles, starts, 10**9, unit) == peak, trial
+        limit = int(rng.integers(0, peak)) if peak else 0
+        if peak > limit:
+            count, i = next((c, i) for c, i in counts if c > limit)
+            with pytest.raises(CapacityError) as err:
+                ctx._sweep(tiles, starts, limit, unit)
+            assert err.value.rule == ("psum-banks" if psum else "sbuf-capacity")
+            assert str(err.value).count(f"{count} live ") == 1, (trial, str(err.value))
+            assert f"when {tiles[i].label()} is allocated" in str(err.value), trial

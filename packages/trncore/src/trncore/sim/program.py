@@ -531,7 +531,11 @@ class TraceContext:
                   a.address_bytes + amount)
             for a, amount in zip(tiles, amounts)
         ]  # fmt: skip
-        live, peak, live_set = 0, 0, {}
+        if tiles and None not in wheres:
+            # every tile placed at an explicit address (AWS's modular allocators): no event
+            # loop (the same peak and the same first refusal, see _placed_peak)
+            return self._placed_peak(tiles, order, wheres, limit, unit, note)
+        live, peak = 0, 0
         pmax = rules.pmax
         # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
         # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition).
@@ -543,7 +547,6 @@ class TraceContext:
         # Tiles placed at explicit addresses (nl.ndarray address=) occupy their byte range;
         # AWS's allocators deliberately place several tiles at one address, so those count
         # by the highest end address live on each partition, not by their sum.
-        placed: set[int] = set()
         # ... counted by distinct (first row, end row, end byte): hundreds of live logical
         # tiles of a modular allocator share a few such places (the sweep's cost)
         places: dict[tuple[int, int, int], int] = {}
@@ -572,13 +575,12 @@ class TraceContext:
 
         auto_banks = 0
         auto_rows: dict[int, tuple[int, int]] = {}  # the segments [lo, hi) of a live auto tile
-        for event in order:
+        for n, event in enumerate(order):
             i = event >> 1
             is_start = not event & 1
             a, amount, where = tiles[i], amounts[i], wheres[i]
             if where is not None:
                 if is_start:
-                    placed.add(i)
                     count = places.get(where, 0)
                     places[where] = count + 1
                     if not count:
@@ -593,8 +595,7 @@ class TraceContext:
                     if unit != "bytes":
                         for bank in _banks(a, bank_bytes):
                             bank_users[bank] = bank_users.get(bank, 0) + 1
-                elif i in placed:
-                    placed.discard(i)
+                else:  # (a tile's end always follows its start: _event_order)
                     places[where] -= 1
                     if not places[where]:
                         del places[where]
@@ -645,21 +646,68 @@ class TraceContext:
                     live = usage
                 else:
                     live = auto_banks + len(bank_users)
-                live_set[a.id] = a
                 if live > limit:
-                    biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
-                    names = "; ".join(x.label() for x in biggest)
-                    what = "SBUF bytes per partition" if unit == "bytes" else "PSUM banks"
-                    raise CapacityError(
-                        "sbuf-capacity" if unit == "bytes" else "psum-banks",
-                        f"{live} live {what} exceed the {self.target} limit of {limit} when "
-                        f"{a.label()} is allocated{note} (largest live: {names})",
-                        a.site,
-                    )
+                    raise self._capacity_error(live, limit, unit, note, order, n, tiles)
                 if live > peak:
                     peak = live
-            else:
-                live_set.pop(a.id, None)
+        return peak
+
+    def _capacity_error(
+        self, live: int, limit: int, unit: str, note: str, order: list[int], n: int,
+        tiles: list[Allocation],
+    ) -> CapacityError:  # fmt: skip
+        """The refusal at the ``n``-th event of ``order`` (a tile's start), ``live`` in use."""
+        a = tiles[order[n] >> 1]
+        biggest = sorted(_live_at(order, n, tiles), key=lambda x: -x.partition_bytes)[:4]
+        names = "; ".join(x.label() for x in biggest)
+        what = "SBUF bytes per partition" if unit == "bytes" else "PSUM banks"
+        return CapacityError(
+            "sbuf-capacity" if unit == "bytes" else "psum-banks",
+            f"{live} live {what} exceed the {self.target} limit of {limit} when "
+            f"{a.label()} is allocated{note} (largest live: {names})",
+            a.site,
+        )
+
+    def _placed_peak(
+        self, tiles: list[Allocation], order: list[int], wheres: list[Any], limit: int,
+        unit: str, note: str,
+    ) -> int:  # fmt: skip
+        """:meth:`_sweep` when every tile is placed at an explicit address.
+
+        SBUF bytes: with no auto-placed tile the fullest partition holds the highest end byte
+        of a live place, so the peak over the tiles' starts is the highest end of any tile
+        (each is live at its own start, and every live end is some tile's), and the first
+        start past ``limit`` is that of the first tile, in event order, whose end is past it
+        (the tiles live before end within it). PSUM banks: the distinct banks in use after
+        each event, from per-bank running counts of the events in order (NumPy), read at the
+        starts."""
+        if unit == "bytes":
+            pmax = self.rules.pmax
+            ends = [_place_end(w, pmax) for w in wheres]
+            peak = max(ends)
+            if peak > limit:
+                n = next(k for k, e in enumerate(order) if not e & 1 and ends[e >> 1] > limit)
+                raise self._capacity_error(ends[order[n] >> 1], limit, unit, note, order, n, tiles)
+            return peak
+        bank_bytes = self.rules.psum_bank_bytes
+        spans = [_banks(a, bank_bytes) for a in tiles]
+        first = np.array([r.start for r in spans], dtype=np.int64)
+        last = np.array([r.stop - 1 for r in spans], dtype=np.int64)
+        events = np.asarray(order, dtype=np.int64)
+        tile = events >> 1
+        span = (last - first + 1)[tile]  # banks per event (_banks)
+        total = int(span.sum())
+        position = np.repeat(np.arange(events.size), span)
+        bank = np.repeat(first[tile], span) + (np.arange(total) - np.repeat(np.cumsum(span) - span, span))
+        banks, row = np.unique(bank, return_inverse=True)
+        delta = np.zeros((banks.size, events.size), dtype=np.int64)
+        np.add.at(delta, (row, position), np.repeat(np.where(events & 1, -1, 1), span))
+        in_use = (np.cumsum(delta, axis=1) > 0).sum(axis=0)
+        at_start = np.where(events & 1, -1, in_use)
+        peak = max(0, int(at_start.max()))
+        if peak > limit:
+            n = int(np.argmax(at_start > limit))
+            raise self._capacity_error(int(in_use[n]), limit, unit, note, order, n, tiles)
         return peak
 
     def _psum_bytes_peak(self, tiles: list[Allocation]) -> int:
@@ -683,6 +731,18 @@ def _event_order(starts: list[int], last_uses: list[int]) -> list[int]:
     keys[1::2] = 2 * finish
     order: list[int] = np.argsort(keys, kind="stable").tolist()
     return order
+
+
+def _live_at(order: list[int], n: int, tiles: list[Allocation]) -> list[Allocation]:
+    """The tiles live after the ``n``-th event of ``order`` (for a capacity error's message:
+    the sweep itself keeps no set of live tiles), in the order they started."""
+    live: dict[int, Allocation] = {}
+    for event in order[: n + 1]:
+        if event & 1:
+            live.pop(event >> 1, None)
+        else:
+            live[event >> 1] = tiles[event >> 1]
+    return list(live.values())
 
 
 def _banks(a: Any, bank_bytes: int) -> range:
