@@ -395,9 +395,11 @@ def test_whole_views_share_row_major_patterns_numpy_agrees_with() -> None:
         assert tb.dims == tuple(zip(steps, shape)) and sub.dims != ta.dims
 
 
-def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events() -> None:
+@pytest.mark.parametrize("placed_share", [0.0, 0.6, 1.0])
+def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events(placed_share: float) -> None:
     """The capacity sweep's SBUF peak (its shortcuts: placed ends by row range, the highest live
-    end while no auto-placed tile is live) equals a direct count at every tile's start: events
+    end while no auto-placed tile is live, bytes counted per row segment) equals a direct count
+    per partition at every tile's start: events
     in time order, ends before starts at one time, ties in allocation order (docs/emulator.md);
     per partition the auto-placed tiles' bytes summed plus the highest end byte of the placed
     tiles covering it; the peak is the fullest partition's."""
@@ -408,18 +410,22 @@ def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events() -> None:
     rules = rules_for("trn2")
     ctx = TraceContext(rules, strict=False, execute=False)
     rng = np.random.default_rng(11)
+    # (placed_share 1.0: no auto-placed tile is ever live, so the sweep keeps the highest live
+    # end by itself, from a heap of the live places' ends, recomputed as the highest one leaves)
     for trial in range(60):
         tiles, starts = [], []
         for i in range(int(rng.integers(1, 40))):
             cols = int(rng.integers(1, 2000))
-            if rng.random() < 0.6:  # placed at an explicit address, on a row range
+            if rng.random() < placed_share:  # placed at an explicit address, on a row range
                 first = int(rng.choice([0, 0, 0, 64, 32]))
                 rows = int(rng.integers(1, 128 - first + 1))
                 a = Allocation(i, SBUF, "float32", (rows, cols), "p", None, "sentinel", 0, False)
                 a.partition_start = first
                 a.address_bytes = int(rng.integers(0, 4)) * 8192
-            else:  # auto-placed across all partitions (a tile of more than 64 partitions)
-                a = Allocation(i, SBUF, "float32", (128, cols), "a", None, "sentinel", 0, False)
+            else:  # auto-placed: the model picks its start partition (at most 64 rows: 0/64,
+                # at most 32: 0/32/64/96, where the fullest partition is emptiest, first such)
+                rows = int(rng.choice([128, 100, 64, 40, 33, 32, 7, 1]))
+                a = Allocation(i, SBUF, "float32", (rows, cols), "a", None, "sentinel", 0, False)
             start = int(rng.integers(0, 30))
             a.last_use = start + int(rng.integers(0, 10))
             tiles.append(a)
@@ -429,20 +435,29 @@ def test_sbuf_sweep_peak_matches_a_brute_force_over_its_events() -> None:
             keys.append((2 * s + 1, 2 * i, i, True))
             keys.append((2 * (max(a.last_use, s) + 1), 2 * i + 1, i, False))
         live: set[int] = set()
+        first_row: dict[int, int] = {}  # where each live auto-placed tile was put
         expected = 0
         for _, _, i, is_start in sorted(keys):
             if not is_start:
                 live.discard(i)
                 continue
+            if tiles[i].address_bytes is None:
+                used = np.zeros(128, dtype=np.int64)
+                for j in live:
+                    if tiles[j].address_bytes is None:
+                        used[first_row[j] : first_row[j] + tiles[j].shape[0]] += tiles[j].partition_bytes
+                p = tiles[i].shape[0]
+                options = [0] if p > 64 else [0, 64] if p > 32 else [0, 32, 64, 96]
+                first_row[i] = min(options, key=lambda r: used[r : r + p].max())
             live.add(i)
             used = np.zeros(128, dtype=np.int64)
             ends = np.zeros(128, dtype=np.int64)
             for j in live:
                 b = tiles[j]
-                rows = slice(b.partition_start, b.partition_start + b.shape[0])
                 if b.address_bytes is None:
-                    used[rows] += b.partition_bytes
+                    used[first_row[j] : first_row[j] + b.shape[0]] += b.partition_bytes
                 else:
+                    rows = slice(b.partition_start, b.partition_start + b.shape[0])
                     ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
             expected = max(expected, int((used + ends).max()))
         assert ctx._sweep(tiles, starts, 10**9, "bytes") == expected, trial
@@ -662,3 +677,221 @@ def test_nc_transpose_from_a_wide_tile_matches_numpy(dtype: str) -> None:
         o = run_kernel(k, [x], target="trn2")
         np.testing.assert_array_equal(o[:, 1, :].view(word), x[:, 384:512].T.view(word))
         np.testing.assert_array_equal(o[:, 0, :].view(word), x[:, 0:128].T.view(word))
+
+
+# ---------------------------------------------------------------- tracing (issue 13, round 6)
+
+
+def _brute_covers(t) -> bool:  # type: ignore[no-untyped-def]
+    """Whether view ``t`` names every element of its allocation exactly once, by listing the
+    elements its pattern names with NumPy."""
+    idx = np.array([t.offset])
+    for step, num in t.dims:
+        idx = (idx[:, None] + np.arange(num) * step).reshape(-1)
+    return t.dtype == t.alloc.dtype and idx.size == t.alloc.size and bool(
+        np.array_equal(np.sort(idx), np.arange(t.alloc.size))
+    )
+
+
+def test_whole_view_test_and_covers_agree_with_listing_the_elements() -> None:
+    """``_covers`` (whether a first write overwrites a whole tile, so its sentinel fill can go)
+    takes a shortcut for the tile's own whole view; views with the same elements built other ways
+    (a full slice, a reshape, a permuted ``.ap()``) take the general path. Both agree with
+    listing the elements each view names."""
+    from trncore.sim.program import _covers
+    from trncore.sim.tensor import SBUF, Allocation, NkiTensor
+
+    for shape in [(128, 512), (64, 4, 32), (1, 7)]:
+        a = Allocation(0, SBUF, "float32", shape, "a", None, "sentinel", 0, False)
+        whole = NkiTensor.whole(a)
+        full = whole[tuple(slice(0, n) for n in shape)]
+        flat = whole.reshape(shape[0], -1)
+        p, f = shape[0], a.row_elems
+        swapped = whole.ap(pattern=[[f, p], [1, f]]) if len(shape) == 2 else flat
+        part = whole[0 : max(1, p // 2), ...]
+        skip = whole.ap(pattern=[[f, p], [2, f // 2]]) if f > 1 else part
+        views = [whole, full, flat, swapped, part, skip]
+        assert whole.is_whole_view() and not full.is_whole_view()
+        for v in views:
+            assert _covers(v) == _brute_covers(v), (shape, v.dims)
+        assert _covers(whole) and _covers(full) and _covers(part) == (p == 1)
+    empty = Allocation(1, SBUF, "float32", (128, 0), "e", None, "sentinel", 0, False)
+    assert not NkiTensor.whole(empty).is_whole_view()  # (an empty tile: the general path decides)
+
+
+def test_views_naming_one_region_share_its_array_and_see_each_others_writes() -> None:
+    """Views of one tile built separately (``t[0:4, 2:6]`` twice) share one NumPy array; other
+    regions, dtypes and tiles get their own. A matmul chain that names its PSUM region afresh in
+    every step (as AWS's kernels do) accumulates what NumPy computes in float32."""
+    from trncore.sim import nisa, nl
+    from trncore.sim.runner import run_kernel
+    from trncore.sim.tensor import SBUF, Allocation, NkiTensor
+
+    a = Allocation(0, SBUF, "float32", (8, 16), "a", None, "sentinel", 0, False)
+    b = Allocation(1, SBUF, "float32", (8, 16), "b", None, "sentinel", 0, False)
+    ta, tb = NkiTensor.whole(a), NkiTensor.whole(b)
+    one, two = ta[0:4, 2:6], ta[0:4, 2:6]
+    assert one is not two and one.array() is two.array()
+    assert ta[0:4, 3:7].array() is not one.array() and tb[0:4, 2:6].array() is not one.array()
+    assert ta.view(nl.int32)[0:4, 2:6].array().dtype == np.int32
+    a.flat[:] = np.arange(128, dtype=np.float32)
+    np.testing.assert_array_equal(two.array(), a.flat.reshape(8, 16)[0:4, 2:6])
+    one.array()[...] = -1.0
+    assert (a.flat.reshape(8, 16)[0:4, 2:6] == -1.0).all()
+    a.forget_arrays()
+    assert ta[0:4, 2:6].array() is not one.array()  # a new array, the same memory
+    assert np.shares_memory(ta[0:4, 2:6].array(), one.array())
+
+    def k(x, w):  # type: ignore[no-untyped-def]
+        xs = nl.ndarray((128, 4, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=xs, src=x)
+        ws = nl.ndarray((128, 4, 32), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ws, src=w)
+        acc = nl.ndarray((32, 128), dtype=nl.float32, buffer=nl.psum)
+        for step in range(4):
+            nisa.nc_matmul(dst=acc[0:32, 0:64], stationary=ws[:, step, :], moving=xs[:, step, :])
+        res = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc[0:32, 0:64])
+        out = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((128, 4, 64)).astype(np.float32)
+    w = rng.standard_normal((128, 4, 32)).astype(np.float32)
+    expected = sum(w[:, s, :].T @ x[:, s, :] for s in range(4))
+    for _ in range(2):  # the traced run and a replay
+        np.testing.assert_allclose(run_kernel(k, [x, w], target="trn2"), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_matmul_accumulation_with_the_tiles_flag_summary_matches_the_documented_rule() -> None:
+    """nc_matmul(accumulate=None) overwrites PSUM elements no matmul wrote since their last other
+    write and adds to the others (AWS NKI docs, nki.isa.nc_matmul, NKI 0.3.0: "the first write
+    to a PSUM location overwrites, and subsequent writes to the same location accumulate"); a
+    memset is such an other write. The emulator answers "written?" from a per-tile summary where
+    it holds (whole-tile writes, writes agreeing with it) and from the flags otherwise: random
+    chains of matmuls and memsets on the whole tile and on its halves, against a NumPy model of
+    the rule (integer data, so float32 sums are exact), traced and replayed."""
+    from trncore.sim import nisa, nl
+    from trncore.sim.runner import clear_cache, run_kernel
+
+    rng = np.random.default_rng(19)
+    x = rng.integers(-2, 3, (16, 64)).astype(np.float32)
+    w = rng.integers(-2, 3, (16, 32)).astype(np.float32)
+    halves = {"all": slice(0, 64), "lo": slice(0, 32), "hi": slice(32, 64)}
+    for trial in range(12):
+        ops: list[tuple[str, str, float]] = []
+        flagged = {"lo": False, "hi": False}
+        expected = np.full((32, 64), np.nan, dtype=np.float32)
+        for _ in range(int(rng.integers(3, 10))):
+            where = str(rng.choice(["all", "lo", "hi"]))
+            if where == "all" and flagged["lo"] != flagged["hi"]:
+                where = "lo"  # (a region part-written by matmuls is another release rule)
+            cols = halves[where]
+            parts = ["lo", "hi"] if where == "all" else [where]
+            if rng.random() < 0.7:
+                product = w.T @ x[:, cols]
+                if flagged[parts[0]]:
+                    expected[:, cols] += product
+                else:
+                    expected[:, cols] = product
+                for p in parts:
+                    flagged[p] = True
+                ops.append(("mm", where, 0.0))
+            else:
+                value = float(rng.integers(-3, 4))
+                expected[:, cols] = value
+                for p in parts:
+                    flagged[p] = False
+                ops.append(("set", where, value))
+
+        def k(xa, wa, ops=ops):  # type: ignore[no-untyped-def]
+            xs = nl.ndarray((16, 64), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=xs, src=xa)
+            ws = nl.ndarray((16, 32), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=ws, src=wa)
+            acc = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.psum)
+            for kind, where, value in ops:
+                cols = halves[where]
+                if kind == "mm":
+                    nisa.nc_matmul(dst=acc[:, cols], stationary=ws, moving=xs[:, cols])
+                else:
+                    nisa.memset(dst=acc if where == "all" else acc[:, cols], value=value)
+            res = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res, src=acc)
+            out = nl.ndarray((32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=res)
+            return out
+
+        clear_cache()  # (the ops are not part of the kernel's key: each trial traces anew)
+        for _ in range(2):  # the traced run and a replay
+            got = run_kernel(k, [x, w], target="trn2")
+            np.testing.assert_array_equal(got, expected, err_msg=f"trial {trial}: {ops}")
+
+
+def test_placed_only_sweeps_match_a_brute_force_count_and_refuse_at_the_same_tile() -> None:
+    """When every tile is placed at an explicit address (AWS's modular allocators) the sweep
+    takes no event loop: SBUF's peak is the highest place end, PSUM's the most distinct banks in
+    use at a tile's start (running counts per bank). Both equal a direct count at every start
+    (events in time order, ends first at one time, ties in allocation order), and past a limit
+    both refuse at the first start that exceeds it, with that count and that tile."""
+    from trncore.sim.errors import CapacityError
+    from trncore.sim.program import TraceContext
+    from trncore.sim.rules import rules_for
+    from trncore.sim.tensor import PSUM, SBUF, Allocation
+
+    rules = rules_for("trn2")
+    ctx = TraceContext(rules, strict=False, execute=False)
+    bank = rules.psum_bank_bytes
+    rng = np.random.default_rng(23)
+    for trial in range(80):
+        psum = trial % 2 == 1
+        tiles, starts = [], []
+        for i in range(int(rng.integers(1, 30))):
+            if psum:
+                cols = int(rng.choice([64, 256, 512, 600]))  # float32: up to two banks
+                a = Allocation(i, PSUM, "float32", (128, cols), "p", None, "sentinel", 0, False)
+                a.address_bytes = int(rng.integers(0, 7)) * bank
+            else:
+                first = int(rng.choice([0, 0, 64, 32]))
+                a = Allocation(i, SBUF, "float32", (int(rng.integers(1, 128 - first + 1)),
+                               int(rng.integers(1, 3000))), "s", None, "sentinel", 0, False)  # fmt: skip
+                a.partition_start = first
+                a.address_bytes = int(rng.integers(0, 6)) * 8192
+            start = int(rng.integers(0, 25))
+            a.last_use = start + int(rng.integers(0, 8))
+            tiles.append(a)
+            starts.append(start)
+        keys = []
+        for i, (a, s) in enumerate(zip(tiles, starts)):
+            keys.append((2 * s + 1, 2 * i, i, True))
+            keys.append((2 * (max(a.last_use, s) + 1), 2 * i + 1, i, False))
+        live: set[int] = set()
+        counts = []  # (count at a start, tile) in event order
+        for _, _, i, is_start in sorted(keys):
+            if not is_start:
+                live.discard(i)
+                continue
+            live.add(i)
+            if psum:
+                used = {b for j in live for b in range(tiles[j].address_bytes // bank,
+                        (tiles[j].address_bytes + tiles[j].partition_bytes - 1) // bank + 1)}  # fmt: skip
+                counts.append((len(used), i))
+            else:
+                ends = np.zeros(128, dtype=np.int64)
+                for j in live:
+                    b = tiles[j]
+                    rows = slice(b.partition_start, b.partition_start + b.shape[0])
+                    ends[rows] = np.maximum(ends[rows], b.address_bytes + b.partition_bytes)
+                counts.append((int(ends.max()), i))
+        unit = "banks" if psum else "bytes"
+        peak = max(c for c, _ in counts)
+        assert ctx._sweep(tiles, starts, 10**9, unit) == peak, trial
+        limit = int(rng.integers(0, peak)) if peak else 0
+        if peak > limit:
+            count, i = next((c, i) for c, i in counts if c > limit)
+            with pytest.raises(CapacityError) as err:
+                ctx._sweep(tiles, starts, limit, unit)
+            assert err.value.rule == ("psum-banks" if psum else "sbuf-capacity")
+            assert str(err.value).count(f"{count} live ") == 1, (trial, str(err.value))
+            assert f"when {tiles[i].label()} is allocated" in str(err.value), trial

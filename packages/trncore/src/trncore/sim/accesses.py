@@ -23,15 +23,28 @@ def record_access(reads: Sequence[Any], writes: Sequence[Any]) -> tuple[tuple[Ac
     """The (reads, writes) accesses of one instruction (called by emit, read by the schedule).
 
     Operands that are not tensor views (no ``alloc``) carry no memory dependency and are skipped.
+    The offset tensor of a dynamic view is read when the instruction runs: its access follows the
+    reads (those of the reads' offsets, then the writes'). One pass per list (every instruction
+    of a trace comes here).
     """
-    reads = [t for t in reads if getattr(t, "alloc", None) is not None]
-    writes = [t for t in writes if getattr(t, "alloc", None) is not None]
-    r = [_access(t) for t in reads]
-    for t in (*reads, *writes):
-        offset = getattr(t, "dynamic", None)
-        if offset is not None and getattr(offset, "tensor", None) is not None:
-            r.append(_access(offset.tensor))  # the offset tensor is read when the instruction runs
-    return tuple(r), tuple(_access(t) for t in writes)
+    r: list[Access] = []
+    w: list[Access] = []
+    offsets: list[Any] = []
+    for operands, out in ((reads, r), (writes, w)):
+        for t in operands:
+            alloc = getattr(t, "alloc", None)
+            if alloc is None:
+                continue
+            dynamic = getattr(t, "dynamic", None)
+            if dynamic is None:
+                out.append((alloc, t.dtype, t.offset, t.dims))
+                continue
+            out.append((alloc, None, 0, ()))  # a dynamic view: the whole allocation
+            tensor = getattr(dynamic, "tensor", None)
+            if tensor is not None:
+                offsets.append(tensor)
+    r.extend(_access(t) for t in offsets)
+    return tuple(r), tuple(w)
 
 
 def _access(t: Any) -> Access:

@@ -41,6 +41,9 @@ def check_partitions(t: NkiTensor, op: str, what: str, site: Any, start_rules: b
             site,
         )
     if start_rules and t.dynamic is None:
+        offset = t.offset
+        if not offset:
+            return  # partition 0 is allowed for every partition count (the usual operand)
         start = t.start_partition()
         if p > 64:
             allowed: tuple[int, ...] = (0,)
@@ -73,8 +76,9 @@ def check_compute_operand(
     defines them for nc_matmul_mx / quantize_mx on NeuronCore-v4 only, so on trn1 and trn2 they
     are storage (dma_copy, memset with value 0).
     """
-    t = as_tensor(t, op, what, site)
-    if dtypes.is_packed(t.dtype) and not packed_ok:
+    if type(t) is not NkiTensor:  # (every instruction's operands come here: the usual type first)
+        t = as_tensor(t, op, what, site)
+    if t.dtype in dtypes.PACKED_NAMES and not packed_ok:
         raise TargetError(
             "packed-x4-compute",
             f"{op} cannot read or write {t.describe()}: packed x4 types are consumed only by "
@@ -82,14 +86,15 @@ def check_compute_operand(
             "(dma_copy, memset value=0)",
             site,
         )
-    if t.buffer.name not in buffers:
-        rule = "compute-no-hbm" if t.buffer.is_hbm else f"{op}-buffer"
+    buffer = t.alloc.buffer
+    if buffer.name not in buffers:
+        rule = "compute-no-hbm" if buffer.is_hbm else f"{op}-buffer"
         raise BufferError(
             rule,
             f"{op} {what} must be in {' or '.join(buffers)}, got {t.describe()}"
             + (
                 "; compute engines cannot access HBM (copy it in with nisa.dma_copy)"
-                if t.buffer.is_hbm
+                if buffer.is_hbm
                 else ""
             ),
             site,
@@ -97,15 +102,18 @@ def check_compute_operand(
     if not t.dims:
         raise ShapeError("rank", f"{op} {what} must have a partition dim: {t.describe()}", site)
     check_partitions(t, op, what, site, start_rules=True)
-    if op != "nc_matmul" and t.free_size > FREE_MAX:
-        # AWS Trainium/Inferentia2 Architecture Guide for NKI (NKI 0.3.0): one Vector/Scalar instruction
-        # covers at most 64K elements per partition; larger tiles must be processed in chunks.
-        raise ShapeError(
-            "free-size-max",
-            f"{op} {what} has {t.free_size} elements per partition; one instruction handles at "
-            f"most {FREE_MAX}: {t.describe()}",
-            site,
-        )
+    if op != "nc_matmul":
+        free = t.free_size
+        if free > FREE_MAX:
+            # AWS Trainium/Inferentia2 Architecture Guide for NKI (NKI 0.3.0): one Vector/Scalar
+            # instruction covers at most 64K elements per partition; larger tiles must be
+            # processed in chunks.
+            raise ShapeError(
+                "free-size-max",
+                f"{op} {what} has {free} elements per partition; one instruction handles at "
+                f"most {FREE_MAX}: {t.describe()}",
+                site,
+            )
     return t
 
 

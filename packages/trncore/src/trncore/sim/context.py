@@ -86,33 +86,52 @@ def adopt_thread_state(state: list[dict[str, Any]]) -> None:
         vars(local).update(values)
 
 
-#: The line of each (code object, instruction offset) asked for so far, by (id of the code,
-#: offset); the code object is kept with it, so an id is never taken for a dead code's. A
-#: frame's ``f_lineno`` is worked out by scanning the code's line table from its start, which
-#: in a long kernel function (AWS's are hundreds of lines) costs microseconds, for every
-#: instruction and allocation of every loop iteration at the same few offsets.
+#: The line of each (code object, instruction offset) asked for so far, by (identity of the
+#: code, offset); the code object is kept with it, so an identity is never taken for a dead
+#: code's. A frame's ``f_lineno`` is worked out by scanning the code's line table from its
+#: start, which in a long kernel function (AWS's are hundreds of lines) costs microseconds, for
+#: every instruction and allocation of every loop iteration at the same few offsets.
 _LINES: dict[tuple[int, int], tuple[Any, int]] = {}
+
+#: An object's identity without ``id()``: the default hash is the object's address (rotated),
+#: the same for the object's lifetime and distinct between live objects. ``id()``, like
+#: ``frame.f_code`` and ``sys._getframe``, raises an audit event (Python's audit hooks, PEP 578),
+#: and a process with a Python-level audit hook (:mod:`trncore.config` installs one) pays a
+#: Python call for each: up to seven per kernel line asked for, hundreds of thousands per trace.
+_identity = object.__hash__
 
 
 def user_site() -> tuple[str, int] | None:
-    """(file, line) of the innermost stack frame outside ``trncore.sim``: the kernel's own line."""
+    """(file, line) of the innermost stack frame outside ``trncore.sim``: the kernel's own line.
+
+    A frame is inside ``trncore.sim`` when its code's file is in the package's directory. The
+    emulator's own frames (every ISA call passes through three to five) are recognised by their
+    module's ``__file__`` (``frame.f_globals``), which raises no audit event; only the frame
+    found outside is asked for its code (its file, and the line). Code that a module of the
+    package made with ``exec`` (a dataclass's ``__init__``) counts as the package's.
+    """
     frame: Any = sys._getframe(1)
     while frame is not None:
+        module_file = frame.f_globals.get("__file__")
+        if type(module_file) is str and module_file.startswith(_SIM_DIR):
+            frame = frame.f_back
+            continue
         code = frame.f_code
         filename = code.co_filename
-        if not filename.startswith(_SIM_DIR):
-            if sys.gettrace() is not None:  # a tracer (a debugger) may set f_lineno itself
-                return filename, frame.f_lineno
-            key = (id(code), frame.f_lasti)
-            known = _LINES.get(key)
-            if known is not None and known[0] is code:
-                return filename, known[1]
-            line = frame.f_lineno
-            if len(_LINES) > 65536:
-                _LINES.clear()  # bound the memory
-            _LINES[key] = (code, line)
-            return filename, line
-        frame = frame.f_back
+        if filename.startswith(_SIM_DIR):  # (code compiled under the package's file name)
+            frame = frame.f_back
+            continue
+        if sys.gettrace() is not None:  # a tracer (a debugger) may set f_lineno itself
+            return filename, frame.f_lineno
+        key = (_identity(code), frame.f_lasti)
+        known = _LINES.get(key)
+        if known is not None and known[0] is code:
+            return filename, known[1]
+        line = frame.f_lineno
+        if len(_LINES) > 65536:
+            _LINES.clear()  # bound the memory
+        _LINES[key] = (code, line)
+        return filename, line
     return None
 
 
@@ -137,10 +156,10 @@ def maybe_current() -> Any:
 
 def current() -> Any:
     """The active trace context; raises when an NKI call is made outside a kernel."""
-    ctx = maybe_current()
-    if ctx is None:
-        raise RuntimeError(
-            "NKI language/ISA calls only run inside a kernel executed by the emulator "
-            "(call the kernel through nki.jit, nki.simulate or trncore.sim)"
-        )
-    return ctx
+    stack = getattr(_state, "stack", None)  # (maybe_current inlined: every instruction asks)
+    if stack:
+        return stack[-1]
+    raise RuntimeError(
+        "NKI language/ISA calls only run inside a kernel executed by the emulator "
+        "(call the kernel through nki.jit, nki.simulate or trncore.sim)"
+    )

@@ -28,9 +28,10 @@ runs on the traced run (a replay with other offset data is not re-checked); a tr
 ``oob_mode.skip`` touches nothing. Checked on executing traces only (a cost report traced from
 shapes has no data).
 
-Cost: the check is installed only on LNC=2 traces; an instruction touching no shared HBM pays one
-scan of its operands. Accesses are kept per allocation, core and kind in byte-range buckets, and
-compared exactly only when their byte ranges meet: first by their bands within a row pitch
+Cost: the check is installed only on LNC=2 traces, and an instruction touching no shared HBM
+never reaches it (``TraceContext.emit`` notes shared operands in its one pass over them).
+Accesses are kept per allocation, core and kind in byte-range buckets, and compared exactly
+only when their byte ranges meet: first by their bands within a row pitch
 (column blocks of the same rows never meet), then, for a dynamic-row access (kept as its row
 indices and one in-row pattern, never as a list of elements), row by row (only rows whose byte
 ranges meet are compared, once per distinct shift between them), and otherwise element by
@@ -401,13 +402,12 @@ class _Store:
     def near(self, fp: _Footprint) -> list[_Record]:
         """Records whose byte range meets ``fp``'s (each once, in trace order)."""
         first, last = fp.lo // self.bsize, (fp.hi - 1) // self.bsize
-        seen: dict[int, _Record] = {}
-        for rec in self.wide:
-            seen[id(rec)] = rec
+        # (records hash by identity; id() would raise an audit event per record)
+        seen: dict[_Record, None] = dict.fromkeys(self.wide)
         for b in range(first, min(last, first + 4 * _BUCKETS) + 1):
             for rec in self.buckets.get(b, ()):
-                seen[id(rec)] = rec
-        return [r for r in seen.values() if r.fp.lo < fp.hi and fp.lo < r.fp.hi]
+                seen[rec] = None
+        return [r for r in seen if r.fp.lo < fp.hi and fp.lo < r.fp.hi]
 
     def prune(self, keep: Any) -> None:
         """Drop the records ``keep`` rejects (ordered before every later access of the others)."""

@@ -148,11 +148,11 @@ def nc_matmul(
             site,
         )
     # accumulate bookkeeping (docs/emulator.md, What is checked): data independent, so decided at trace time.
-    flags = dst.flags_array()
+    written = dst.matmul_flag_state()  # all (True), none (False) or some (None) of dst
     if accumulate is None:
-        if not flags.any():
+        if written is False:
             mode = "overwrite"
-        elif flags.all():
+        elif written:
             if dst.alloc.read_since_matmul:
                 # AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0; same text in 0.6.0): with
                 # accumulate=None "the first write to a PSUM location overwrites, and subsequent
@@ -175,7 +175,7 @@ def nc_matmul(
             mode = "mixed"
     elif accumulate:
         mode = "accumulate"
-        if not flags.all() and dst.alloc.init == "sentinel":
+        if written is not True and dst.size and dst.alloc.init == "sentinel":
             _warn_accumulate_uninitialized(site, dst.describe())
     else:
         mode = "overwrite"
@@ -184,8 +184,8 @@ def nc_matmul(
 
         if not psum_overlap_accumulates():
             mode = "overwrite"  # NKI < 0.6.0's simulator: every write a first write
-    first = (~flags).copy() if mode == "mixed" else None
-    flags[...] = True
+    first = ~dst.flags_array() if mode == "mixed" else None
+    dst.set_matmul_flags(True)
     dst.alloc.read_since_matmul = False
 
     s_arr, m_arr, d_arr = stat.array(), mov.array(), dst.array()

@@ -16,7 +16,9 @@ tile an unrolled loop allocated.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
+import operator
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,9 +47,9 @@ from trncore.sim.work_clock import CLOCK, run_timed, timed
 __all__ = ["Instr", "Program", "TraceContext"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Instr:
-    """One recorded instruction."""
+    """One recorded instruction (slots: a large trace records hundreds of thousands)."""
 
     op: str
     engine: str
@@ -124,7 +126,7 @@ class Program:
             for arr in (alloc.storage, alloc._mask, alloc._mm_flags):
                 if arr is not None:
                     base = arr.base if isinstance(arr.base, np.ndarray) else arr
-                    seen[id(base)] = base.nbytes
+                    seen[object.__hash__(base)] = base.nbytes  # (its identity: id() is audited)
         return sum(seen.values())
 
     def engine_counts(self) -> dict[str, int]:
@@ -185,8 +187,10 @@ class TraceContext:
         self.alloc_core: dict[int, int] = {}
         #: the NKI release this trace is checked against (set by the runner)
         self.nki_version: str | None = None
-        #: runs each instruction instead of :meth:`emit` when set (an executing LNC=2 trace:
-        #: :class:`trncore.sim.core_races.RaceTracker`, installed by trncore.sim.lnc)
+        #: runs each instruction with an operand in shared HBM instead of :meth:`emit` when set
+        #: (an executing LNC=2 trace: :class:`trncore.sim.core_races.RaceTracker`, installed by
+        #: trncore.sim.lnc); an instruction touching no shared HBM has nothing to check there
+        #: and runs as on any trace
         self.on_emit: Callable[[Instr, Sequence[NkiTensor], Sequence[NkiTensor]], None] | None = None
         heap.configure()  # keep freed scratch memory unless TRNSCI_SIM_HEAP=system (trncore.sim.heap)
 
@@ -285,19 +289,16 @@ class TraceContext:
         can observe it, so the traced run fills there, and the program keeps the fill at its
         marker only if that instruction does not overwrite every element first.
         """
-        if fill:
-            # the sentinel's bit pattern written as unsigned words of the element's width: the
-            # same bytes as assigning NaN/4 element by element, several times cheaper for
-            # ml_dtypes' bfloat16/fp8 (whose scalar assignment NumPy does not vectorise)
-            word, pattern = _sentinel_word(alloc.dtype)
-            run: Callable[[], None] = functools.partial(alloc.storage.view(word).fill, pattern)
-        else:
-            run = _no_fill
-        marker = Instr("alloc", "alloc", site, run, {"alloc": alloc.id})
-        self.instrs.append(marker)
         if fill and lazy:
+            # the fill is made when the first instruction touching the tile keeps it
+            # (_settle_fills): most such tiles are overwritten first or never touched
+            marker = Instr("alloc", "alloc", site, _no_fill, {"alloc": alloc.id})
             alloc.fill_marker = marker
-        elif self.execute and fill:
+            self.instrs.append(marker)
+            return
+        run = _sentinel_fill(alloc) if fill else _no_fill
+        self.instrs.append(Instr("alloc", "alloc", site, run, {"alloc": alloc.id}))
+        if self.execute and fill:
             run_timed(run)
 
     def _settle_fills(self, op: str, reads: Sequence[NkiTensor], writes: Sequence[NkiTensor]) -> None:
@@ -310,9 +311,14 @@ class TraceContext:
         between a tile's allocation and its first instruction nothing else uses its storage
         (recycled storage comes from tiles that no Python object names any more).
         """
-        dynamic = [t.dynamic for t in (*reads, *writes) if t.dynamic is not None]
-        offsets = [d.tensor for d in dynamic if getattr(d, "tensor", None) is not None]
-        overwrite = not dynamic and op in OVERWRITING_OPS
+        offsets: list[NkiTensor] = []
+        overwrite = op in OVERWRITING_OPS
+        for t in (*reads, *writes):
+            if t.dynamic is not None:
+                overwrite = False
+                tensor = getattr(t.dynamic, "tensor", None)
+                if tensor is not None:
+                    offsets.append(tensor)
         for t in writes:
             alloc = t.alloc
             marker = alloc.fill_marker
@@ -320,28 +326,29 @@ class TraceContext:
                 continue
             alloc.fill_marker = None
             if overwrite and _covers(t) and all(r.alloc is not alloc for r in reads):
-                marker.run = _no_fill
-            elif self.execute:
+                continue  # (the marker's run stays _no_fill)
+            marker.run = _sentinel_fill(alloc)
+            if self.execute:
                 run_timed(marker.run)
         for t in (*reads, *offsets):
             alloc = t.alloc
             marker = alloc.fill_marker
             if marker is not None:
                 alloc.fill_marker = None
+                marker.run = _sentinel_fill(alloc)
                 if self.execute:
                     run_timed(marker.run)
 
     def close_fills(self) -> None:
-        """At the end of the trace: the fills of tiles no instruction touched are not needed."""
+        """At the end of the trace: the fills of tiles no instruction touched are not needed
+        (their markers' runs are still :func:`_no_fill`); the tiles' shared view arrays
+        (:meth:`NkiTensor.array`) are let go (the instructions hold the ones they use)."""
         for alloc in self.allocs:
-            if alloc.fill_marker is not None:
-                alloc.fill_marker.run = _no_fill
-                alloc.fill_marker = None
+            alloc.fill_marker = None
+            alloc.forget_arrays()
 
     def _recycle(self, alloc: Allocation) -> None:
-        if alloc.fill_marker is not None:  # never touched: nothing reads its fill
-            alloc.fill_marker.run = _no_fill
-            alloc.fill_marker = None
+        alloc.fill_marker = None  # never touched: nothing reads its fill (the marker stays _no_fill)
         alloc.mask = None
         alloc.mm_flags = None
         self.free_storage.setdefault(alloc.storage.nbytes, []).append(alloc.storage)
@@ -381,12 +388,30 @@ class TraceContext:
         *,
         matmul_write: bool = False,
     ) -> None:
-        """Record (and, on an executing trace, run) one instruction after its checks passed."""
+        """Record (and, on an executing trace, run) one instruction after its checks passed.
+
+        One pass over the operands does what every instruction needs (this runs ~150 000 times
+        in a large nkilib trace): each tile's use range, the sentinel fills waiting on it, the
+        strict-mode written masks, the PSUM matmul flags, whether a kernel argument was written,
+        and whether any operand is in shared HBM (only such an instruction goes through an LNC=2
+        trace's race check, :class:`trncore.sim.core_races.RaceTracker`, which lets every other
+        instruction simply run).
+        """
         position = len(self.instrs)
         settle = False  # a tile's sentinel fill waits for this instruction
+        shared = False  # an operand in shared HBM (the LNC=2 race check)
+        strict = self.strict
         for t in reads:
-            settle |= self._touch(t, position)
-            if self.strict:
+            alloc = t.alloc
+            if alloc.first_use is None:
+                alloc.first_use = position
+            alloc.last_use = position
+            if t.dynamic is not None:
+                t.dynamic.tensor.alloc.last_use = position
+                settle = True
+            elif alloc.fill_marker is not None:
+                settle = True
+            if strict:
                 mask = t.mask_array()
                 if mask is not None and not mask.all():
                     raise UninitializedReadError(
@@ -395,27 +420,44 @@ class TraceContext:
                         f"({int((~mask).sum())} of {mask.size} elements unwritten)",
                         site,
                     )
-            if t.alloc.buffer is PSUM and not matmul_write:
-                t.alloc.read_since_matmul = True
+            buffer = alloc.buffer
+            if buffer is PSUM:
+                if not matmul_write:
+                    alloc.read_since_matmul = True
+            elif buffer is SHARED_HBM:
+                shared = True
         for t in writes:
-            settle |= self._touch(t, position)
-            mask = t.mask_array()
-            if mask is not None:
-                mask[...] = True
-            elif t.alloc.mask is not None:
-                # dynamic or reinterpreting writes: the written elements are not known statically,
-                # so strict mode conservatively treats the whole tensor as written
-                t.alloc.mask[...] = True
-            if t.alloc.is_input:
-                self.written.add(t.alloc.id)
-            if t.alloc.buffer is PSUM and not matmul_write and t.dynamic is None and t.alloc.flags_made:
-                t.flags_array()[...] = False  # (flags not made yet are all clear)
+            alloc = t.alloc
+            if alloc.first_use is None:
+                alloc.first_use = position
+            alloc.last_use = position
+            if t.dynamic is not None:
+                t.dynamic.tensor.alloc.last_use = position
+                settle = True
+            elif alloc.fill_marker is not None:
+                settle = True
+            if alloc.tracks_mask:
+                mask = t.mask_array()
+                if mask is not None:
+                    mask[...] = True
+                elif alloc.mask is not None:
+                    # dynamic or reinterpreting writes: the written elements are not known
+                    # statically, so strict mode conservatively treats the whole tensor as written
+                    alloc.mask[...] = True
+            if alloc.is_input:
+                self.written.add(alloc.id)
+            buffer = alloc.buffer
+            if buffer is PSUM:
+                if not matmul_write and t.dynamic is None and alloc.flags_summary is not False:
+                    t.set_matmul_flags(False)  # (flags not made yet are all clear: summary False)
+            elif buffer is SHARED_HBM:
+                shared = True
         if settle:
             self._settle_fills(op, reads, writes)
         access = record_access(reads, writes)
         ins = Instr(op, engine, site, run, meta or {}, access)
         self.instrs.append(ins)
-        if self.on_emit is not None:  # an LNC=2 trace: the race check runs it (core_races)
+        if shared and self.on_emit is not None:  # an LNC=2 trace: the race check runs it (core_races)
             ins.run = timed(run)  # its data work still counted (trncore.sim.work_clock)
             try:
                 self.on_emit(ins, reads, writes)
@@ -425,17 +467,6 @@ class TraceContext:
             start = perf_counter()  # work_clock.run_timed inlined: once per instruction
             run()
             CLOCK.seconds += perf_counter() - start
-
-    def _touch(self, t: NkiTensor, position: int) -> bool:
-        """Record a use of ``t``'s tile at ``position``; whether a sentinel fill may wait on it."""
-        alloc = t.alloc
-        if alloc.first_use is None:
-            alloc.first_use = position
-        alloc.last_use = position
-        if t.dynamic is not None:
-            t.dynamic.tensor.alloc.last_use = position
-            return True
-        return alloc.fill_marker is not None
 
     # ------------------------------------------------------------------ end of trace
     def check_capacity(self) -> tuple[int, int, int]:
@@ -503,62 +534,80 @@ class TraceContext:
                   a.address_bytes + amount)
             for a, amount in zip(tiles, amounts)
         ]  # fmt: skip
-        live, peak, live_set = 0, 0, {}
+        if tiles and None not in wheres:
+            # every tile placed at an explicit address (AWS's modular allocators): no event
+            # loop (the same peak and the same first refusal, see _placed_peak)
+            return self._placed_peak(tiles, order, wheres, limit, unit, note)
+        live, peak = 0, 0
+        pmax = rules.pmax
         # SBUF bytes are counted per partition: a tile on partitions 64..127 does not add to
-        # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition)
-        per_partition = np.zeros(rules.pmax, dtype=np.int64)
+        # one on 0..63 (the budget, nl.tile_size.total_available_sbuf_size, is per partition).
+        # Every tile covers whole segments between the row bounds any tile can have (its own,
+        # or those of each start an auto-placed tile may be given): the bytes are counted per
+        # segment, each standing for its partitions, which all hold the same bytes.
+        edges, choices = _segments(tiles, wheres, pmax) if unit == "bytes" else ([0, pmax], {})
+        per_segment = [0] * (len(edges) - 1)
         # Tiles placed at explicit addresses (nl.ndarray address=) occupy their byte range;
         # AWS's allocators deliberately place several tiles at one address, so those count
         # by the highest end address live on each partition, not by their sum.
-        placed: set[int] = set()
         # ... counted by distinct (first row, end row, end byte): hundreds of live logical
         # tiles of a modular allocator share a few such places (the sweep's cost)
         places: dict[tuple[int, int, int], int] = {}
         # the highest placed end per partition depends only on which places are live: kept
         # until that set changes, and remembered per set (a rotating allocator cycles
         # through a few sets tens of thousands of times)
-        ends: np.ndarray | None = None
-        ends_by_set: dict[frozenset[tuple[int, int, int]], np.ndarray] = {}
+        ends: list[int] | None = None  # per segment
+        ends_by_set: dict[frozenset[tuple[int, int, int]], list[int]] = {}
         auto_live = 0  # auto-placed tiles live now
         # While no auto-placed tile is live every partition's auto-placed bytes are 0, and the
         # fullest partition holds the highest end byte of any live place (on at least one
         # row): kept up as places come (a max) and go (recomputed only if it was the
-        # highest), with no per-partition arrays at all.
-        pmax = rules.pmax
+        # highest), with no per-partition arrays at all. The live places' ends are counted by
+        # value, with a heap of the values (stale entries dropped when met): recomputing the
+        # highest is a pop, not a pass over every live place.
         placed_max: int | None = 0
+        end_counts: dict[int, int] = {}
+        end_heap: list[int] = []  # negated end values
         # the fullest partition's bytes, valid while neither the auto-placed bytes nor the
         # placed ends change (tiles joining a live place change neither)
         usage: int | None = None
-        usage_ends: np.ndarray | None = None
+        usage_ends: list[int] | None = None
         # PSUM: live tiles per bank of the placed tiles (their distinct banks are in use)
         bank_users: dict[int, int] = {}
         bank_bytes = rules.psum_bank_bytes
 
         auto_banks = 0
-        auto_rows: dict[int, slice] = {}
-        for event in order:
+        auto_rows: dict[int, tuple[int, int]] = {}  # the segments [lo, hi) of a live auto tile
+        for n, event in enumerate(order):
             i = event >> 1
             is_start = not event & 1
             a, amount, where = tiles[i], amounts[i], wheres[i]
             if where is not None:
                 if is_start:
-                    placed.add(i)
                     count = places.get(where, 0)
                     places[where] = count + 1
                     if not count:
                         ends = None
-                        if placed_max is not None and _place_end(where, pmax) > placed_max:
-                            placed_max = _place_end(where, pmax)
+                        end = _place_end(where, pmax)
+                        n_end = end_counts.get(end, 0)
+                        end_counts[end] = n_end + 1
+                        if not n_end:
+                            heapq.heappush(end_heap, -end)
+                        if placed_max is not None and end > placed_max:
+                            placed_max = end
                     if unit != "bytes":
                         for bank in _banks(a, bank_bytes):
                             bank_users[bank] = bank_users.get(bank, 0) + 1
-                elif i in placed:
-                    placed.discard(i)
+                else:  # (a tile's end always follows its start: _event_order)
                     places[where] -= 1
                     if not places[where]:
                         del places[where]
                         ends = None
-                        if placed_max is not None and _place_end(where, pmax) >= placed_max:
+                        end = _place_end(where, pmax)
+                        end_counts[end] -= 1
+                        if not end_counts[end]:
+                            del end_counts[end]
+                        if placed_max is not None and end >= placed_max:
                             placed_max = None
                     if unit != "bytes":
                         for bank in _banks(a, bank_bytes):
@@ -567,11 +616,14 @@ class TraceContext:
                                 del bank_users[bank]
             elif unit == "bytes":
                 if is_start:
-                    rows = auto_rows[i] = _auto_rows(per_partition, a)
-                    per_partition[rows] += amount
+                    lo, hi = auto_rows[i] = _auto_segments(per_segment, choices[i])
+                    for k in range(lo, hi):
+                        per_segment[k] += amount
                     auto_live += 1
                 else:
-                    per_partition[auto_rows.pop(i)] -= amount
+                    lo, hi = auto_rows.pop(i)
+                    for k in range(lo, hi):
+                        per_segment[k] -= amount
                     auto_live -= 1
                 usage = None
             else:
@@ -579,7 +631,9 @@ class TraceContext:
             if is_start:
                 if unit == "bytes" and not auto_live:
                     if placed_max is None:
-                        placed_max = max((_place_end(w, pmax) for w in places), default=0)
+                        while end_heap and -end_heap[0] not in end_counts:
+                            heapq.heappop(end_heap)
+                        placed_max = -end_heap[0] if end_heap else 0
                     live = placed_max
                 elif unit == "bytes":
                     if ends is None:
@@ -588,27 +642,75 @@ class TraceContext:
                         if ends is None:
                             if len(ends_by_set) > 4096:
                                 ends_by_set.clear()  # bound the memory (128 ints per set)
-                            ends = ends_by_set[key] = _placed_ends(places, pmax)
+                            by_row = _placed_ends(places, pmax)
+                            ends = ends_by_set[key] = [int(by_row[e]) for e in edges[:-1]]
                     if usage is None or ends is not usage_ends:
-                        usage, usage_ends = int((per_partition + ends).max()), ends
+                        usage, usage_ends = max(map(operator.add, per_segment, ends)), ends
                     live = usage
                 else:
                     live = auto_banks + len(bank_users)
-                live_set[a.id] = a
                 if live > limit:
-                    biggest = sorted(live_set.values(), key=lambda x: -x.partition_bytes)[:4]
-                    names = "; ".join(x.label() for x in biggest)
-                    what = "SBUF bytes per partition" if unit == "bytes" else "PSUM banks"
-                    raise CapacityError(
-                        "sbuf-capacity" if unit == "bytes" else "psum-banks",
-                        f"{live} live {what} exceed the {self.target} limit of {limit} when "
-                        f"{a.label()} is allocated{note} (largest live: {names})",
-                        a.site,
-                    )
+                    raise self._capacity_error(live, limit, unit, note, order, n, tiles)
                 if live > peak:
                     peak = live
-            else:
-                live_set.pop(a.id, None)
+        return peak
+
+    def _capacity_error(
+        self, live: int, limit: int, unit: str, note: str, order: list[int], n: int,
+        tiles: list[Allocation],
+    ) -> CapacityError:  # fmt: skip
+        """The refusal at the ``n``-th event of ``order`` (a tile's start), ``live`` in use."""
+        a = tiles[order[n] >> 1]
+        biggest = sorted(_live_at(order, n, tiles), key=lambda x: -x.partition_bytes)[:4]
+        names = "; ".join(x.label() for x in biggest)
+        what = "SBUF bytes per partition" if unit == "bytes" else "PSUM banks"
+        return CapacityError(
+            "sbuf-capacity" if unit == "bytes" else "psum-banks",
+            f"{live} live {what} exceed the {self.target} limit of {limit} when "
+            f"{a.label()} is allocated{note} (largest live: {names})",
+            a.site,
+        )
+
+    def _placed_peak(
+        self, tiles: list[Allocation], order: list[int], wheres: list[Any], limit: int,
+        unit: str, note: str,
+    ) -> int:  # fmt: skip
+        """:meth:`_sweep` when every tile is placed at an explicit address.
+
+        SBUF bytes: with no auto-placed tile the fullest partition holds the highest end byte
+        of a live place, so the peak over the tiles' starts is the highest end of any tile
+        (each is live at its own start, and every live end is some tile's), and the first
+        start past ``limit`` is that of the first tile, in event order, whose end is past it
+        (the tiles live before end within it). PSUM banks: the distinct banks in use after
+        each event, from per-bank running counts of the events in order (NumPy), read at the
+        starts."""
+        if unit == "bytes":
+            pmax = self.rules.pmax
+            ends = [_place_end(w, pmax) for w in wheres]
+            peak = max(ends)
+            if peak > limit:
+                n = next(k for k, e in enumerate(order) if not e & 1 and ends[e >> 1] > limit)
+                raise self._capacity_error(ends[order[n] >> 1], limit, unit, note, order, n, tiles)
+            return peak
+        bank_bytes = self.rules.psum_bank_bytes
+        spans = [_banks(a, bank_bytes) for a in tiles]
+        first = np.array([r.start for r in spans], dtype=np.int64)
+        last = np.array([r.stop - 1 for r in spans], dtype=np.int64)
+        events = np.asarray(order, dtype=np.int64)
+        tile = events >> 1
+        span = (last - first + 1)[tile]  # banks per event (_banks)
+        total = int(span.sum())
+        position = np.repeat(np.arange(events.size), span)
+        bank = np.repeat(first[tile], span) + (np.arange(total) - np.repeat(np.cumsum(span) - span, span))
+        banks, row = np.unique(bank, return_inverse=True)
+        delta = np.zeros((banks.size, events.size), dtype=np.int64)
+        np.add.at(delta, (row, position), np.repeat(np.where(events & 1, -1, 1), span))
+        in_use = (np.cumsum(delta, axis=1) > 0).sum(axis=0)
+        at_start = np.where(events & 1, -1, in_use)
+        peak = max(0, int(at_start.max()))
+        if peak > limit:
+            n = int(np.argmax(at_start > limit))
+            raise self._capacity_error(int(in_use[n]), limit, unit, note, order, n, tiles)
         return peak
 
     def _psum_bytes_peak(self, tiles: list[Allocation]) -> int:
@@ -632,6 +734,18 @@ def _event_order(starts: list[int], last_uses: list[int]) -> list[int]:
     keys[1::2] = 2 * finish
     order: list[int] = np.argsort(keys, kind="stable").tolist()
     return order
+
+
+def _live_at(order: list[int], n: int, tiles: list[Allocation]) -> list[Allocation]:
+    """The tiles live after the ``n``-th event of ``order`` (for a capacity error's message:
+    the sweep itself keeps no set of live tiles), in the order they started."""
+    live: dict[int, Allocation] = {}
+    for event in order[: n + 1]:
+        if event & 1:
+            live.pop(event >> 1, None)
+        else:
+            live[event >> 1] = tiles[event >> 1]
+    return list(live.values())
 
 
 def _banks(a: Any, bank_bytes: int) -> range:
@@ -663,17 +777,9 @@ OVERWRITING_OPS = frozenset(
 
 
 def _covers(t: NkiTensor) -> bool:
-    """Whether the static view ``t`` names every element of its allocation exactly once: offset
-    0, the allocation's element width and count, and steps (sorted) of a mixed-radix count."""
-    alloc = t.alloc
-    if t.offset != 0 or t.size != alloc.size or dtypes.itemsize(t.dtype) != dtypes.itemsize(alloc.dtype):
-        return False
-    expected = 1
-    for step, num in sorted(d for d in t.dims if d[1] != 1):
-        if step != expected:
-            return False
-        expected *= num
-    return True
+    """Whether the static view ``t`` names every element of its allocation exactly once
+    (:meth:`NkiTensor.covers_allocation`)."""
+    return t.covers_allocation()
 
 
 @functools.cache
@@ -685,6 +791,15 @@ def _sentinel_word(dtype: str) -> tuple[np.dtype, int]:
     one[...] = np.nan if dtypes.is_float(dtype) else SENTINEL_INT
     word = np.dtype(f"u{one.itemsize}")
     return word, int(one.view(word)[0])
+
+
+def _sentinel_fill(alloc: Allocation) -> Callable[[], None]:
+    """The run of ``alloc``'s allocation marker that fills it with its sentinel: the bit pattern
+    written as unsigned words of the element's width, the same bytes as assigning NaN/4 element
+    by element, several times cheaper for ml_dtypes' bfloat16/fp8 (whose scalar assignment NumPy
+    does not vectorise)."""
+    word, pattern = _sentinel_word(alloc.dtype)
+    return functools.partial(alloc.storage.view(word).fill, pattern)
 
 
 def _copy_in(flat: np.ndarray, array: np.ndarray) -> None:
@@ -722,19 +837,54 @@ def _placed_ends(places: dict[tuple[int, int, int], int], pmax: int) -> np.ndarr
     return ends
 
 
-def _auto_rows(per_partition: np.ndarray, a: Any) -> slice:
-    """The partitions an auto-placed tile of P partitions occupies in the capacity model.
+def _row_choices(a: Any) -> list[tuple[int, int]]:
+    """The rows [start, end) an auto-placed tile may occupy in the capacity model, in the order
+    they are tried.
 
     The compiler places on-chip tiles itself; a tile of at most 64 (32) partitions may sit at
     any start a compute engine accepts for it (0/64; 0/32/64/96, the start-partition rule), so the
-    model puts it where the fullest partition it would occupy is emptiest (first such start).
+    model puts it where the fullest partition it would occupy is emptiest (first such start:
+    :func:`_auto_segments`).
     """
     p = a.shape[0] if a.shape else 1
     if a.partition_start or p > 64:
-        return slice(a.partition_start, a.partition_start + p)
-    starts = (0, 64) if p > 32 else (0, 32, 64, 96)
-    best = min(starts, key=lambda s: int(per_partition[s : s + p].max()))
-    return slice(best, best + p)
+        return [(a.partition_start, a.partition_start + p)]
+    return [(s, s + p) for s in ((0, 64) if p > 32 else (0, 32, 64, 96))]
+
+
+def _segments(
+    tiles: list[Allocation], wheres: list[tuple[int, int, int] | None], pmax: int
+) -> tuple[list[int], dict[int, list[tuple[int, int]]]]:
+    """The capacity sweep's row segments: the sorted row bounds (0, ``pmax`` and every bound a
+    tile can have, clipped to the partitions), and per auto-placed tile (by position in
+    ``tiles``) its row choices as segment ranges [lo, hi)."""
+    by_rows: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    rows_of: dict[int, tuple[int, int]] = {}
+    bounds = {0, pmax}
+    for i, (a, where) in enumerate(zip(tiles, wheres)):
+        if where is not None:
+            bounds.add(min(max(where[0], 0), pmax))
+            bounds.add(min(max(where[1], 0), pmax))
+            continue
+        key = (a.partition_start, a.shape[0] if a.shape else 1)
+        rows = by_rows.get(key)
+        if rows is None:
+            rows = by_rows[key] = [(min(lo, pmax), min(hi, pmax)) for lo, hi in _row_choices(a)]
+            for lo, hi in rows:
+                bounds.update((lo, hi))
+        rows_of[i] = key
+    edges = sorted(bounds)
+    index = {b: k for k, b in enumerate(edges)}
+    ranges = {key: [(index[lo], index[hi]) for lo, hi in rows] for key, rows in by_rows.items()}
+    return edges, {i: ranges[key] for i, key in rows_of.items()}
+
+
+def _auto_segments(per_segment: list[int], choices: list[tuple[int, int]]) -> tuple[int, int]:
+    """The segments an auto-placed tile occupies: of its choices, the first whose fullest
+    segment is emptiest (:func:`_row_choices`)."""
+    if len(choices) == 1:
+        return choices[0]
+    return min(choices, key=lambda c: max(per_segment[c[0] : c[1]], default=0))
 
 
 def current() -> TraceContext:

@@ -82,10 +82,10 @@ class Allocation:
 
     # (slots: AWS's modular allocator makes tens of thousands of these per trace)
     __slots__ = (
-        "_life", "_mask", "_mm_flags", "_track_flags", "_track_mask", "_views", "address_bytes",
-        "buffer", "dtype", "fill_marker", "first_use", "flat", "id", "init", "is_input",
-        "last_use", "name", "partition_start", "position", "read_since_matmul", "row_elems",
-        "shape", "site", "size", "storage",
+        "_arrays", "_life", "_mask", "_mm_flags", "_track_flags", "_views", "address_bytes", "buffer",
+        "dtype", "fill_marker", "first_use", "flat", "id", "init", "is_input", "last_use", "name",
+        "partition_start", "position", "read_since_matmul", "row_elems", "shape", "site", "size",
+        "flags_summary", "storage", "tracks_mask",
     )  # fmt: skip
 
     def __init__(
@@ -123,15 +123,25 @@ class Allocation:
         self.storage = storage  # raw bytes; may be recycled storage of a dead allocation
         self.flat = storage.view(np_dtype)
         self._views: dict[str, np.ndarray] | None = None  # reinterpretations made so far
+        #: the strided arrays of its views made so far, by (dtype, offset, dims): a kernel's
+        #: loop names the same region of a tile again and again (``psum[0:m, 0:n]`` in every
+        #: step of a matmul chain), each time through a new view (:meth:`NkiTensor.array`)
+        self._arrays: dict[tuple[Any, ...], np.ndarray] | None = None
         # The strict-mode written mask and, for PSUM, the per-element "written by nc_matmul since
         # the last other write" flags (docs/emulator.md, What is checked) are made on first use:
         # nkilib's modular allocator declares tens of thousands of logical tiles of which most
         # are never touched, and zeroing their bookkeeping was the largest cost of allocation.
         # Made later, they start as they would have: nothing written, no matmul flag set.
-        self._track_mask = strict
+        #: whether the strict-mode written mask is kept (false: :attr:`mask` is None, and
+        #: ``emit`` skips the mask bookkeeping of a write with one test)
+        self.tracks_mask = strict
         self._mask: np.ndarray | None = None
         self._track_flags = buffer is PSUM
         self._mm_flags: np.ndarray | None = None
+        #: what every matmul flag is, when known: False all clear (so before they are made),
+        #: True all set, None mixed or not known (then the flags themselves tell); kept by
+        #: NkiTensor.set_matmul_flags, read by NkiTensor.matmul_flag_state
+        self.flags_summary: bool | None = False
         self.read_since_matmul = False
         self.is_input = False
         #: the lifetime token of a recyclable tile, weakly (see :meth:`die_with_views`)
@@ -153,14 +163,14 @@ class Allocation:
     @property
     def mask(self) -> np.ndarray | None:
         """The strict-mode per-element written mask (None when not tracked)."""
-        if self._mask is None and self._track_mask:
+        if self._mask is None and self.tracks_mask:
             self._mask = np.zeros(self.size, dtype=bool)
         return self._mask
 
     @mask.setter
     def mask(self, value: np.ndarray | None) -> None:
         # None stops the tracking (a recycled tile, a finished trace)
-        self._track_mask = value is not None
+        self.tracks_mask = value is not None
         self._mask = value
 
     @property
@@ -174,11 +184,16 @@ class Allocation:
     def mm_flags(self, value: np.ndarray | None) -> None:
         self._track_flags = value is not None
         self._mm_flags = value
+        self.flags_summary = False if value is None else None
 
     @property
     def flags_made(self) -> bool:
         """Whether the matmul flags exist yet (until then every flag is clear)."""
         return self._mm_flags is not None
+
+    def forget_arrays(self) -> None:
+        """Drop the view arrays kept for reuse (:meth:`NkiTensor.array`), e.g. at the end of a trace."""
+        self._arrays = None
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The arrays this allocation holds now (storage, and the check bookkeeping made so far)."""
@@ -276,6 +291,17 @@ class NkiTensor:
             dims = _ROW_MAJOR[shape] = _row_major(shape)
         return cls(alloc, alloc.dtype, 0, dims, shape=shape)
 
+    def is_whole_view(self) -> bool:
+        """Whether this is a view :meth:`whole` made (or one with its very pattern): every element
+        of a non-empty allocation once, in order. False says nothing (ask the pattern)."""
+        alloc = self.alloc
+        return (
+            self.offset == 0
+            and self.dtype == alloc.dtype
+            and alloc.size > 0
+            and self.dims is _ROW_MAJOR.get(alloc.shape)
+        )
+
     # ---------------------------------------------------------------- attributes (AWS NKI Language Guide)
     @property
     def shape(self) -> tuple[int, ...]:
@@ -321,7 +347,8 @@ class NkiTensor:
     @property
     def free_size(self) -> int:
         """Elements per partition of an on-chip view."""
-        return math.prod(self._shape[1:])
+        shape = self._shape
+        return shape[1] if len(shape) == 2 else math.prod(shape[1:])
 
     def start_partition(self) -> int:
         """The first partition this on-chip view touches (for the start-partition rules, AWS
@@ -355,10 +382,20 @@ class NkiTensor:
         """The strided NumPy view of this tensor's elements (static views only)."""
         if self._unchecked is not None:
             self._checked_at(self._unchecked)
-        if self._array is None:
-            flat = self.alloc.flat_as(self.dtype)
-            self._array = self._strided(flat)
-        return self._array
+        arr = self._array
+        if arr is None:
+            # the same pattern of the same storage is the same NumPy view: shared between the
+            # views that name it (they are read and written through, never reshaped in place)
+            alloc = self.alloc
+            arrays = alloc._arrays
+            if arrays is None:
+                arrays = alloc._arrays = {}
+            key = (self.dtype, self.offset, self.dims)
+            arr = arrays.get(key)
+            if arr is None:
+                arr = arrays[key] = self._strided(alloc.flat_as(self.dtype))
+            self._array = arr
+        return arr
 
     def _strided(self, flat: np.ndarray) -> np.ndarray:
         shape = self._shape
@@ -374,6 +411,48 @@ class NkiTensor:
         if dtypes.itemsize(self.dtype) != dtypes.itemsize(alloc.dtype):
             return None  # reinterpreting views of another width are not tracked
         return self._strided(alloc.mask)
+
+    def matmul_flag_state(self) -> bool | None:
+        """Whether nc_matmul wrote every element of this static PSUM view since its last other
+        write (True), none of them (False), or some (None): the accumulation rule's question
+        (docs/emulator.md, What is checked). Answered from the tile's summary when it holds
+        (every instruction of a matmul chain on one accumulator asks), else from the flags."""
+        summary = self.alloc.flags_summary
+        if summary is not None and self.size:
+            return summary
+        flags = self.flags_array()
+        if not flags.any():
+            return False
+        return True if flags.all() else None
+
+    def set_matmul_flags(self, value: bool) -> None:
+        """Set (a matmul's write) or clear (any other write) the matmul flags of this static PSUM
+        view, keeping the tile's summary: known after a write covering the whole tile, kept by a
+        write agreeing with it, unknown otherwise. Flags already all ``value`` are left as they
+        are (flags not made yet are all clear)."""
+        alloc = self.alloc
+        summary = alloc.flags_summary
+        if summary is value:
+            return  # every flag already holds value (and none are made when clearing)
+        self.flags_array()[...] = value
+        alloc.flags_summary = value if self.covers_allocation() else None
+
+    def covers_allocation(self) -> bool:
+        """Whether this static view names every element of its allocation exactly once: offset
+        0, the allocation's element width and count, and steps (sorted) of a mixed-radix count."""
+        if self.offset != 0:
+            return False
+        if self.is_whole_view():
+            return True  # (the usual case: no sort)
+        alloc = self.alloc
+        if self.size != alloc.size or dtypes.itemsize(self.dtype) != dtypes.itemsize(alloc.dtype):
+            return False
+        expected = 1
+        for step, num in sorted(d for d in self.dims if d[1] != 1):
+            if step != expected:
+                return False
+            expected *= num
+        return True
 
     def flags_array(self) -> np.ndarray:
         """The PSUM matmul-written flags view (static PSUM views only)."""
