@@ -94,9 +94,7 @@ def tensor_tensor(
             a = np.asarray(a_op.read()).reshape(p, -1).astype(np.int64)
             b = np.asarray(b_op.read()).reshape(p, -1).astype(np.int64)
             write(exact(a, b))
-    elif _inplace_op(token, False, None) is not None:
-        uf = token.ufunc
-        assert uf is not None
+    elif (uf := _float_ufunc(token)) is not None:
 
         def run() -> None:
             # the token's float32 ufunc, computed into a converted (bfloat16/fp8) operand's
@@ -155,12 +153,21 @@ def _bit_reader(x: Any, raw: np.dtype, what: str, site: Any) -> Any:
     return lambda: value
 
 
-def _inplace_op(token: Op, rev: bool, operand: Any) -> Any:
-    """``(x, out) -> ufunc(x, operand())`` (or reversed) written into ``out`` (None: a new
-    array), for a float32 arithmetic token of :data:`BINARY`; None for any other token. The
-    caller holds ``np.errstate(all="ignore")``, as the token's own ``fn`` does."""
+def _float_ufunc(token: Op) -> Any:
+    """The NumPy ufunc of a float32 arithmetic token of :data:`BINARY` (which may write into a
+    buffer the instruction owns); None for any other token."""
     uf = token.ufunc
     if uf is None or token.kind != "arith" or BINARY.get(token.name) is not token:
+        return None
+    return uf
+
+
+def _inplace_op(token: Op, rev: bool, operand: Any) -> Any:
+    """``(x, out) -> ufunc(x, operand())`` (or reversed) written into ``out`` (None: a new
+    array), for a token with a :func:`_float_ufunc`; None for any other token. The caller holds
+    ``np.errstate(all="ignore")``, as the token's own ``fn`` does."""
+    uf = _float_ufunc(token)
+    if uf is None:
         return None
     if rev:
         return lambda x, out: uf(operand(), x, out=out)
