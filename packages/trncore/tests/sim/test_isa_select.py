@@ -122,6 +122,28 @@ def test_search_instructions_on_many_duplicates_nan_and_signed_zero(target: str)
     np.testing.assert_array_equal(out, want)
 
 
+def test_search_instructions_on_wide_rows_with_few_candidates(target: str) -> None:
+    # The top-k shape of the search: wide rows, the 8 values among the row's largest, so only a
+    # few elements per row can match (the emulator then matches those alone). Duplicates beyond
+    # the occurrences, a missing value, NaN and both zeros, against the pages' element rule.
+    rng = np.random.default_rng(13)
+    x = (-np.abs(rng.standard_normal((6, 300))) - 1.0).astype(np.float32)
+    for r in range(6):
+        cols = rng.choice(300, size=6, replace=False)
+        x[r, cols] = [5.0, 6.0, 5.0, 0.0, -0.0, 5.0]
+    v = np.array([6.0, 5.0, 5.0, 5.0, 5.0, np.nan, 7.0, -0.0], np.float32)
+    v = np.stack([rng.permutation(v) for _ in range(6)])
+    found = simulate(_find_kernel)(x, v)
+    np.testing.assert_array_equal(found, _page_reference(x, v, range(8), 0xFFFFFFFF))
+    out, idx = simulate(_replace_kernel)(x, v, -9.0)
+    want_idx = _page_reference(x, v, range(7, -1, -1), 0xFFFFFFFF)
+    np.testing.assert_array_equal(idx, want_idx)
+    want = x.copy()
+    for r, i in zip(*np.nonzero(want_idx != 0xFFFFFFFF)):
+        want[r, want_idx[r, i]] = -9.0
+    np.testing.assert_array_equal(out, want)
+
+
 def test_max8_duplicates_infinities_nan_and_wide_rows(target: str) -> None:
     # nki.isa.max8: the 8 largest values of each partition, descending (duplicates kept); NaN
     # taken as below every number. Reference: NumPy's full sort.

@@ -53,10 +53,31 @@ def _occurrences(x: np.ndarray, v: np.ndarray, reverse: bool) -> np.ndarray:
     occurrences, ascending, in the order ``i = 0 .. 7`` (``reverse``: ``7 .. 0``): the k-th
     duplicate in that order takes the k-th occurrence. Compared in fp32 (NaN matches nothing,
     -0.0 matches 0.0)."""
-    p = x.shape[0]
     same = v[:, :, None] == v[:, None, :]  # [r, i, j]: values i and j of row r are equal
     earlier = np.triu(np.ones((8, 8), dtype=bool), 1) if reverse else np.tril(np.ones((8, 8), dtype=bool), -1)
     rank = (same & earlier[None]).sum(axis=2)  # duplicates of value i taken before it
+    # Only elements at or above a row's smallest value can match one. In a top-k round (max8,
+    # then match_replace8 of those 8) that is a handful per row, and the matching runs on those
+    # candidates instead of scanning the whole row once per value.
+    lo = np.where(np.isnan(v), np.inf, v).min(axis=1)
+    flat = np.flatnonzero(x >= lo[:, None])  # row-major: each row's candidates in column order
+    if flat.size > x.size // 8:
+        return _occurrences_dense(x, v, rank)
+    rows, cols = np.divmod(flat, x.shape[1])  # (2-D np.nonzero is ~20x slower here)
+    hit = x[rows, cols][:, None] == v[rows]  # [candidate, i]: it equals value i of its row
+    seen = np.cumsum(hit, axis=0)  # matches of each value so far, over all rows
+    first = np.searchsorted(rows, np.arange(x.shape[0]))  # each row's first candidate
+    before = np.concatenate((np.zeros((1, 8), seen.dtype), seen))[first]  # matches in earlier rows
+    take = hit & (seen - before[rows] == rank[rows] + 1)  # the (rank + 1)-th match of value i
+    out = np.full(v.shape, -1, dtype=np.int64)
+    at, slot = np.nonzero(take)
+    out[rows[at], slot] = cols[at]
+    return out
+
+
+def _occurrences_dense(x: np.ndarray, v: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """``_occurrences`` by one scan of the rows per value (many candidates per row)."""
+    p = x.shape[0]
     out = np.full((p, 8), -1, dtype=np.int64)
     rows = np.arange(p)
     for i in range(8):
