@@ -19,7 +19,7 @@ import pytest
 
 import trncore.sim as sim
 from trncore.keys import KernelKey
-from trncore.sim import cli, nisa, nl, versions
+from trncore.sim import cli, nisa, nl, runner, versions
 from trncore.sim.errors import TargetError
 from trncore.sim.testing import marked_line
 from trncore.sim.versions import CHANGES, NkiDeprecationWarning, VersionError
@@ -257,11 +257,12 @@ def test_import_with_the_oldest_release_in_the_environment() -> None:
     assert out.stdout.split() == ["float32", "refused", "True"]
 
 
-def test_repeated_gated_reads_warn_at_each_line_as_the_first_did() -> None:
-    """The release check is decided once per (API, release) and then reused: every read of a
-    deprecated nl.tile_size attribute still warns with the table's text at the kernel's own
-    line (the warning's location and its "(at file:line)"), and where the release has the
-    attribute undeprecated nothing is reported."""
+def test_repeated_gated_reads_warn_once_per_line_and_trace() -> None:
+    """The release check is decided once per (API, release) and then reused: a deprecated
+    nl.tile_size attribute warns with the table's text at the kernel's own line (the warning's
+    location and its "(at file:line)"), once per line in a trace however often the line runs
+    (under the "always" filter pytest sets, as Python's default filter would), again in a new
+    trace; where the release has the attribute undeprecated nothing is reported."""
 
     def reads(a):
         total = 0
@@ -279,7 +280,9 @@ def test_repeated_gated_reads_warn_at_each_line_as_the_first_did() -> None:
     row = versions._BY_API["nl.tile_size.psum_fmax"]
     assert row.deprecated is not None
     text = f"nl.tile_size.psum_fmax is deprecated in {versions.release(row.deprecated).label}"
-    for v, expect in (("0.3.0", False), (row.deprecated, True), (versions.NEWEST, True)):
+    rounds = (("0.3.0", False), (row.deprecated, True), (versions.NEWEST, True), (versions.NEWEST, True))
+    for v, expect in rounds:
+        runner.clear_cache()  # each round traces anew
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             sim.simulate(reads, nki_version=v)(A)
@@ -287,6 +290,6 @@ def test_repeated_gated_reads_warn_at_each_line_as_the_first_did() -> None:
         if not expect:
             assert hits == [], v
             continue
-        assert [(w.filename, w.lineno) for w in hits] == [(__file__, first)] * 3 + [(__file__, second)]
-        for w, line in zip(hits, [first] * 3 + [second]):
+        assert [(w.filename, w.lineno) for w in hits] == [(__file__, first), (__file__, second)]
+        for w, line in zip(hits, [first, second]):
             assert str(w.message).startswith(text) and str(w.message).endswith(f"(at {__file__}:{line})")

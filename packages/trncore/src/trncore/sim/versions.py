@@ -11,7 +11,8 @@ introduced, deprecated or removed it and whether the emulator runs it. :func:`in
 the table to the emulator's ``nl``/``nisa``/``NkiTensor`` namespaces at import, so the check lives
 in one place (:func:`require`): an API used under a release that lacks it raises
 :class:`VersionError` at the kernel's line ("nl.fori_loop needs NKI 0.6.0 (Neuron SDK 2.32)"), a
-removed one raises, a deprecated one warns (:class:`NkiDeprecationWarning`) as that release does.
+removed one raises, a deprecated one warns (:class:`NkiDeprecationWarning`) as that release does,
+once per kernel line in a trace.
 Behaviour changes (relaxed constraints, simulator fixes) are table rows too; the code that applies
 them asks :func:`at_least`.
 
@@ -26,6 +27,7 @@ import functools
 import inspect
 import types
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -349,6 +351,27 @@ def _verdict(row: ApiChange, now: str) -> tuple[ApiChange, str | None, str]:
     return row, (row.emulated if row.emulated in ("trn3", "no") else None), deprecation
 
 
+#: (api, kernel line) pairs already warned about, per live trace context: a deprecated
+#: attribute read in a loop (``nl.tile_size.psum_fmax`` in AWS's qkv kernel, 4 224 reads of one
+#: line) warns once per line and trace, as Python's default filter would; pytest records every
+#: DeprecationWarning ("always"), which had made such a trace carry 12 938 identical warnings.
+_WARNED: weakref.WeakKeyDictionary[Any, set[tuple[str, tuple[str, int] | None]]] = weakref.WeakKeyDictionary()
+
+
+def _first_warning(api: str, where: tuple[str, int] | None) -> bool:
+    """Whether this trace has not yet warned about ``api`` at ``where`` (and note that it has)."""
+    ctx = maybe_current()
+    if ctx is None:
+        return True  # outside a kernel: every call warns, Python's filters decide
+    seen = _WARNED.get(ctx)
+    if seen is None:
+        seen = _WARNED[ctx] = set()
+    if (api, where) in seen:
+        return False
+    seen.add((api, where))
+    return True
+
+
 def require(api: str, site: tuple[str, int] | None = None) -> None:
     """The one check: raise or warn if ``api`` (a :data:`CHANGES` row) is not in the release."""
     row = _BY_API[api]
@@ -360,7 +383,7 @@ def require(api: str, site: tuple[str, int] | None = None) -> None:
     if fails is None and not deprecation:
         return
     where = site or user_site()
-    if deprecation:
+    if deprecation and _first_warning(api, where):
         at = f" (at {where[0]}:{where[1]})" if where else ""
         warnings.warn(deprecation + at, NkiDeprecationWarning, stacklevel=3)
     if fails == "introduced":
