@@ -743,3 +743,90 @@ def test_view_constraint_neighbours_are_refused_at_the_line(
         run_kernel(k, [np.ones((2, 2), np.float32)], target="trn2")
     assert_reported_at(exc.value, k, "# HERE")
     assert method in str(exc.value) or "reshape" in str(exc.value) or "last dim" in str(exc.value)
+
+
+# ------------------------------------------------------------ dtypes and their value ranges
+#: "Supported Data Types" (NKI API Common Fields, NKI 0.3.0 / 0.6.0): the float formats by their
+#: (sign, exponent, mantissa) bits; a cast rounds to nearest even (ml_dtypes is the reference).
+_IN_RANGE = np.array([[1.0, 1 + 2**-11, 1 + 2**-9 + 2**-12, -3.0, 0.1, 1 / 3, 200.0, -(2.0**-7)]], np.float32)
+
+
+def _tf32(v: np.ndarray) -> np.ndarray:
+    """float32 rounded to 10 mantissa bits, ties to even ("tfloat32 (1S,8E,10M)")."""
+    bits = v.astype(np.float32).view(np.uint32).astype(np.uint64)
+    keep = (bits + 0xFFF + ((bits >> 13) & 1)) & ~np.uint64(0x1FFF)
+    return keep.astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize(
+    "dtype", ["bfloat16", "float16", "tfloat32", "float8_e4m3", "float8_e4m3fn", "float8_e5m2"]
+)
+def test_float_dtypes_round_to_nearest_even(dtype: str) -> None:
+    def k(a):
+        t = nl.ndarray(a.shape, getattr(nl, dtype), buffer=nl.sbuf)
+        nisa.tensor_copy(dst=t, src=nl.load(a))
+        f = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=f, src=t)
+        return _out(f)
+
+    got = run_kernel(k, [_IN_RANGE], target="trn2")
+    want = _tf32(_IN_RANGE) if dtype == "tfloat32" else _IN_RANGE.astype(_np(dtype)).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32"])
+def test_integer_dtypes_hold_their_range_and_saturate(dtype: str) -> None:
+    """Each integer dtype's extremes are held exactly (a DMA is bit-exact); a float beyond the
+    range saturates (docs/emulator.md, Numerics)."""
+    info = np.iinfo(np.dtype(dtype))
+    edges = np.array([[info.min, info.max, 0, 1]], dtype)
+
+    def k(a, f):
+        t = nl.ndarray(f.shape, getattr(nl, dtype), buffer=nl.sbuf)
+        nisa.tensor_copy(dst=t, src=nl.load(f))
+        return _out(nl.load(a)), _out(t)
+
+    far = np.array([[-1e10, 1e10, 0.0, 1.0]], np.float32)
+    held, saturated = run_kernel(k, [edges, far], target="trn2")
+    np.testing.assert_array_equal(held, edges)
+    np.testing.assert_array_equal(saturated, edges)
+
+
+# ------------------------------------------------------------ nl.matmul / nl.transpose page examples
+def test_matmul_and_transpose_page_examples(target: str) -> None:
+    """nki.language.matmul (NKI 0.6.0): ``identity.T @ ones = ones`` with ``transpose_x=True``,
+    result in PSUM copied out by ``nisa.tensor_copy(result, result_psum)``; nki.language.transpose:
+    the transpose of the identity is the identity. Both on 128 x 128 float32 (the pages' sizes),
+    plus a non-symmetric operand to check the orientation: ``x.T @ y`` and ``x.T``."""
+
+    def k(a, b):
+        eye = nl.shared_identity_matrix(n=128, dtype=nl.float32)
+        ones = nl.full((128, 128), 1.0, dtype=nl.float32, buffer=nl.sbuf)
+        mm = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(mm, nl.matmul(eye, ones, transpose_x=True))
+        tr = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(tr, nl.transpose(eye))
+        xa, yb = nl.load(a), nl.load(b)
+        return _out(mm), _out(tr), _out(nl.matmul(xa, yb, transpose_x=True)), _out(nl.transpose(xa))
+
+    a = _RNG.standard_normal((64, 32)).astype(np.float32)
+    b = _RNG.standard_normal((64, 48)).astype(np.float32)
+    mm, tr, xty, xt = run_kernel(k, [a, b], target=target)
+    np.testing.assert_array_equal(mm, 1.0)
+    np.testing.assert_array_equal(tr, np.eye(128))
+    np.testing.assert_allclose(xty, a.T.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(xt, a.T)
+
+
+def test_matmul_operand_size_neighbour_is_refused_at_the_line() -> None:
+    """ "x: a tile on SBUF (partition dimension <= 128, free dimension <= 128)"; y free <= 512:
+    y with 513 columns is the neighbour."""
+
+    def k(a, b):
+        xa, yb = nl.load(a), nl.load(b)
+        r = nl.matmul(xa, yb, transpose_x=True)  # HERE
+        return _out(r)
+
+    with pytest.raises(errors.ShapeError) as exc:
+        run_kernel(k, [np.ones((8, 4), np.float32), np.ones((8, 513), np.float32)], target="trn2")
+    assert_reported_at(exc.value, k, "# HERE")
