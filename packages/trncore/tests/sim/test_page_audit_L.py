@@ -11,6 +11,7 @@ only; forms already covered elsewhere (``test_language_wrappers.py``, ``test_kno
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import ml_dtypes
@@ -20,7 +21,7 @@ from scipy.special import erf as _erf
 
 from trncore.sim import errors, nisa, nl, run_kernel
 from trncore.sim.testing import assert_reported_at
-from trncore.sim.versions import VersionError
+from trncore.sim.versions import NkiDeprecationWarning, VersionError
 
 pytestmark = pytest.mark.simulator
 
@@ -830,3 +831,118 @@ def test_matmul_operand_size_neighbour_is_refused_at_the_line() -> None:
     with pytest.raises(errors.ShapeError) as exc:
         run_kernel(k, [np.ones((8, 4), np.float32), np.ones((8, 513), np.float32)], target="trn2")
     assert_reported_at(exc.value, k, "# HERE")
+
+
+# ------------------------------------------------------------ loops: the pages' own examples
+_N = 8
+
+
+def _fori_page_example(data, ub_input):
+    """nki.language.fori_loop (NKI 0.6.0), the page's example: copy element i of ``data`` for
+    i < a runtime upper bound read into a register."""
+    output = nl.ndarray((1, _N), nl.float32, buffer=nl.shared_hbm)
+    ub_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ub_sb, src=ub_input)
+    ub_reg = nisa.register_alloc()
+    nisa.register_load(ub_reg, ub_sb)
+    zeros = nl.zeros((1, _N), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=output, src=zeros)
+    temp = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+
+    def body(i):
+        nisa.dma_copy(dst=temp, src=data.ap([[1, 1], [1, 1]], scalar_offset=i, indirect_dim=1))
+        nisa.dma_copy(dst=output.ap([[1, 1], [1, 1]], scalar_offset=i, indirect_dim=1), src=temp)
+
+    nl.fori_loop(0, ub_reg, body)
+    return output
+
+
+def _while_page_example(data, count_input):
+    """nki.language.while_loop (NKI 0.6.0), the page's example: add ``val`` to ``acc`` while a
+    counter register is nonzero, counting down through SBUF."""
+    out = nl.ndarray((1, 1), nl.float32, buffer=nl.shared_hbm)
+    val = nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=val, src=data)
+    acc = nl.zeros((1, 1), dtype=nl.float32, buffer=nl.sbuf)
+    count_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=count_sb, src=count_input)
+    one_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=one_sb, value=1)
+    reg = nisa.register_alloc()
+    nisa.register_load(reg, count_sb)
+
+    def body(r):
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=val, op=nl.add)
+        nisa.tensor_tensor(dst=count_sb, data1=count_sb, data2=one_sb, op=nl.subtract)
+        nisa.register_load(r, count_sb)
+        return r
+
+    nl.while_loop(reg, body)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+@pytest.mark.parametrize("bound", [0, 3, _N])
+def test_fori_loop_and_while_loop_page_examples(bound: int) -> None:
+    """fori_loop: elements 0..bound-1 copied, the rest zero; while_loop: ``acc = bound * val``
+    ("a true while, not do-while: if init is zero the body never runs")."""
+    data = np.arange(1, _N + 1, dtype=np.float32).reshape(1, _N)
+    got = run_kernel(_fori_page_example, [data, np.array([[bound]], np.int32)], target="trn2")
+    np.testing.assert_array_equal(got, np.where(np.arange(_N) < bound, data, 0.0))
+    acc = run_kernel(_while_page_example, [np.array([[2.5]], np.float32), np.array([[bound]], np.int32)])
+    np.testing.assert_array_equal(acc, [[2.5 * bound]])
+
+
+def _iterators_page_examples(input_tensor):
+    """The affine_range / sequential_range / static_range / dynamic_range pages' example: square
+    the input in 512-column tiles (here 8-column tiles), plus start/stop/step forms."""
+    out_tensor = nl.ndarray(input_tensor.shape, nl.float32, buffer=nl.shared_hbm)
+    steps = []
+    for rng_fn in (nl.affine_range, nl.sequential_range, nl.static_range):
+        steps.append(list(rng_fn(1, 7, 2)))
+    assert steps == [[1, 3, 5]] * 3, steps
+    for i in nl.affine_range(input_tensor.shape[1] // 8):
+        offset = i * 8
+        tile = nl.load(input_tensor[0:4, offset : offset + 8])
+        nl.store(out_tensor[0:4, offset : offset + 8], nl.multiply(tile, tile))
+    for _ in nl.dynamic_range(1):
+        tile = nl.load(input_tensor[0:4, 0:8])
+        result = nl.multiply(tile, tile)
+        nl.store(out_tensor[0:4, 0:8], result)
+    return out_tensor
+
+
+@pytest.mark.parametrize("release", ["0.3", "0.6"])
+def test_iterator_page_examples(release: str) -> None:
+    x = _RNG.standard_normal((4, 24)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NkiDeprecationWarning)  # dynamic_range from 0.6.0
+        got = run_kernel(_iterators_page_examples, [x], target="trn2", nki_version=release)
+    np.testing.assert_array_equal(got, x * x)
+
+
+def test_vector_select_and_ap_page_examples() -> None:
+    """NkiTensor.vector_select (NKI 0.5.0/0.6.0): each of the partitions reads the row of the HBM
+    tensor its offset names (``(P, 1)`` int32 offsets, dim 0); NkiTensor.ap: the explicit 2-D
+    pattern ``[[32, 128], [1, 32]]`` of a (128, 32) float32 tile is the tile itself."""
+
+    def k(h, offs, a):
+        off = nl.ndarray((16, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=off, src=offs)
+        v = h.vector_select(0, off)
+        assert v.shape == (16, 4, 8) and v.is_indirect()
+        t = nl.ndarray((16, 4, 8), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=v)
+        sb = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=sb, src=a)
+        w = sb.ap(pattern=[[32, 128], [1, 32]])
+        u = nl.ndarray((128, 32), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=u, src=w)
+        return _out(t), _out(u)
+
+    h = _RNG.standard_normal((10, 4, 8)).astype(np.float32)
+    offs = _RNG.integers(0, 10, (16, 1)).astype(np.int32)
+    a = _RNG.standard_normal((128, 32)).astype(np.float32)
+    rows, same = run_kernel(k, [h, offs, a], target="trn2")
+    np.testing.assert_array_equal(rows, h[offs[:, 0]])
+    np.testing.assert_array_equal(same, a)
