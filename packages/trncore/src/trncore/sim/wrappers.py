@@ -465,11 +465,14 @@ def expand_dims(x: NkiTensor, axis: int) -> NkiTensor:
 
 
 def where(condition: NkiTensor, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
-    """``x`` where ``condition`` (1.0/0.0) else ``y``."""
+    """``x`` where ``condition`` (1.0/0.0) else ``y``.
+
+    Without ``dtype`` the result has "the data type of the input tile" (nki.language.where, NKI
+    0.3.0 and 0.6.0): ``x``'s, or ``y``'s when ``x`` is a scalar (``where(c, 0.0, bf16_tile)`` is
+    bfloat16), float32 when both are scalars."""
     ref = condition
-    name = (
-        dtypes.dtype_name(dtype) if dtype else (x.dtype if isinstance(x, NkiTensor) else "float32")
-    )
+    tile = x if isinstance(x, NkiTensor) else y if isinstance(y, NkiTensor) else None
+    name = dtypes.dtype_name(dtype) if dtype else (tile.dtype if tile is not None else "float32")
     out = _new(ref.shape, name)
     isa_vector.select(dst=out, predicate=condition, on_true=x, on_false=y)  # not an nisa name
     return out
