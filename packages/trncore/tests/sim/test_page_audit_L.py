@@ -192,6 +192,20 @@ def test_binary_forms_match_numpy(target: str, name: str, dtype: str, form: str)
     np.testing.assert_array_equal(got.astype(np.float64), np.asarray(want, np.float64))
 
 
+@pytest.mark.parametrize("name", ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"])
+def test_comparison_with_uint8_dtype_is_boolean_like(name: str) -> None:
+    """The comparison pages: "Use ``dtype=nl.uint8`` for a boolean-like result" (1 / 0)."""
+
+    def k(a, b):
+        return _out(getattr(nl, name)(nl.load(a), nl.load(b), dtype=nl.uint8))
+
+    a = _RNG.integers(-3, 3, (4, 8)).astype(np.float32)
+    b = _RNG.integers(-3, 3, (4, 8)).astype(np.float32)
+    got = run_kernel(k, [a, b], target="trn2")
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got, _BINARY[name](a, b).astype(np.uint8))
+
+
 _BITWISE = {
     "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or,
@@ -474,6 +488,28 @@ def test_broadcast_to_same_rank_forms_and_the_rank_neighbour() -> None:
     with pytest.raises(errors.ShapeError) as exc:
         run_kernel(bad, [x], target="trn2")
     assert_reported_at(exc.value, bad, "# HERE")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "int32"])
+def test_where_result_takes_the_input_tiles_dtype(dtype: str) -> None:
+    """ "if not specified, it will default to be the same as the data type of the input tile":
+    with a scalar ``x`` the input tile is ``y`` (it was float32)."""
+
+    # 0.3 rounds differently in bfloat16 / float16 than in float32; into int32, 2.5 rounds to
+    # nearest even (2) under NKI 0.6.0 (docs/emulator.md, NKI releases)
+    scalar = 2.5 if dtype == "int32" else 0.3
+
+    def k(c, b):
+        ct, bt = nl.load(c), nl.load(b)
+        return _out(nl.where(ct, scalar, bt)), _out(nl.where(ct, bt, scalar))
+
+    c = (_RNG.uniform(size=(4, 8)) > 0.5).astype(np.float32)
+    b = _RNG.integers(-9, 9, (4, 8)).astype(_np(dtype))
+    r1, r2 = run_kernel(k, [c, b], target="trn2")
+    assert r1.dtype == r2.dtype == b.dtype
+    s = np.asarray(np.rint(scalar) if dtype == "int32" else np.float32(scalar)).astype(b.dtype)
+    np.testing.assert_array_equal(r1, np.where(c > 0, s, b))
+    np.testing.assert_array_equal(r2, np.where(c > 0, b, s))
 
 
 def test_where_with_tiles_and_scalars() -> None:
