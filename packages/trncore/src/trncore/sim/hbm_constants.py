@@ -3,8 +3,10 @@
 nki.language.shared_constant (NKI 0.3.0 / SDK 2.29): "Create a tensor in shared HBM initialized
 with constant data ... a numpy array or a file path to a .npy file"; with LNC=2 both cores share
 the same constant. Supported element types: float32, float16, bfloat16, int32, int16, int8,
-uint32, uint16, uint8, float8_e4m3fn, float8_e5m2 (the page lists packed x4 and tfloat32 as not
-tested end-to-end on hardware; the emulator refuses them, and anything else, at the kernel line).
+uint32, uint16, uint8, float8_e4m3fn, float8_e5m2, and (NKI 0.6.0 page) float8_e8m0fnu, the MX
+scale dtype NKI 0.5.0 introduced (refused under an earlier target release, as ``nl.float8_e8m0fnu``
+is). The page lists packed x4 and tfloat32 as not tested end-to-end on hardware; the emulator
+refuses them, and anything else, at the kernel line.
 
 The data is written by the program's first use (on the traced run and on every replay), so a
 replayed kernel sees the same constant. The array's bytes are part of the kernel key only through
@@ -19,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import context, dtypes
+from trncore.sim import context, dtypes, versions
 from trncore.sim.creation import allocate
 from trncore.sim.errors import DtypeError
 from trncore.sim.tensor import SHARED_HBM
@@ -28,7 +30,7 @@ __all__ = ["shared_constant"]
 
 _SUPPORTED = frozenset(
     {"float32", "float16", "bfloat16", "int32", "int16", "int8", "uint32", "uint16", "uint8",
-     "float8_e4m3fn", "float8_e5m2"}
+     "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"}
 )  # fmt: skip
 
 
@@ -46,6 +48,8 @@ def shared_constant(constant: Any) -> Any:
     if name not in _SUPPORTED:
         raise DtypeError("shared-constant-dtype", f"nl.shared_constant of {data.dtype} data: "
                          f"supported element types are {sorted(_SUPPORTED)}", site)  # fmt: skip
+    if name == "float8_e8m0fnu":  # a dtype of NKI 0.5.0 and later (nki.language.float8_e8m0fnu)
+        versions.require("nl.float8_e8m0fnu", site)
     shape = data.shape if data.ndim else (1,)
     t = allocate(shape, name, SHARED_HBM, "shared_constant", "constant")
     ctx = context.current()

@@ -30,10 +30,29 @@ from typing import Any
 from trncore.sim import context
 from trncore.sim.errors import LanguageError
 
-__all__ = ["NkiInstruction", "dynamic_scope", "returning_handle"]
+__all__ = ["NO_REORDER_DEPTH", "NkiInstruction", "dynamic_scope", "refuse_in_no_reorder", "returning_handle"]
 
 _SCOPE = "dynamic_scope"
 _COUNTER = "dynamic_scope_count"
+#: ``engine_state`` key: how many ``nl.no_reorder()`` blocks the trace is inside.
+NO_REORDER_DEPTH = "no_reorder_depth"
+
+
+def refuse_in_no_reorder(kind: str, site: Any) -> None:
+    """A dynamic loop (``kind``: its API) opened inside an ``nl.no_reorder()`` block is refused at
+    its line: nki.language.no_reorder, NKI 0.3.0: "Dynamic loops (``nl.dynamic_range``) are not
+    supported inside a ``no_reorder`` block"; NKI 0.6.0: "Register-based dynamic loops
+    (``nl.fori_loop``, ``nl.while_loop``) are not supported inside a ``no_reorder`` block" (from
+    NKI 0.4.0 ``dynamic_range`` is register-based too). Static loops are allowed."""
+    ctx = context.maybe_current()
+    if ctx is not None and ctx.engine_state.get(NO_REORDER_DEPTH, 0) > 0:
+        raise LanguageError(
+            "no-reorder-dynamic-loop",
+            f"{kind} inside an nl.no_reorder() block: dynamic loops are not supported there "
+            "(nki.language.no_reorder); use a static loop (range / nl.static_range) or move "
+            "the loop out of the block",
+            site,
+        )
 
 
 @contextlib.contextmanager

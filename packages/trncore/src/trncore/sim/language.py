@@ -27,6 +27,7 @@ from trncore.sim.creation import allocate as _allocate
 from trncore.sim.creation import fill as _fill
 from trncore.sim.creation import fill_array as _fill_array
 from trncore.sim.errors import LanguageError as _LanguageError
+from trncore.sim.isa_instruction import NO_REORDER_DEPTH as _NO_REORDER_DEPTH
 from trncore.sim.nki_object import NKIObject  # noqa: F401  (nl.NKIObject)
 from trncore.sim.tensor import PRIVATE_HBM as private_hbm
 from trncore.sim.tensor import PSUM as psum
@@ -330,11 +331,15 @@ def no_reorder() -> Iterator[None]:
     (trncore.sim.liveness)."""
     ctx = _maybe_current()
     start = len(ctx.instrs) if ctx is not None else 0
+    if ctx is not None:  # dynamic loops inside are refused (isa_instruction.refuse_in_no_reorder)
+        ctx.engine_state[_NO_REORDER_DEPTH] = ctx.engine_state.get(_NO_REORDER_DEPTH, 0) + 1
     try:
         yield
     finally:
-        if ctx is not None and len(ctx.instrs) > start:
-            ctx.engine_state.setdefault("no_reorder", []).append((start, len(ctx.instrs)))
+        if ctx is not None:
+            ctx.engine_state[_NO_REORDER_DEPTH] -= 1
+            if len(ctx.instrs) > start:
+                ctx.engine_state.setdefault("no_reorder", []).append((start, len(ctx.instrs)))
 
 
 def device_print(print_prefix: str, tensor: NkiTensor) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trncore.sim import context, lnc_control
-from trncore.sim.isa_instruction import dynamic_scope
+from trncore.sim.isa_instruction import dynamic_scope, refuse_in_no_reorder
 from trncore.sim.registers import IterationRegister, VirtualRegister
 
 __all__ = ["MAX_WHILE_ITERATIONS", "fori_loop", "while_loop"]
@@ -64,6 +64,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[int], Any], step: int 
         raise TypeError(f"nl.fori_loop: body_fun must be callable, got {body_fun!r}")
     if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
         raise ValueError(f"nl.fori_loop: step must be a positive compile-time int, got {step!r}")
+    refuse_in_no_reorder("nl.fori_loop", context.user_site())
     lo = _value(lower, "nl.fori_loop", "lower bound")
     hi = _value(upper, "nl.fori_loop", "upper bound")
     lnc_control.record("nl.fori_loop", len(range(lo, hi, step)), context.user_site())
@@ -88,6 +89,7 @@ def while_loop(init: Any, body_fun: Callable[[Any], Any]) -> None:
     r = init
     count = 0
     site = context.user_site()
+    refuse_in_no_reorder("nl.while_loop", site)
     while True:
         value = _value(r, "nl.while_loop", "condition" if count == 0 else
                        "condition returned by body_fun")  # fmt: skip

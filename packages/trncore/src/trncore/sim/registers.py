@@ -33,7 +33,7 @@ import numpy as np
 from trncore.sim import context, dtypes, known_issues, lnc_control
 from trncore.sim.errors import LanguageError, ShapeError
 from trncore.sim.isa_common import begin as _begin
-from trncore.sim.isa_instruction import dynamic_scope
+from trncore.sim.isa_instruction import dynamic_scope, refuse_in_no_reorder
 from trncore.sim.nki_object import NKIObject
 from trncore.sim.tensor import NkiTensor
 
@@ -278,6 +278,7 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[int]:
     if isinstance(step, VirtualRegister) or isinstance(step, bool) or int(step) <= 0:
         raise LanguageError("dynamic-range-step", f"nl.dynamic_range step must be a positive "
                             f"compile-time int, got {step!r}", site)  # fmt: skip
+    refuse_in_no_reorder("nl.dynamic_range", site)
     ctx = context.maybe_current()
     state = ctx.engine_state if ctx is not None else None
     if state is not None and state.get("dynamic_range_depth", 0) > 0:

@@ -190,6 +190,9 @@ def _bind_arguments(
     return names, arrays, params
 
 
+_EMPTY_CELL = object()
+
+
 def _closure_flag(fn: Callable[..., Any]) -> str:
     """A key component for values a kernel captures from enclosing scopes.
 
@@ -197,17 +200,29 @@ def _closure_flag(fn: Callable[..., Any]) -> str:
     ``def``; captured values change the program, so they are part of the emulator's key. Plain
     values are keyed by ``repr``, functions by identity and source, anything else by object id
     (conservative: a different object is a different program).
+
+    The function's default argument values are keyed the same way: ``def k(x, op="sum")`` made
+    in a loop (``def k(x, op=op)``) is one source text with a different default each time, and a
+    default the caller does not override is not among the bound arguments.
     """
-    cells = getattr(fn, "__closure__", None)
-    if not cells:
+    cells = getattr(fn, "__closure__", None) or ()
+    defaults = tuple(getattr(fn, "__defaults__", None) or ())
+    kwdefaults = getattr(fn, "__kwdefaults__", None) or {}
+    values: list[Any] = []
+    for cell in cells:
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell (recursive definition)
+            values.append(_EMPTY_CELL)
+    values.extend(defaults)
+    values.extend(v for _, v in sorted(kwdefaults.items()))
+    if not values:
         return ""
     from trncore.keys import kernel_identity, source_hash
 
     parts = []
-    for cell in cells:
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell (recursive definition)
+    for value in values:
+        if value is _EMPTY_CELL:
             parts.append("<empty>")
             continue
         if value is None or isinstance(value, (bool, int, float, str, bytes, tuple)):

@@ -405,11 +405,17 @@ def var(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False) -> N
     flat = (x.partitions, x.free_size // count, count)
     m = mean(x, axis, "float32", keepdims=True)
     centered = _new(x.shape, "float32")
-    if flat[1] != 1:
-        raise NotImplementedError("nl.var over a subset of the free axes")
-    nisa.tensor_scalar(
-        dst=centered, data=x, op0=BINARY["subtract"], operand0=m.reshape((x.partitions, 1))
-    )
+    if flat[1] == 1:
+        nisa.tensor_scalar(
+            dst=centered, data=x, op0=BINARY["subtract"], operand0=m.reshape((x.partitions, 1))
+        )
+    else:
+        # trailing free axes that leave other free dims (axis=2 of a 3-D tile): the page allows
+        # any last contiguous dims (nki.language.var, NKI 0.3.0 and 0.6.0), so the mean is
+        # broadcast over the reduced dims and subtracted elementwise
+        nisa.tensor_tensor(
+            dst=centered, data1=x, data2=broadcast_to(m, x.shape), op=BINARY["subtract"]
+        )
     sq = _new(x.shape, "float32")
     nisa.activation(dst=sq, op=ACTIVATIONS["square"], data=centered)
     return mean(sq, axis, dtype or x.dtype, keepdims=True)
@@ -459,11 +465,14 @@ def expand_dims(x: NkiTensor, axis: int) -> NkiTensor:
 
 
 def where(condition: NkiTensor, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
-    """``x`` where ``condition`` (1.0/0.0) else ``y``."""
+    """``x`` where ``condition`` (1.0/0.0) else ``y``.
+
+    Without ``dtype`` the result has "the data type of the input tile" (nki.language.where, NKI
+    0.3.0 and 0.6.0): ``x``'s, or ``y``'s when ``x`` is a scalar (``where(c, 0.0, bf16_tile)`` is
+    bfloat16), float32 when both are scalars."""
     ref = condition
-    name = (
-        dtypes.dtype_name(dtype) if dtype else (x.dtype if isinstance(x, NkiTensor) else "float32")
-    )
+    tile = x if isinstance(x, NkiTensor) else y if isinstance(y, NkiTensor) else None
+    name = dtypes.dtype_name(dtype) if dtype else (tile.dtype if tile is not None else "float32")
     out = _new(ref.shape, name)
     isa_vector.select(dst=out, predicate=condition, on_true=x, on_false=y)  # not an nisa name
     return out
@@ -474,7 +483,7 @@ def softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None) -> NkiTensor:
     known_issues.check("nl-softmax-rms-norm", "nl.softmax")
     axes = _reduce_axes(x, axis, "softmax")
     if len(axes) != 1 or x.ndim != 2:
-        raise NotImplementedError("nl.softmax over more than the single free axis of a 2-D tile")
+        return _softmax_axes(x, axis, dtype)
     p = x.partitions
     neg_max = _new((p, 1), "float32")
     nisa.tensor_reduce(dst=neg_max, op=BINARY["maximum"], data=x, axis=1, negate=True)
@@ -493,6 +502,25 @@ def softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None) -> NkiTensor:
     nisa.reciprocal(dst=r, data=s)
     out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype)
     nisa.tensor_scalar(dst=out, data=e, op0=BINARY["multiply"], operand0=r)
+    return out
+
+
+def _softmax_axes(x: NkiTensor, axis: Any, dtype: Any) -> NkiTensor:
+    """``nl.softmax`` over any last contiguous free dims (``axis=2`` or ``(1, 2)`` of a 3-D tile;
+    nki.language.softmax, NKI 0.3.0 and 0.6.0: "[1], [1,2], [1,2,3], [1,2,3,4]"): the row
+    maximum and the sum of exponentials are kept as size-1 dims and broadcast back over them."""
+    neg_max = _reduce(x, axis, "float32", True, "maximum", "softmax", negate=True)
+    shifted = _new(x.shape, "float32")
+    nisa.tensor_tensor(
+        dst=shifted, data1=x, data2=broadcast_to(neg_max, x.shape), op=BINARY["add"]
+    )
+    e = _new(x.shape, "float32")
+    nisa.activation(dst=e, op=ACTIVATIONS["exp"], data=shifted)
+    s = _reduce(e, axis, "float32", True, "add", "softmax")
+    r = _new(s.shape, "float32")
+    nisa.reciprocal(dst=r, data=s)
+    out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype)
+    nisa.tensor_tensor(dst=out, data1=e, data2=broadcast_to(r, x.shape), op=BINARY["multiply"])
     return out
 
 
