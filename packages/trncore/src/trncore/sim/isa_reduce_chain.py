@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim.alu import BINARY, UNARY_ALU
+from trncore.sim.alu import BINARY
 from trncore.sim.checks import (
     check_compute_operand,
     check_same_layout,
@@ -33,6 +33,7 @@ from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import reduce_cmd
 from trncore.sim.isa_common import reduce_cmd as _ReduceCmd
 from trncore.sim.isa_common import writer as _writer
+from trncore.sim.release_rules import check_unary_operand, unary_alu_ops
 from trncore.sim.tensor import NkiTensor
 
 __all__ = ["ACC_KEY", "tensor_scalar_cumulative", "tensor_scalar_reduce"]
@@ -98,10 +99,14 @@ def tensor_scalar_reduce(
         if res.partitions != p or res.free_size != 1:
             raise ShapeError("reduce-res-shape", f"reduce_res must be ({p}, 1), got "
                              f"{res.describe()}", site)  # fmt: skip
-    # op0 is an arithmetic ALU op (the ALU-operator table of the nki.isa reference).
-    arith = _arithmetic_ops()
-    arith["abs"] = UNARY_ALU["abs"]
-    t0 = _op_token(op0, "op0", site, arith)
+    # op0 is an arithmetic ALU op (the ALU-operator table of the nki.isa reference): the binary
+    # ones and the unary ones of the target release (abs, rsqrt, reciprocal; square and relu
+    # from NKI 0.4.0), whose operand0 is None or 0 (release_rules.check_unary_operand).
+    unary_ops = unary_alu_ops()
+    t0 = _op_token(op0, "op0", site, {**_arithmetic_ops(), **unary_ops})
+    unary = t0.name in unary_ops
+    if unary:
+        operand0 = check_unary_operand(operand0, "tensor_scalar_reduce", site)
     tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in _REDUCERS})
     cmd_name = _reduce_cmd_name(reduce_cmd, "tensor_scalar_reduce")
     if (reduce_init is not None) != (cmd_name == "load_reduce"):
@@ -120,8 +125,11 @@ def tensor_scalar_reduce(
     if isinstance(operand0, NkiTensor):
         extra.append(operand0)
     o_read, red, identity = scalar_reader(operand0, site), _REDUCERS[tr.name], _IDENTITY[tr.name]
-    unary = t0.fn
-    fn = (lambda x, _o: unary(x)) if t0.name == "abs" else t0.fn  # a unary op ignores operand0
+    op_fn = t0.fn
+    if unary:  # a unary op ignores operand0
+        fn = lambda x, _o: op_fn(x)  # noqa: E731
+    else:
+        fn = op_fn
     x_op, write = data.operand(site), _writer(dst, site)
     res_write = _writer(res, site) if res is not None else None
     acc = _accumulator(ctx)[:p]

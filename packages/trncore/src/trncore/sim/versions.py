@@ -184,6 +184,14 @@ CHANGES: tuple[ApiChange, ...] = (
               what="dst must have src's rank (0.3.0 padded a lower-rank dst); the emulator "
               "requires it under every release",
               page=_RN),
+    ApiChange("ALU unary square / relu", "behaviour", introduced="0.4.0",
+              what="nl.square and nl.relu join the arithmetic unary ALU operators (op0 of "
+              "tensor_scalar / tensor_scalar_reduce); before, only abs, rsqrt, reciprocal",
+              page="nki.api.shared (Supported Math Operators for NKI ISA)"),
+    ApiChange("unary op0 operand0", "behaviour", introduced="0.4.0",
+              what="with a unary op0, operand0 must be None or 0 (0.3.0: a dummy operand, any "
+              "value; None is accepted under every release)",
+              page="nki.isa.tensor_scalar"),
     # ---- NKI 0.5.0 (SDK 2.31)
     ApiChange("nl.float8_e8m0fnu", "value", introduced="0.5.0",
               what="OCP MX scale dtype (storage and casts)", page="nki.language.float8_e8m0fnu"),

@@ -1,0 +1,615 @@
+"""Page audit (issue 13), Vector / GpSimd instructions: each documented form of the nki.isa pages
+of NKI 0.3.0 (SDK 2.29) and NKI 0.6.0 (SDK 2.32) run on the emulator against NumPy computed here
+from the page's own formula, and the invalid neighbour refused at the kernel's line.
+
+Pages: nki.isa.tensor_tensor, tensor_scalar, tensor_reduce, tensor_partition_reduce,
+tensor_scalar_cumulative, tensor_scalar_reduce, scalar_tensor_tensor, tensor_tensor_scan, bn_stats,
+bn_aggr, max8, nc_find_index8, and the operator table "Supported Math Operators for NKI ISA"
+(nki.api.shared). Kernels are built by small factories that capture only plain values (strings,
+numbers, tuples), which the kernel key covers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from trncore.sim import nisa, nl, run_kernel
+from trncore.sim.errors import BufferError, DtypeError, LanguageError, ShapeError
+from trncore.sim.testing import assert_reported_at
+
+pytestmark = pytest.mark.simulator
+
+rng = np.random.default_rng(20261126)
+F32 = np.float32
+BF16 = ml_dtypes.bfloat16
+
+#: The page formulas' operators, in float32 NumPy (the engines compute in float32).
+NP_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "power": np.power,
+    "greater": lambda a, b: (a > b).astype(F32),
+    "less_equal": lambda a, b: (a <= b).astype(F32),
+}
+
+
+def _load(x: Any, dtype: Any = None, buffer: str = "sbuf") -> Any:
+    """``x`` on chip (in PSUM through a VectorE copy, as DMA never writes PSUM)."""
+    s = nl.ndarray(x.shape, dtype or x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=x)
+    if buffer == "sbuf":
+        return s
+    t = nl.ndarray(x.shape, dtype or x.dtype, buffer=nl.psum)
+    nisa.tensor_copy(dst=t, src=s)
+    return t
+
+
+def _store(t: Any, dtype: Any = None) -> Any:
+    out = nl.ndarray(t.shape, dtype or t.dtype, buffer=nl.shared_hbm)
+    src = t
+    if t.buffer.name == "psum":
+        src = nl.ndarray(t.shape, t.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=src, src=t)
+    nisa.dma_copy(dst=out, src=src)
+    return out
+
+
+def _f32(*shape: int) -> np.ndarray:
+    return rng.standard_normal(shape).astype(F32)
+
+
+# ------------------------------------------------------------------ tensor_scalar: unary op0
+def _ts_kernel(op0: str, operand0: Any, dtype: str) -> Callable[..., Any]:
+    def k(x):
+        t = _load(x)
+        d = nl.ndarray(x.shape, getattr(nl, dtype), buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=d, data=t, op0=getattr(nl, op0), operand0=operand0)  # HERE
+        return _store(d)
+
+    return k
+
+
+_UNARY_NP: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "abs": np.abs,
+    "rsqrt": lambda x: (F32(1) / np.sqrt(x)).astype(F32),
+    "reciprocal": lambda x: (F32(1) / x).astype(F32),
+    "square": lambda x: x * x,
+    "relu": lambda x: np.maximum(x, F32(0)),
+    "invert": np.invert,
+}
+
+
+@pytest.mark.parametrize(
+    ("op0", "operand0", "version"),
+    [
+        # the 0.6.0 page: operand0 "must be None or 0 when op0 is a unary operator"
+        ("abs", None, "0.6"),
+        ("abs", 0, "0.6"),
+        ("abs", None, "0.3"),
+        ("abs", 2.0, "0.3"),  # 0.3.0 says nothing: a dummy operand, ignored
+        ("rsqrt", None, "0.6"),
+        ("reciprocal", None, "0.3"),
+        # the operator table's "Arithmetic Unary" group gains square and relu in NKI 0.4.0
+        ("square", None, "0.6"),
+        ("relu", 0, "0.6"),
+        ("square", None, "0.4"),
+        ("invert", None, "0.6"),  # the unary bitvec operator, on an int32 tile
+    ],
+)
+def test_tensor_scalar_unary_op0(target: str, op0: str, operand0: Any, version: str) -> None:
+    if op0 == "invert":
+        x = rng.integers(-1000, 1000, (4, 6)).astype(np.int32)
+        dtype = "int32"
+    else:
+        x = (np.abs(_f32(4, 6)) + F32(0.25)) * np.where(rng.random((4, 6)) < 0.5, -1, 1).astype(F32)
+        x = np.abs(x) if op0 == "rsqrt" else x
+        dtype = "float32"
+    got = run_kernel(_ts_kernel(op0, operand0, dtype), [x], target=target, nki_version=version)
+    want = _UNARY_NP[op0](x)
+    if dtype == "int32":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("op0", "operand0", "version", "rule"),
+    [
+        ("abs", 2.0, "0.6", "unary-operand"),  # 0.4.0+: None or 0 only
+        ("reciprocal", 1.0, "0.4", "unary-operand"),
+        ("square", None, "0.3", "op-token"),  # not an ALU operator before 0.4.0
+        ("relu", None, "0.3", "op-token"),
+    ],
+)
+def test_tensor_scalar_unary_op0_refused(target: str, op0: str, operand0: Any, version: str,
+                                         rule: str) -> None:  # fmt: skip
+    k = _ts_kernel(op0, operand0, "float32")
+    with pytest.raises(LanguageError) as exc:
+        run_kernel(k, [_f32(4, 6)], target=target, nki_version=version)
+    assert exc.value.rule == rule
+    assert "op0" in str(exc.value) or "operand0" in str(exc.value)
+    assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ tensor_scalar_reduce
+def _tsr_kernel(op0: str, operand0: Any, reduce_op: str, reverse0: bool) -> Callable[..., Any]:
+    def k(x):
+        t = _load(x)
+        d = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=d, data=t, op0=getattr(nl, op0), operand0=operand0,  # HERE
+                                  reduce_op=getattr(nl, reduce_op), reduce_res=r,
+                                  reverse0=reverse0)  # fmt: skip
+        return _store(d), _store(r)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("op0", "operand0", "reduce_op", "reverse0", "version"),
+    [
+        ("subtract", 1.5, "minimum", False, "0.6"),
+        # "any arithmetic operator": the unary rows of the operator table, operand0 None or 0
+        ("rsqrt", None, "add", False, "0.3"),
+        ("reciprocal", 0, "multiply", False, "0.6"),
+        ("square", None, "add", False, "0.6"),
+        ("relu", None, "maximum", False, "0.6"),
+    ],
+)
+def test_tensor_scalar_reduce_forms(target: str, op0: str, operand0: Any, reduce_op: str,
+                                    reverse0: bool, version: str) -> None:  # fmt: skip
+    x = np.abs(_f32(4, 6)) + F32(0.5)
+    if op0 == "relu":
+        x = _f32(4, 6)
+    k = _tsr_kernel(op0, operand0, reduce_op, reverse0)
+    got_d, got_r = run_kernel(k, [x], target=target, nki_version=version)
+    if op0 in _UNARY_NP:
+        want = _UNARY_NP[op0](x)
+    else:
+        c = F32(operand0)
+        want = NP_OPS[op0](c, x) if reverse0 else NP_OPS[op0](x, c)
+    want = want.astype(F32)
+    np.testing.assert_allclose(got_d, want, rtol=1e-6)
+    np.testing.assert_allclose(got_r[:, 0], NP_OPS[reduce_op].reduce(want, axis=1), rtol=1e-5)
+
+
+def test_tensor_scalar_reduce_unary_with_operand_refused_from_0_4(target: str) -> None:
+    k = _tsr_kernel("abs", 3.0, "maximum", False)
+    with pytest.raises(LanguageError) as exc:
+        run_kernel(k, [_f32(4, 6)], target=target, nki_version="0.6")
+    assert exc.value.rule == "unary-operand" and "operand0" in str(exc.value)
+    assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ tensor_tensor
+def _tt_kernel(op: str, dtype: str, b1: str, b2: str, bd: str, engine: str) -> Callable[..., Any]:
+    def k(a, b):
+        ta, tb = _load(a, buffer=b1), _load(b, buffer=b2)
+        d = nl.ndarray(a.shape, getattr(nl, dtype), buffer=getattr(nl, bd))
+        nisa.tensor_tensor(dst=d, data1=ta, data2=tb, op=getattr(nl, op),  # HERE
+                           engine=getattr(nisa.engine, engine))  # fmt: skip
+        return _store(d)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("op", "dtype", "b1", "b2", "bd", "engine"),
+    [
+        # the three legal buffer cases, and a PSUM dst
+        ("subtract", "float32", "psum", "sbuf", "sbuf", "unknown"),
+        ("subtract", "float32", "sbuf", "psum", "psum", "unknown"),
+        ("maximum", "bfloat16", "sbuf", "sbuf", "psum", "vector"),
+        # nl.power runs on GpSimd
+        ("power", "float32", "sbuf", "sbuf", "sbuf", "unknown"),
+        ("power", "float32", "sbuf", "sbuf", "sbuf", "gpsimd"),
+        # comparisons are arithmetic: 1.0 / 0.0
+        ("greater", "float32", "sbuf", "sbuf", "sbuf", "gpsimd"),
+        ("less_equal", "bfloat16", "psum", "sbuf", "sbuf", "vector"),
+    ],
+)
+def test_tensor_tensor_forms(target: str, op: str, dtype: str, b1: str, b2: str, bd: str,
+                             engine: str) -> None:  # fmt: skip
+    a, b = np.abs(_f32(4, 6)) + F32(0.5), _f32(4, 6)
+    got = run_kernel(_tt_kernel(op, dtype, b1, b2, bd, engine), [a, b], target=target)
+    want = NP_OPS[op](a, b).astype(F32)
+    if dtype == "bfloat16":
+        want = want.astype(BF16)
+    np.testing.assert_allclose(np.asarray(got, F32), np.asarray(want, F32), rtol=1e-6)
+
+
+def test_tensor_tensor_int32_gpsimd_exact_and_vector_through_fp32(target: str) -> None:
+    """int32 on GpSimd (the default for all-int32 SBUF operands) is exact; forced onto VectorE it
+    goes through float32, which cannot hold 2**24 + 1."""
+    a = np.array([[2**24 + 1, -7, 123456789, 5]], np.int32)
+    b = np.array([[2, 3, -2, 11]], np.int32)
+    exact = run_kernel(_tt_kernel("add", "int32", "sbuf", "sbuf", "sbuf", "unknown"), [a, b],
+                       target=target)  # fmt: skip
+    np.testing.assert_array_equal(exact, a + b)
+    via_f32 = run_kernel(_tt_kernel("add", "int32", "sbuf", "sbuf", "sbuf", "vector"), [a, b],
+                         target=target)  # fmt: skip
+    np.testing.assert_array_equal(via_f32, (a.astype(F32) + b.astype(F32)).astype(np.int32))
+
+
+@pytest.mark.parametrize(
+    ("op", "b1", "b2", "bd", "engine", "error"),
+    [
+        ("add", "psum", "psum", "sbuf", "vector", BufferError),  # not both inputs in PSUM
+        ("power", "psum", "sbuf", "sbuf", "unknown", BufferError),  # GpSimd cannot read PSUM
+        ("add", "sbuf", "sbuf", "psum", "gpsimd", BufferError),
+        ("divide", "sbuf", "sbuf", "sbuf", "vector", LanguageError),  # not in the ALU table
+    ],
+)
+def test_tensor_tensor_refused(target: str, op: str, b1: str, b2: str, bd: str, engine: str,
+                               error: type) -> None:  # fmt: skip
+    k = _tt_kernel(op, "float32", b1, b2, bd, engine)
+    with pytest.raises(error) as exc:
+        run_kernel(k, [_f32(4, 6), _f32(4, 6)], target=target)
+    assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ tensor_reduce
+def _reduce_kernel(op: str, axis: Any, dst_shape: tuple[int, ...], negate: bool, keepdims: bool,
+                   buffer: str, dtype: str) -> Callable[..., Any]:  # fmt: skip
+    def k(x):
+        t = _load(x, buffer=buffer)
+        d = nl.ndarray(dst_shape, getattr(nl, dtype), buffer=getattr(nl, buffer))
+        nisa.tensor_reduce(dst=d, op=getattr(nl, op), data=t, axis=axis,  # HERE
+                           negate=negate, keepdims=keepdims)  # fmt: skip
+        return _store(d)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("op", "axis", "negate", "keepdims", "buffer", "dtype"),
+    [
+        ("add", 3, False, False, "sbuf", "float32"),
+        ("add", (2, 3), False, False, "psum", "float32"),  # both operands in PSUM
+        ("multiply", [1, 2, 3], False, False, "sbuf", "float32"),
+        ("maximum", (2, 3), True, True, "sbuf", "float32"),  # negate, keepdims
+        ("minimum", (3,), False, False, "sbuf", "bfloat16"),
+        ("add", (3,), True, False, "sbuf", "bfloat16"),
+    ],
+)
+def test_tensor_reduce_forms(target: str, op: str, axis: Any, negate: bool, keepdims: bool,
+                             buffer: str, dtype: str) -> None:  # fmt: skip
+    x = _f32(4, 2, 3, 5) * F32(0.8)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    want = NP_OPS[op].reduce(x, axis=axes, keepdims=keepdims).astype(F32)
+    if negate:
+        want = -want
+    shape = want.shape if want.ndim > 1 else (*want.shape, 1)
+    k = _reduce_kernel(op, axis, shape, negate, keepdims, buffer, dtype)
+    got = run_kernel(k, [x], target=target)
+    if dtype == "bfloat16":
+        want = want.astype(BF16).astype(F32)
+    np.testing.assert_allclose(np.asarray(got, F32), want.reshape(shape), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["bitwise_xor", "bitwise_and", "logical_or"])
+def test_tensor_reduce_bitvec_and_logical(target: str, op: str) -> None:
+    x = rng.integers(0, 1 << 20, (4, 9)).astype(np.int32)
+    x[0] = 0
+    got = run_kernel(_reduce_kernel(op, 1, (4, 1), False, False, "sbuf", "int32"), [x],
+                     target=target)  # fmt: skip
+    if op == "logical_or":
+        want = np.logical_or.reduce(x != 0, axis=1)
+    else:
+        want = getattr(np, op).reduce(x, axis=1)
+    np.testing.assert_array_equal(got[:, 0], want.astype(np.int32))
+
+
+@pytest.mark.parametrize(
+    ("op", "axis", "dst_shape", "dtype", "rule"),
+    [
+        ("add", (1,), (4, 3, 5), "float32", "reduce-axes"),  # not ending at the last dim
+        ("add", (1, 3), (4, 3), "float32", "reduce-axes"),  # not contiguous
+        ("add", (3,), (4, 3), "float32", "reduce-dst"),  # dst holds the wrong count
+        ("bitwise_or", (3,), (4, 2, 3), "float32", "bitvec-int"),  # bitvec on float data
+        ("power", (3,), (4, 2, 3), "float32", "op-token"),  # not a legal reduction op
+    ],
+)
+def test_tensor_reduce_refused(target: str, op: str, axis: Any, dst_shape: tuple[int, ...],
+                               dtype: str, rule: str) -> None:  # fmt: skip
+    k = _reduce_kernel(op, axis, dst_shape, False, False, "sbuf", dtype)
+    with pytest.raises((ShapeError, LanguageError, DtypeError)) as exc:
+        run_kernel(k, [_f32(4, 2, 3, 5)], target=target)
+    assert getattr(exc.value, "rule", None) == rule
+    assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ tensor_partition_reduce
+def _preduce_kernel(op: str, dtype: str, buffer: str) -> Callable[..., Any]:
+    def k(x):
+        t = _load(x)
+        d = nl.ndarray((1, *x.shape[1:]), getattr(nl, dtype), buffer=getattr(nl, buffer))
+        nisa.tensor_partition_reduce(dst=d, op=getattr(nl, op), data=t)  # HERE
+        return _store(d)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("op", "shape", "dtype", "version"),
+    [
+        ("add", (128, 5), "float32", "0.3"),
+        ("maximum", (7, 2, 3), "float32", "0.6"),
+        ("average", (6, 4), "float32", "0.5"),  # listed from NKI 0.5.0
+        ("average", (128, 3), "bfloat16", "0.6"),
+        ("bitwise_or", (5, 4), "int32", "0.3"),
+        ("bitwise_and", (5, 4), "int32", "0.6"),
+    ],
+)
+def test_tensor_partition_reduce_forms(target: str, op: str, shape: tuple[int, ...], dtype: str,
+                                       version: str) -> None:  # fmt: skip
+    if dtype == "int32":
+        x = rng.integers(0, 1 << 16, shape).astype(np.int32)
+        want: np.ndarray = getattr(np, op).reduce(x, axis=0, keepdims=True)
+    else:
+        x = _f32(*shape)
+        fn = {"add": np.sum, "maximum": np.max, "average": np.mean}[op]
+        want = fn(x.astype(np.float64), axis=0, keepdims=True).astype(F32)
+        if dtype == "bfloat16":
+            want = want.astype(BF16).astype(F32)
+    got = run_kernel(_preduce_kernel(op, dtype, "sbuf"), [x], target=target, nki_version=version)
+    np.testing.assert_allclose(np.asarray(got, F32), want, rtol=2e-6, atol=2e-5)  # fp32 sums
+
+
+@pytest.mark.parametrize(
+    ("op", "buffer", "version", "error"),
+    [
+        ("minimum", "sbuf", "0.6", LanguageError),  # not in the page's list
+        ("multiply", "sbuf", "0.6", LanguageError),
+        ("add", "psum", "0.6", BufferError),  # GpSimd: no PSUM
+    ],
+)
+def test_tensor_partition_reduce_refused(target: str, op: str, buffer: str, version: str,
+                                         error: type) -> None:  # fmt: skip
+    k = _preduce_kernel(op, "float32", buffer)
+    with pytest.raises(error) as exc:
+        run_kernel(k, [_f32(4, 3)], target=target, nki_version=version)
+    assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ tensor_scalar_cumulative
+def _cum_kernel(op0: str, op1: str, imm0: float, imm1: Any, cmd: str, dtype: str
+                ) -> Callable[..., Any]:  # fmt: skip
+    def k(x):
+        t = _load(x, getattr(nl, dtype))
+        d = nl.ndarray(x.shape, getattr(nl, dtype), buffer=nl.sbuf)
+        nisa.tensor_scalar_cumulative(dst=d, src=t, op0=getattr(nl, op0), op1=getattr(nl, op1),  # HERE
+                                      imm0=imm0, imm1=imm1,
+                                      reduce_cmd=getattr(nisa.reduce_cmd, cmd))  # fmt: skip
+        return _store(d, nl.float32)
+
+    return k
+
+
+def _cumulative(y: np.ndarray, op1: str, reg0: float) -> np.ndarray:
+    """The page's pseudocode: ``reg = op1(op0(x[i], imm0), reg); out[i] = reg``."""
+    out = np.empty_like(y)
+    reg = np.full(y.shape[0], reg0, F32)
+    for i in range(y.shape[1]):
+        reg = NP_OPS[op1](y[:, i], reg).astype(F32)
+        out[:, i] = reg
+    return out
+
+
+@pytest.mark.parametrize(
+    ("op0", "op1", "imm0", "imm1", "cmd", "dtype"),
+    [
+        ("multiply", "add", 0.5, None, "reset_reduce", "float32"),
+        ("add", "subtract", 1.0, None, "reset_reduce", "float32"),
+        ("subtract", "maximum", 0.25, None, "reset_reduce", "float32"),
+        ("multiply", "minimum", -1.0, None, "reset_reduce", "bfloat16"),
+        ("add", "multiply", 1.0, 2.0, "load_reduce", "float32"),
+        ("add", "add", 0.0, -3.0, "load_reduce", "int16"),
+        ("maximum", "add", 0.0, None, "reset_reduce", "uint8"),
+        ("add", "add", 0.0, None, "reset_reduce", "float8_e4m3"),
+    ],
+)
+def test_tensor_scalar_cumulative_forms(target: str, op0: str, op1: str, imm0: float, imm1: Any,
+                                        cmd: str, dtype: str) -> None:  # fmt: skip
+    ints = dtype in ("int16", "uint8")
+    x = rng.integers(0, 5, (3, 7)).astype(F32) if ints or dtype == "float8_e4m3" else _f32(3, 7)
+    stored = x.astype(ml_dtypes.float8_e4m3) if dtype == "float8_e4m3" else x
+    stored = stored.astype(BF16) if dtype == "bfloat16" else stored
+    y = NP_OPS[op0](np.asarray(stored, F32), F32(imm0)).astype(F32)
+    reg0 = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": -np.inf,
+            "minimum": np.inf}[op1] if imm1 is None else imm1  # fmt: skip
+    want = _cumulative(y, op1, reg0)
+    np_dtype = {"float32": F32, "bfloat16": BF16, "int16": np.int16, "uint8": np.uint8,
+                "float8_e4m3": ml_dtypes.float8_e4m3}[dtype]  # fmt: skip
+    k = _cum_kernel(op0, op1, imm0, imm1, cmd, dtype)
+    got = run_kernel(k, [x.astype(np_dtype)], target=target)
+    np.testing.assert_allclose(got, want.astype(np_dtype).astype(F32), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("op1", "dtype", "rule"),
+    [
+        ("add", "int32", "cumulative-dtype"),  # INT32/UINT32: an ISA limitation
+        ("add", "uint32", "cumulative-dtype"),
+        ("power", "float32", "op-token"),  # op1 is add, subtract, mult, max or min
+        ("bitwise_or", "float32", "op-token"),
+    ],
+)
+def test_tensor_scalar_cumulative_refused(target: str, op1: str, dtype: str, rule: str) -> None:
+    k = _cum_kernel("add", op1, 0.0, None, "reset_reduce", dtype)
+    x = rng.integers(0, 5, (3, 7)).astype(np.int32 if "int" in dtype else F32)
+    if dtype == "uint32":
+        x = x.astype(np.uint32)
+    with pytest.raises((DtypeError, LanguageError)) as exc:
+        run_kernel(k, [x], target=target)
+    assert getattr(exc.value, "rule", None) == rule
+    assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ scalar_tensor_tensor
+def _stt_kernel(op0: str, c: Any, op1: str, rev0: bool, rev1: bool, vec: bool, bx: str, b1: str,
+                bd: str) -> Callable[..., Any]:  # fmt: skip
+    def k(x, o1, v):
+        t, to = _load(x, buffer=bx), _load(o1, buffer=b1)
+        d = nl.ndarray(x.shape, nl.float32, buffer=getattr(nl, bd))
+        operand0 = _load(v) if vec else c
+        nisa.scalar_tensor_tensor(dst=d, data=t, op0=getattr(nl, op0), operand0=operand0,  # HERE
+                                  op1=getattr(nl, op1), operand1=to, reverse0=rev0,
+                                  reverse1=rev1)  # fmt: skip
+        return _store(d)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("op0", "c", "op1", "rev0", "rev1", "vec", "bx", "b1", "bd"),
+    [
+        ("subtract", 0.5, "subtract", True, True, False, "sbuf", "sbuf", "sbuf"),
+        ("subtract", 0.5, "subtract", False, True, False, "psum", "sbuf", "psum"),
+        ("multiply", None, "add", False, False, True, "sbuf", "psum", "sbuf"),
+        ("greater", 0.0, "multiply", False, False, False, "sbuf", "sbuf", "sbuf"),
+        ("power", 2.0, "maximum", False, False, False, "sbuf", "sbuf", "psum"),
+    ],
+)
+def test_scalar_tensor_tensor_forms(target: str, op0: str, c: Any, op1: str, rev0: bool,
+                                    rev1: bool, vec: bool, bx: str, b1: str, bd: str) -> None:  # fmt: skip
+    x, o1, v = _f32(4, 6), _f32(4, 6), _f32(4, 1)
+    k = _stt_kernel(op0, c, op1, rev0, rev1, vec, bx, b1, bd)
+    got = run_kernel(k, [x, o1, v], target=target)
+    operand = v if vec else F32(c)
+    t = NP_OPS[op0](operand, x) if rev0 else NP_OPS[op0](x, operand)
+    want = NP_OPS[op1](o1, t) if rev1 else NP_OPS[op1](t, o1)
+    np.testing.assert_allclose(got, want.astype(F32), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("op0", "bx", "b1", "error"),
+    [
+        ("add", "psum", "psum", BufferError),  # data and operand1 not both in PSUM
+        ("bitwise_and", "sbuf", "sbuf", LanguageError),  # bitvec operators are not supported
+    ],
+)
+def test_scalar_tensor_tensor_refused(target: str, op0: str, bx: str, b1: str, error: type) -> None:
+    k = _stt_kernel(op0, 1, "add", False, False, False, bx, b1, "sbuf")
+    with pytest.raises(error) as exc:
+        run_kernel(k, [_f32(4, 6), _f32(4, 6), _f32(4, 1)], target=target)
+    assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ tensor_tensor_scan
+def _scan_kernel(op0: str, op1: str, initial: Any, rev0: bool, rev1: bool, vec: bool, b0: str,
+                 b1: str, dtype: str) -> Callable[..., Any]:  # fmt: skip
+    def k(a, b, v):
+        ta, tb = _load(a, buffer=b0), _load(b, buffer=b1)
+        d = nl.ndarray(a.shape, getattr(nl, dtype), buffer=nl.sbuf)
+        init = _load(v) if vec else initial
+        nisa.tensor_tensor_scan(dst=d, data0=ta, data1=tb, initial=init,  # HERE
+                                op0=getattr(nl, op0), op1=getattr(nl, op1), reverse0=rev0,
+                                reverse1=rev1)  # fmt: skip
+        return _store(d, nl.float32)
+
+    return k
+
+
+def _scan(a: np.ndarray, b: np.ndarray, init: Any, op0: str, op1: str, rev0: bool, rev1: bool
+          ) -> np.ndarray:  # fmt: skip
+    """The page's NumPy: ``result[:, i] = op1(op0(data0[:, i], result[:, i-1]), data1[:, i])``;
+    reverse0 makes data0 op0's rhs, reverse1 makes data1 op1's lhs."""
+    out = np.empty_like(a)
+    prev = np.broadcast_to(np.asarray(init, F32).reshape(-1), (a.shape[0],))
+    for i in range(a.shape[1]):
+        t = NP_OPS[op0](prev, a[:, i]) if rev0 else NP_OPS[op0](a[:, i], prev)
+        prev = (NP_OPS[op1](b[:, i], t) if rev1 else NP_OPS[op1](t, b[:, i])).astype(F32)
+        out[:, i] = prev
+    return out
+
+
+@pytest.mark.parametrize(
+    ("op0", "op1", "initial", "rev0", "rev1", "vec", "b0", "b1", "dtype"),
+    [
+        ("multiply", "add", 0.0, False, False, False, "sbuf", "sbuf", "float32"),
+        ("subtract", "subtract", 1.0, True, True, False, "psum", "sbuf", "float32"),
+        ("maximum", "add", None, False, False, True, "sbuf", "psum", "float32"),
+        ("multiply", "add", 0.5, False, False, False, "sbuf", "sbuf", "bfloat16"),
+    ],
+)
+def test_tensor_tensor_scan_forms(target: str, op0: str, op1: str, initial: Any, rev0: bool,
+                                  rev1: bool, vec: bool, b0: str, b1: str, dtype: str) -> None:  # fmt: skip
+    a, b, v = _f32(4, 9) * F32(0.5), _f32(4, 9), _f32(4, 1)
+    k = _scan_kernel(op0, op1, initial, rev0, rev1, vec, b0, b1, dtype)
+    got = run_kernel(k, [a, b, v], target=target)
+    want = _scan(a, b, v if vec else initial, op0, op1, rev0, rev1)
+    if dtype == "bfloat16":
+        want = want.astype(BF16).astype(F32)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("op0", "b0", "b1", "error"),
+    [
+        ("multiply", "psum", "psum", BufferError),
+        ("bitwise_or", "sbuf", "sbuf", LanguageError),  # "any binary arithmetic operator"
+    ],
+)
+def test_tensor_tensor_scan_refused(target: str, op0: str, b0: str, b1: str, error: type) -> None:
+    k = _scan_kernel(op0, "add", 0.0, False, False, False, b0, b1, "float32")
+    with pytest.raises(error) as exc:
+        run_kernel(k, [_f32(4, 9), _f32(4, 9), _f32(4, 1)], target=target)
+    assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ bn_stats / bn_aggr
+def _bn_kernel(dtype: str, split: int) -> Callable[..., Any]:
+    def k(x):
+        t = _load(x, getattr(nl, dtype))
+        n = 1 if split == 0 else 2
+        s = nl.ndarray((x.shape[0], 6 * n), nl.float32, buffer=nl.sbuf)
+        if n == 1:
+            nisa.bn_stats(dst=s, data=t)  # HERE
+        else:
+            nisa.bn_stats(dst=s[:, 0:6], data=t[:, 0:split])
+            nisa.bn_stats(dst=s[:, 6:12], data=t[:, split : x.shape[1]])
+        a = nl.ndarray((x.shape[0], 2), nl.float32, buffer=nl.sbuf)
+        nisa.bn_aggr(dst=a, data=s)
+        return _store(s), _store(a)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "split"),
+    [((128, 512), "float32", 0), ((4, 1), "float32", 0), ((4, 7), "bfloat16", 0),
+     ((3, 700), "float32", 512), ((2, 9), "float32", 4)],
+)  # fmt: skip
+def test_bn_stats_and_aggr(target: str, shape: tuple[int, int], dtype: str, split: int) -> None:
+    x = _f32(*shape) + F32(2.0)
+    if dtype == "bfloat16":
+        x = x.astype(BF16).astype(F32)
+    stats, agg = run_kernel(_bn_kernel(dtype, split), [x], target=target)
+    parts = [x] if split == 0 else [x[:, :split], x[:, split:]]
+    for g, part in enumerate(parts):  # per tile: (count, mean, var*count) of even, then odd
+        for h, half in enumerate((part[:, 0::2], part[:, 1::2])):
+            c = stats[:, 6 * g + 3 * h : 6 * g + 3 * h + 3]
+            n = half.shape[1]
+            np.testing.assert_array_equal(c[:, 0], np.full(shape[0], n, F32))
+            if n:
+                np.testing.assert_allclose(c[:, 1], half.mean(axis=1), rtol=1e-5, atol=1e-6)
+                np.testing.assert_allclose(c[:, 2], half.var(axis=1) * n, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(agg[:, 0], x.astype(np.float64).mean(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(agg[:, 1], x.astype(np.float64).var(axis=1), rtol=1e-4, atol=1e-6)
+
+
+def test_bn_stats_over_512_refused(target: str) -> None:
+    k = _bn_kernel("float32", 0)
+    with pytest.raises(ShapeError) as exc:
+        run_kernel(k, [_f32(2, 513)], target=target)
+    assert exc.value.rule == "bn-stats-fmax"
+    assert_reported_at(exc.value, k)
