@@ -156,6 +156,10 @@ def _tsr_kernel(op0: str, operand0: Any, reduce_op: str, reverse0: bool) -> Call
 @pytest.mark.parametrize(
     ("op0", "operand0", "reduce_op", "reverse0", "version"),
     [
+        # reverse0: operand0 is op0's lhs (both pages' parameter list)
+        ("subtract", 1.5, "add", True, "0.3"),
+        ("subtract", 1.5, "maximum", True, "0.6"),
+        ("power", 2.0, "add", True, "0.6"),
         ("subtract", 1.5, "minimum", False, "0.6"),
         # "any arithmetic operator": the unary rows of the operator table, operand0 None or 0
         ("rsqrt", None, "add", False, "0.3"),

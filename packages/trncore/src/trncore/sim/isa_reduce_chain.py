@@ -87,8 +87,6 @@ def tensor_scalar_reduce(
 ) -> None:
     """``dst = data op0 operand0``; the accumulator reduces ``dst``; ``reduce_res`` gets it."""
     ctx, site = _begin()
-    if reverse0:
-        raise NotImplementedError("nisa.tensor_scalar_reduce(reverse0=True) (not supported yet)")
     data = check_compute_operand(data, "tensor_scalar_reduce", "data", site)
     dst = check_compute_operand(dst, "tensor_scalar_reduce", "dst", site)
     check_same_layout(data, dst, "tensor_scalar_reduce", "data and dst", site)
@@ -128,6 +126,8 @@ def tensor_scalar_reduce(
     op_fn = t0.fn
     if unary:  # a unary op ignores operand0
         fn = lambda x, _o: op_fn(x)  # noqa: E731
+    elif reverse0:  # operand0 is op0's lhs (nki.isa.tensor_scalar_reduce, NKI 0.3.0 to 0.6.0)
+        fn = lambda x, o: op_fn(o, x)  # noqa: E731
     else:
         fn = op_fn
     x_op, write = data.operand(site), _writer(dst, site)
