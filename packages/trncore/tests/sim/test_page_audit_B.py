@@ -193,6 +193,70 @@ def test_tensor_scalar_reduce_unary_with_operand_refused_from_0_4(target: str) -
     assert_reported_at(exc.value, k)
 
 
+# ------------------------------------------------------------------ max8 / nc_find_index8 rank
+def _max8_kernel() -> Callable[..., Any]:
+    def k(x):
+        t = _load(x)
+        d = nl.ndarray((x.shape[0], 8), nl.float32, buffer=nl.sbuf)
+        nisa.max8(dst=d, src=t)  # HERE
+        return _store(d)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("shape", "version"),
+    [((4, 8), "0.6"), ((128, 16384), "0.6"), ((4, 3, 5), "0.6"), ((2, 2, 2, 4), "0.3"),
+     ((2, 2, 2, 2, 2), "0.3")],
+)  # fmt: skip
+def test_max8_shapes(target: str, shape: tuple[int, ...], version: str) -> None:
+    x = _f32(*shape)
+    got = run_kernel(_max8_kernel(), [x], target=target, nki_version=version)
+    want = -np.sort(-x.reshape(shape[0], -1), axis=1)[:, :8]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("shape", "version"),
+    [((2, 2, 2, 4), "0.6"), ((2, 2, 2, 4), "0.4"), ((2, 1, 1, 1, 1, 8), "0.3"),
+     ((4, 7), "0.6"), ((1, 16385), "0.3")],
+)  # fmt: skip
+def test_max8_shapes_refused(target: str, shape: tuple[int, ...], version: str) -> None:
+    k = _max8_kernel()
+    with pytest.raises(ShapeError) as exc:
+        run_kernel(k, [_f32(*shape)], target=target, nki_version=version)
+    assert "src" in str(exc.value)
+    assert_reported_at(exc.value, k)
+
+
+def _find8_kernel() -> Callable[..., Any]:
+    def k(x, v):
+        t, tv = _load(x), _load(v)
+        d = nl.ndarray((x.shape[0], 8), nl.uint32, buffer=nl.sbuf)
+        nisa.nc_find_index8(dst=d, data=t, vals=tv)  # HERE
+        return _store(d)
+
+    return k
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+def test_nc_find_index8_source_rank(target: str, version: str) -> None:
+    """4-d ``data``: valid in the 0.3.0 page (up to 5 dims), refused from 0.4.0 (up to 3)."""
+    x = rng.permutation(128).astype(F32).reshape(2, 2, 2, 16) - F32(20)
+    flat = x.reshape(2, -1)
+    idx = np.stack([rng.choice(64, 8, replace=False) for _ in range(2)])
+    vals = np.take_along_axis(flat, idx, axis=1)
+    k = _find8_kernel()
+    if version == "0.3":
+        got = run_kernel(k, [x, vals], target=target, nki_version=version)
+        np.testing.assert_array_equal(got, idx.astype(np.uint32))
+        return
+    with pytest.raises(ShapeError) as exc:
+        run_kernel(k, [x, vals], target=target, nki_version=version)
+    assert "data" in str(exc.value)
+    assert_reported_at(exc.value, k)
+
+
 # ------------------------------------------------------------------ tensor_tensor
 def _tt_kernel(op: str, dtype: str, b1: str, b2: str, bd: str, engine: str) -> Callable[..., Any]:
     def k(a, b):

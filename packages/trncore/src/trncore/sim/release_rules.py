@@ -18,6 +18,7 @@ from trncore.sim.tensor import NkiTensor
 
 __all__ = [
     "check_hwdge_transpose",
+    "check_source_rank",
     "check_unary_operand",
     "psum_overlap_accumulates",
     "stable_copy_applies",
@@ -106,3 +107,16 @@ def check_unary_operand(operand: Any, api: str, site: Any) -> Any:
         )
     return operand
 
+
+def check_source_rank(t: NkiTensor, api: str, what: str, site: Any) -> None:
+    """The rank limit of ``max8``'s ``src`` / ``nc_find_index8``'s ``data``: up to 5 dims in the NKI
+    0.3.0 pages (SDK 2.29), up to 3 from NKI 0.4.0 (SDK 2.30 to 2.32)."""
+    limit = 3 if versions.at_least(versions.change("max8 / nc_find_index8 source rank").introduced
+                                   or "") else 5  # fmt: skip
+    if t.ndim > limit:
+        raise ShapeError(
+            f"{api}-rank",
+            f"{api} {what} may have at most {limit} dims under "
+            f"{versions.release(versions.current()).label} (nki.isa.{api}), got {t.describe()}",
+            site,
+        )

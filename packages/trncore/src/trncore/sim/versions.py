@@ -192,6 +192,9 @@ CHANGES: tuple[ApiChange, ...] = (
               what="with a unary op0, operand0 must be None or 0 (0.3.0: a dummy operand, any "
               "value; None is accepted under every release)",
               page="nki.isa.tensor_scalar"),
+    ApiChange("max8 / nc_find_index8 source rank", "behaviour", introduced="0.4.0",
+              what="the source / data tile may have up to 3 dims (0.3.0: up to 5)",
+              page="nki.isa.max8"),
     # ---- NKI 0.5.0 (SDK 2.31)
     ApiChange("nl.float8_e8m0fnu", "value", introduced="0.5.0",
               what="OCP MX scale dtype (storage and casts)", page="nki.language.float8_e8m0fnu"),
