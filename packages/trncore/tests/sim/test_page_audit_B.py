@@ -681,3 +681,55 @@ def test_bn_stats_over_512_refused(target: str) -> None:
         run_kernel(k, [_f32(2, 513)], target=target)
     assert exc.value.rule == "bn-stats-fmax"
     assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ sendrecv (LNC=2, trn2)
+def _swap_kernel(rows: int, cols: int, dtype: str) -> Callable[..., Any]:
+    def k(x):
+        me = nl.program_id(axis=0)
+        t = nl.ndarray((rows, cols), getattr(nl, dtype), buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[me * rows : (me + 1) * rows, :])
+        got = nl.ndarray((rows, cols), getattr(nl, dtype), buffer=nl.sbuf)
+        nisa.sendrecv(src=t, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0,  # HERE
+                      dma_engine=nisa.dma_engine.gpsimd_dma)  # fmt: skip
+        out = nl.ndarray((2 * rows, cols), getattr(nl, dtype), buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[me * rows : (me + 1) * rows, :], src=got)
+        return out
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "dtype", "version"),
+    [
+        (16, 256, "float32", "0.3"),  # 1024 bytes per partition: the 32-bit limit
+        (24, 8, "float32", "0.6"),  # 24 partitions: no multiple-of-16 rule from NKI 0.4.0
+        (5, 256, "bfloat16", "0.4"),  # 512 bytes: the 16-bit limit
+        (32, 256, "int8", "0.6"),  # 256 bytes: the 8-bit limit
+    ],
+)
+def test_sendrecv_gpsimd_dma_forms(rows: int, cols: int, dtype: str, version: str) -> None:
+    np_dtype = {"float32": F32, "bfloat16": BF16, "int8": np.int8}[dtype]
+    x = rng.integers(-100, 100, (2 * rows, cols)).astype(np_dtype)
+    got = run_kernel(_swap_kernel(rows, cols, dtype), [x], target="trn2", lnc=2,
+                     nki_version=version)  # fmt: skip
+    np.testing.assert_array_equal(got, np.concatenate([x[rows:], x[:rows]]))
+
+
+@pytest.mark.parametrize(
+    ("rows", "cols", "dtype", "version"),
+    [
+        (24, 8, "float32", "0.3"),  # the 0.3.0 page: a multiple of 16 partitions
+        (16, 257, "float32", "0.6"),  # 1028 bytes > 1024
+        (16, 257, "bfloat16", "0.3"),  # 514 bytes > 512
+        (16, 257, "int8", "0.6"),  # 257 bytes > 256
+    ],
+)
+def test_sendrecv_gpsimd_dma_refused(rows: int, cols: int, dtype: str, version: str) -> None:
+    np_dtype = {"float32": F32, "bfloat16": BF16, "int8": np.int8}[dtype]
+    k = _swap_kernel(rows, cols, dtype)
+    with pytest.raises(ShapeError) as exc:
+        run_kernel(k, [np.zeros((2 * rows, cols), np_dtype)], target="trn2", lnc=2,
+                   nki_version=version)  # fmt: skip
+    assert exc.value.rule == "sendrecv-gpsimd-dma" and "src" in str(exc.value)
+    assert_reported_at(exc.value, k)

@@ -195,6 +195,9 @@ CHANGES: tuple[ApiChange, ...] = (
     ApiChange("max8 / nc_find_index8 source rank", "behaviour", introduced="0.4.0",
               what="the source / data tile may have up to 3 dims (0.3.0: up to 5)",
               page="nki.isa.max8"),
+    ApiChange("nisa.sendrecv gpsimd_dma partitions", "behaviour", introduced="0.4.0",
+              what="dma_engine=gpsimd_dma no longer needs a multiple of 16 partitions (0.3.0 "
+              "page: required); the bytes-per-partition limits stay", page="nki.isa.sendrecv"),
     # ---- NKI 0.5.0 (SDK 2.31)
     ApiChange("nl.float8_e8m0fnu", "value", introduced="0.5.0",
               what="OCP MX scale dtype (storage and casts)", page="nki.language.float8_e8m0fnu"),
