@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl, run_kernel
-from trncore.sim.errors import BufferError, DtypeError, LanguageError, ShapeError
+from trncore.sim.errors import BufferError, DtypeError, LanguageError, PartitionError, ShapeError
 from trncore.sim.testing import assert_reported_at
 
 pytestmark = pytest.mark.simulator
@@ -732,4 +732,74 @@ def test_sendrecv_gpsimd_dma_refused(rows: int, cols: int, dtype: str, version: 
         run_kernel(k, [np.zeros((2 * rows, cols), np_dtype)], target="trn2", lnc=2,
                    nki_version=version)  # fmt: skip
     assert exc.value.rule == "sendrecv-gpsimd-dma" and "src" in str(exc.value)
+    assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ nc_stream_shuffle
+def _shuffle_kernel(mask: tuple[int, ...], src_rows: tuple[int, int], dst_rows: tuple[int, int],
+                    src_buffer: str, dtype: str, dst_dtype: str) -> Callable[..., Any]:  # fmt: skip
+    def k(x):
+        big = nl.ndarray((128, x.shape[1]), getattr(nl, dtype), buffer=nl.sbuf)
+        nisa.dma_copy(dst=big, src=x)
+        src = big
+        if src_buffer == "psum":
+            src = nl.ndarray((128, x.shape[1]), getattr(nl, dtype), buffer=nl.psum)
+            nisa.tensor_copy(dst=src, src=big)
+        out = nl.ndarray((128, x.shape[1]), getattr(nl, dst_dtype), buffer=nl.sbuf)
+        nisa.memset(dst=out, value=-1)
+        nisa.nc_stream_shuffle(dst=out[dst_rows[0] : dst_rows[1], :],  # HERE
+                               src=src[src_rows[0] : src_rows[1], :], shuffle_mask=list(mask))  # fmt: skip
+        return _store(out)
+
+    return k
+
+
+_REVERSE = tuple(31 - i for i in range(32))
+
+
+@pytest.mark.parametrize(
+    ("mask", "src_rows", "dst_rows", "src_buffer", "dtype"),
+    [
+        # 128 active partitions: the same mask in each quadrant
+        (_REVERSE, (0, 128), (0, 128), "sbuf", "float32"),
+        # src in PSUM, a 64-partition dst starting at 64 (allowed: 0 or 64), bfloat16
+        (tuple((i + 5) % 32 for i in range(32)), (0, 64), (64, 128), "psum", "bfloat16"),
+        # 32 active partitions starting at 96, 255 slots left unmodified
+        (tuple(255 if i % 3 == 0 else i // 2 for i in range(32)), (32, 64), (96, 128), "sbuf",
+         "int32"),
+        # a partial quadrant: 40 partitions are 64 active ones, starting at 0
+        (tuple(i % 8 for i in range(32)), (0, 40), (0, 40), "sbuf", "float32"),
+    ],
+)  # fmt: skip
+def test_nc_stream_shuffle_forms(target: str, mask: tuple[int, ...], src_rows: tuple[int, int],
+                                 dst_rows: tuple[int, int], src_buffer: str, dtype: str) -> None:  # fmt: skip
+    np_dtype = {"float32": F32, "bfloat16": BF16, "int32": np.int32}[dtype]
+    x = rng.integers(-50, 50, (128, 3)).astype(np_dtype)
+    k = _shuffle_kernel(mask, src_rows, dst_rows, src_buffer, dtype, dtype)
+    got = run_kernel(k, [x], target=target)
+    want = np.full((128, 3), -1, np_dtype)
+    src = x[src_rows[0] : src_rows[1]]
+    for d in range(dst_rows[1] - dst_rows[0]):  # page: dst[q*32+i] = src[q*32+mask[i]]
+        q, i = divmod(d, 32)
+        if mask[i] != 255:
+            want[dst_rows[0] + d] = src[q * 32 + mask[i]]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("src_rows", "dst_rows", "dst_dtype", "error"),
+    [
+        # the page's start rule is the compute engines' one ("start-partition" reports it first)
+        ((0, 64), (32, 96), "float32", "start-partition"),  # 64 active: start 0 or 64
+        ((16, 48), (0, 32), "float32", "start-partition"),  # 32 active: 0/32/64/96
+        ((0, 32), (0, 32), "bfloat16", "stream-shuffle-dtype"),  # dst has src's dtype
+    ],
+)
+def test_nc_stream_shuffle_refused(
+    target: str, src_rows: tuple[int, int], dst_rows: tuple[int, int], dst_dtype: str, error: str
+) -> None:
+    k = _shuffle_kernel(_REVERSE, src_rows, dst_rows, "sbuf", "float32", dst_dtype)
+    with pytest.raises((ShapeError, DtypeError, PartitionError)) as exc:
+        run_kernel(k, [_f32(128, 3)], target=target)
+    assert exc.value.rule == error
     assert_reported_at(exc.value, k)
