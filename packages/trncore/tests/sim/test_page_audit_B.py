@@ -803,3 +803,110 @@ def test_nc_stream_shuffle_refused(
         run_kernel(k, [_f32(128, 3)], target=target)
     assert exc.value.rule == error
     assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ tensor_scalar: binary forms
+def _ts2_kernel(op0: str, c0: Any, op1: Any, c1: Any, rev0: bool, rev1: bool, vec_buffer: str,
+                vec_dtype: str, dtype: str, dst_dtype: str, engine: str) -> Callable[..., Any]:  # fmt: skip
+    def k(x, v0, v1):
+        t = _load(x, getattr(nl, dtype))
+        operand0 = _load(v0, getattr(nl, vec_dtype), vec_buffer) if c0 is None else c0
+        operand1 = _load(v1, getattr(nl, vec_dtype), vec_buffer) if c1 is None and op1 else c1
+        operand1 = None if isinstance(operand1, str) else operand1  # an op1 without its operand1
+        d = nl.ndarray(x.shape, getattr(nl, dst_dtype), buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=d, data=t, op0=getattr(nl, op0), operand0=operand0,  # HERE
+                           reverse0=rev0, op1=getattr(nl, op1) if op1 else None,
+                           operand1=operand1, reverse1=rev1,
+                           engine=getattr(nisa.engine, engine))  # fmt: skip
+        return _store(d)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("op0", "c0", "op1", "c1", "rev0", "rev1", "vec_buffer", "dtype", "dst_dtype", "engine"),
+    [
+        # (P, 1) float32 operands in SBUF or PSUM, both reversed, a bfloat16 dst
+        ("subtract", None, "power", None, True, True, "psum", "float32", "bfloat16", "vector"),
+        ("multiply", None, "add", 0.5, False, False, "sbuf", "bfloat16", "float32", "unknown"),
+        # arithmetic on int32 data: cast to float32, computed, cast back
+        ("multiply", 3.0, "subtract", 7.0, False, False, "sbuf", "int32", "int32", "vector"),
+        # the Scalar Engine's combinations on trn2 (any on trn1)
+        ("multiply", None, "add", None, False, False, "sbuf", "float32", "float32", "scalar"),
+        ("add", -1.0, None, None, False, False, "sbuf", "float32", "float32", "scalar"),
+        ("multiply", 2.0, None, None, False, False, "sbuf", "float32", "float32", "scalar"),
+        # two bitvec operators on integers, operands as bit patterns
+        ("left_shift", 3, "bitwise_and", 0xFF0, False, False, "sbuf", "int32", "int32", "vector"),
+        ("right_shift", 2, "bitwise_xor", None, False, False, "sbuf", "int32", "int32", "vector"),
+    ],
+)
+def test_tensor_scalar_binary_forms(target: str, op0: str, c0: Any, op1: Any, c1: Any, rev0: bool,
+                                    rev1: bool, vec_buffer: str, dtype: str, dst_dtype: str,
+                                    engine: str) -> None:  # fmt: skip
+    bitvec = op0 in ("left_shift", "right_shift")
+    if bitvec or dtype == "int32":
+        x = rng.integers(-200, 200, (4, 6)).astype(np.int32)
+        v0, v1 = (rng.integers(1, 5, (4, 1)).astype(np.int32) for _ in range(2))
+        vec_dtype = "int32"
+    else:
+        x = np.abs(_f32(4, 6)) + F32(0.5)
+        v0, v1 = np.abs(_f32(4, 1)) + F32(0.5), np.abs(_f32(4, 1)) + F32(0.25)
+        vec_dtype = "float32"
+    k = _ts2_kernel(op0, c0, op1, c1, rev0, rev1, vec_buffer, vec_dtype, dtype, dst_dtype, engine)
+    got = run_kernel(k, [x, v0, v1], target=target)
+    if bitvec:
+        a0 = np.int32(c0) if c0 is not None else v0
+        a1 = np.int32(c1) if c1 is not None else v1
+        y = np.left_shift(x, a0) if op0 == "left_shift" else (
+            x.view(np.uint32) >> a0.astype(np.uint32)).view(np.int32)  # logical shift right
+        want = np.bitwise_and(y, a1) if op1 == "bitwise_and" else np.bitwise_xor(y, a1)
+        np.testing.assert_array_equal(got, want)
+        return
+    xs = np.asarray(x.astype(BF16) if dtype == "bfloat16" else x, F32)
+    a0 = F32(c0) if c0 is not None else v0
+    y = NP_OPS[op0](a0, xs) if rev0 else NP_OPS[op0](xs, a0)
+    if op1:
+        a1 = F32(c1) if c1 is not None else v1
+        y = NP_OPS[op1](a1, y) if rev1 else NP_OPS[op1](y, a1)
+    y = y.astype(F32)
+    if dst_dtype == "bfloat16":
+        np.testing.assert_array_equal(np.asarray(got, F32), y.astype(BF16).astype(F32))
+    elif dst_dtype == "int32":
+        np.testing.assert_array_equal(got, np.rint(y).astype(np.int32))
+    else:
+        np.testing.assert_allclose(got, y, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("op0", "c0", "op1", "c1", "vec_dtype", "dtype", "engine", "targets", "rule"),
+    [
+        # arithmetic operands "must be float32"
+        ("add", None, None, None, "bfloat16", "float32", "vector", "both", "tensor-scalar-operand-fp32"),
+        # a float vector operand with a bitvec operator
+        ("bitwise_and", None, None, None, "float32", "int32", "vector", "both", "bitvec-int"),
+        # op0 and op1 of one kind
+        ("add", 1.0, "bitwise_or", 1, "float32", "int32", "vector", "both", "tensor-scalar-op-kinds"),
+        # op1 and operand1 together or not at all
+        ("add", 1.0, "multiply", "none", "float32", "float32", "vector", "both", "tensor-scalar-op1"),
+        # the Scalar Engine on trn2: only (multiply, add), (multiply, None), (add, None)
+        ("subtract", 1.0, None, None, "float32", "float32", "scalar", "trn2",
+         "tensor-scalar-scalar-engine"),
+        ("add", 1.0, "multiply", 2.0, "float32", "float32", "scalar", "trn2",
+         "tensor-scalar-scalar-engine"),
+        # GpSimd: only rsqrt
+        ("add", 1.0, None, None, "float32", "float32", "gpsimd", "both", "tensor-scalar-gpsimd"),
+    ],
+)  # fmt: skip
+def test_tensor_scalar_binary_refused(target: str, op0: str, c0: Any, op1: Any, c1: Any,
+                                      vec_dtype: str, dtype: str, engine: str, targets: str,
+                                      rule: str) -> None:  # fmt: skip
+    if targets != "both" and target != targets:
+        return  # the rule is the target's: trn1's Scalar Engine takes any combination
+    k = _ts2_kernel(op0, c0, op1, c1, False, False, "sbuf", vec_dtype, dtype,
+                    "float32" if dtype == "float32" else "int32", engine)  # fmt: skip
+    np_v = F32 if vec_dtype != "int32" else np.int32
+    x = np.zeros((4, 6), F32 if dtype == "float32" else np.int32)
+    with pytest.raises((DtypeError, LanguageError)) as exc:
+        run_kernel(k, [x, np.ones((4, 1), np_v), np.ones((4, 1), np_v)], target=target)
+    assert exc.value.rule == rule
+    assert_reported_at(exc.value, k)
