@@ -19,8 +19,15 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl, run_kernel
-from trncore.sim.errors import BufferError, DtypeError, LanguageError, PartitionError, ShapeError
+from trncore.sim.errors import (
+    BufferError,
+    DtypeError,
+    LanguageError,
+    PartitionError,
+    ShapeError,
+)
 from trncore.sim.testing import assert_reported_at
+from trncore.sim.versions import VersionError
 
 pytestmark = pytest.mark.simulator
 
@@ -910,3 +917,102 @@ def test_tensor_scalar_binary_refused(target: str, op0: str, c0: Any, op1: Any, 
         run_kernel(k, [x, np.ones((4, 1), np_v), np.ones((4, 1), np_v)], target=target)
     assert exc.value.rule == rule
     assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ nonzero_with_count (trn2)
+def _nonzero_kernel(src_dtype: str, dst_dtype: str, src_buffer: str, offset: Any, pad: Any,
+                    extra: int) -> Callable[..., Any]:  # fmt: skip
+    def k(x):
+        s = _load(x, getattr(nl, src_dtype), src_buffer)
+        d = nl.ndarray((x.shape[0], x.shape[1] + extra), getattr(nl, dst_dtype), buffer=nl.sbuf)
+        nisa.memset(dst=d, value=7)
+        nisa.nonzero_with_count(dst=d, src=s, index_offset=offset, padding_val=pad)  # HERE
+        return _store(d)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("p", "t", "src_dtype", "offset", "pad"),
+    [(128, 6, "int32", 0, -1), (48, 1, "float32", 1000, 0), (16, 33, "int32", -5, 99)],
+)
+def test_nonzero_with_count_forms(p: int, t: int, src_dtype: str, offset: int, pad: int) -> None:
+    x = (rng.random((p, t)) < 0.4) * rng.integers(-3, 4, (p, t))
+    x = x.astype(np.int32 if src_dtype == "int32" else F32)
+    got = run_kernel(_nonzero_kernel(src_dtype, "int32", "sbuf", offset, pad, 1), [x],
+                     target="trn2")  # fmt: skip
+    want = np.full((p, t + 1), 7, np.int32)  # rows no GpSimd core reads stay unmodified
+    for row in range(0, p, 16):  # the page: partitions 0, 16, ..., 112 only
+        nz = np.flatnonzero(x[row]) + offset
+        want[row, : t] = pad
+        want[row, : nz.size] = nz
+        want[row, t] = nz.size
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("src_dtype", "dst_dtype", "src_buffer", "offset", "extra", "error"),
+    [
+        ("bfloat16", "int32", "sbuf", 0, 1, DtypeError),  # src float32 or int32
+        ("float32", "float32", "sbuf", 0, 1, DtypeError),  # dst int32
+        ("float32", "int32", "psum", 0, 1, BufferError),  # SBUF only (GpSimd)
+        ("float32", "int32", "sbuf", 0, 0, ShapeError),  # dst has one more element
+        ("float32", "int32", "sbuf", 0.5, 1, TypeError),  # index_offset is an int32
+    ],
+)
+def test_nonzero_with_count_refused(src_dtype: str, dst_dtype: str, src_buffer: str, offset: Any,
+                                    extra: int, error: type) -> None:  # fmt: skip
+    k = _nonzero_kernel(src_dtype, dst_dtype, src_buffer, offset, -1, extra)
+    with pytest.raises(error) as exc:
+        run_kernel(k, [np.ones((16, 4), F32)], target="trn2")
+    if error is not TypeError:
+        assert_reported_at(exc.value, k)
+    assert any(w in str(exc.value) for w in ("src", "dst", "index_offset"))
+
+
+# ------------------------------------------------------------------ topk (NKI 0.6.0, GpSimd)
+def _topk_kernel(k_: int, n: int, val_dtype: str, idx_dtype: str) -> Callable[..., Any]:
+    def k(x):
+        src = _load(x)
+        vals = nl.ndarray((x.shape[0], k_), getattr(nl, val_dtype), buffer=nl.sbuf)
+        idx = nl.ndarray((x.shape[0], k_), getattr(nl, idx_dtype), buffer=nl.sbuf)
+        nisa.topk(val_dst=vals, idx_dst=idx, src=src, n=n)  # HERE
+        return _store(vals), _store(idx)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("p", "cols", "n", "k"),
+    [(16, 1, 8, 8), (128, 3, 40, 1), (48, 4, 64, 64), (16, 9, 130, 17)],
+)
+def test_topk_forms(target: str, p: int, cols: int, n: int, k: int) -> None:
+    """The page: each group of 16 partitions is a snake (element j at partition j % 16, column
+    j // 16) of n active elements; every partition of the group gets the K largest, ascending."""
+    perm = rng.permutation(p * cols).astype(F32) - F32(p * cols // 2)  # distinct, exact in bf16
+    x = perm.reshape(p, cols).astype(BF16)
+    vals, idx = run_kernel(_topk_kernel(k, n, "bfloat16", "uint32"), [x], target=target)
+    for g in range(p // 16):
+        snake = x[16 * g : 16 * g + 16].astype(F32).T.reshape(-1)[:n]
+        order = np.argsort(snake, kind="stable")[-k:]
+        for row in range(16 * g, 16 * g + 16):
+            np.testing.assert_array_equal(idx[row], order.astype(np.uint32))
+            np.testing.assert_array_equal(vals[row].astype(F32), snake[order])
+
+
+@pytest.mark.parametrize(
+    ("p", "cols", "n", "k", "val_dtype", "idx_dtype", "version", "error"),
+    [
+        (16, 1, 8, 9, "bfloat16", "uint32", "0.6", ShapeError),  # K <= n
+        (16, 2, 33, 4, "bfloat16", "uint32", "0.6", ShapeError),  # src free dim >= ceil(n / 16)
+        (16, 4, 40, 4, "float32", "uint32", "0.6", DtypeError),  # val_dst bfloat16
+        (16, 4, 40, 4, "bfloat16", "int32", "0.6", DtypeError),  # idx_dst uint32
+        (16, 4, 40, 4, "bfloat16", "uint32", "0.5", VersionError),  # NKI 0.6.0
+    ],
+)
+def test_topk_refused(p: int, cols: int, n: int, k: int, val_dtype: str, idx_dtype: str,
+                      version: str, error: type) -> None:  # fmt: skip
+    kern = _topk_kernel(k, n, val_dtype, idx_dtype)
+    with pytest.raises(error) as exc:
+        run_kernel(kern, [np.zeros((p, cols), BF16)], target="trn2", nki_version=version)
+    assert_reported_at(exc.value, kern)
