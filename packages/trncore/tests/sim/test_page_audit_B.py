@@ -1016,3 +1016,15 @@ def test_topk_refused(p: int, cols: int, n: int, k: int, val_dtype: str, idx_dty
     with pytest.raises(error) as exc:
         run_kernel(kern, [np.zeros((p, cols), BF16)], target="trn2", nki_version=version)
     assert_reported_at(exc.value, kern)
+
+
+def test_tensor_scalar_reduce_subtract_reduction_per_release(target: str) -> None:
+    """``reduce_op=nl.subtract``: listed by the NKI 0.3.0 page with no definition (not emulated,
+    NotImplementedError naming it); not listed from 0.4.0 (an operator error at the line)."""
+    k = _tsr_kernel("multiply", 2.0, "subtract", False)
+    with pytest.raises(NotImplementedError, match=r"tensor_scalar_reduce\(reduce_op=nl.subtract\)"):
+        run_kernel(k, [_f32(4, 6)], target=target, nki_version="0.3")
+    with pytest.raises(LanguageError) as exc:
+        run_kernel(k, [_f32(4, 6)], target=target, nki_version="0.6")
+    assert exc.value.rule == "op-token" and "reduce_op" in str(exc.value)
+    assert_reported_at(exc.value, k)

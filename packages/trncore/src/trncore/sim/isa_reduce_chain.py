@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from trncore.sim import versions
 from trncore.sim.alu import BINARY
 from trncore.sim.checks import (
     check_compute_operand,
@@ -105,6 +106,13 @@ def tensor_scalar_reduce(
     unary = t0.name in unary_ops
     if unary:
         operand0 = check_unary_operand(operand0, "tensor_scalar_reduce", site)
+    if reduce_op is BINARY["subtract"] and not versions.at_least("0.4.0"):
+        # the NKI 0.3.0 page lists nl.subtract as a reduce_op; no page says what a subtract
+        # reduction accumulates, and the 0.4.0-0.6.0 pages drop it (then an op-token error)
+        raise NotImplementedError(
+            "nisa.tensor_scalar_reduce(reduce_op=nl.subtract): listed by the NKI 0.3.0 page, "
+            "but no AWS page defines the reduction (dropped from NKI 0.4.0)"
+        )
     tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in _REDUCERS})
     cmd_name = _reduce_cmd_name(reduce_cmd, "tensor_scalar_reduce")
     if (reduce_init is not None) != (cmd_name == "load_reduce"):
