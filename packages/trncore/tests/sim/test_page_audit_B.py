@@ -1028,3 +1028,69 @@ def test_tensor_scalar_reduce_subtract_reduction_per_release(target: str) -> Non
         run_kernel(k, [_f32(4, 6)], target=target, nki_version="0.6")
     assert exc.value.rule == "op-token" and "reduce_op" in str(exc.value)
     assert_reported_at(exc.value, k)
+
+
+# ------------------------------------------------------------------ registers
+def _register_kernel(load_from: str, store_to: str) -> Callable[..., Any]:
+    """register_load from HBM ([1] view) or SBUF ([1, 1] or the page's nl.ones([1]) example),
+    register_move between registers, register_store into HBM or SBUF."""
+
+    def k(x):
+        r = nisa.register_alloc()
+        if load_from == "hbm":
+            nisa.register_load(r, x[0, 1:2])
+        elif load_from == "sbuf":
+            t = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[0:1, 2:3])
+            nisa.register_load(r, t)
+        elif load_from == "psum":
+            t = nl.ndarray((1, 1), nl.int32, buffer=nl.psum)
+            nisa.register_load(r, t)  # HERE PSUM
+        elif load_from == "two":
+            t = nl.ndarray((1, 2), nl.int32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[0:1, 0:2])
+            nisa.register_load(r, t)  # HERE TWO
+        else:  # the page's example: a bound of 1 in SBUF
+            nisa.register_load(r, nl.ones([1], dtype=nl.int32, buffer=nl.sbuf))
+        r2 = nisa.register_alloc(0)
+        nisa.register_move(r2, r)
+        out = nl.ndarray((1,), nl.int32, buffer=nl.shared_hbm)
+        if store_to == "hbm":
+            nisa.register_store(out, r2)
+        elif store_to == "sbuf":
+            s = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+            nisa.register_store(s, r2)
+            nisa.dma_copy(dst=out, src=s[0, 0:1])
+        else:
+            s = nl.ndarray((1, 1), nl.int32, buffer=nl.psum)
+            nisa.register_store(s, r2)  # HERE STORE
+        return out
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("load_from", "store_to", "want"),
+    [("hbm", "hbm", 8), ("sbuf", "sbuf", 9), ("ones", "hbm", 1), ("hbm", "sbuf", 8)],
+)
+def test_register_load_move_store(target: str, load_from: str, store_to: str, want: int) -> None:
+    x = np.array([[7, 8, 9, 10]], np.int32)
+    got = run_kernel(_register_kernel(load_from, store_to), [x], target=target)
+    np.testing.assert_array_equal(got, [want])
+
+
+@pytest.mark.parametrize(
+    ("load_from", "store_to", "marker", "error"),
+    [
+        ("psum", "hbm", "# HERE PSUM", BufferError),  # HBM or SBUF only
+        ("two", "hbm", "# HERE TWO", ShapeError),  # exactly one element
+        ("hbm", "psum", "# HERE STORE", BufferError),
+    ],
+)
+def test_register_load_store_refused(target: str, load_from: str, store_to: str, marker: str,
+                                     error: type) -> None:  # fmt: skip
+    k = _register_kernel(load_from, store_to)
+    with pytest.raises(error) as exc:
+        run_kernel(k, [np.array([[7, 8, 9, 10]], np.int32)], target=target)
+    assert "src" in str(exc.value) or "dst" in str(exc.value)
+    assert_reported_at(exc.value, k, marker)
