@@ -1094,3 +1094,98 @@ def test_register_load_store_refused(target: str, load_from: str, store_to: str,
         run_kernel(k, [np.array([[7, 8, 9, 10]], np.int32)], target=target)
     assert "src" in str(exc.value) or "dst" in str(exc.value)
     assert_reported_at(exc.value, k, marker)
+
+
+# ------------------------------------------------------------------ dtypes across the ALU pages
+_NP_DTYPES: dict[str, Any] = {
+    "float32": F32, "bfloat16": BF16, "float16": np.float16, "float8_e4m3": ml_dtypes.float8_e4m3,
+    "float8_e5m2": ml_dtypes.float8_e5m2, "int8": np.int8, "int16": np.int16, "int32": np.int32,
+    "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32,
+}  # fmt: skip
+
+
+def _as_float32(values: np.ndarray) -> np.ndarray:
+    return np.asarray(values).astype(F32)
+
+
+def _to_dtype(values: np.ndarray, dtype: str, version: str) -> np.ndarray:
+    """float32 results written to ``dtype``: floats round to nearest even (ml_dtypes); integers
+    saturate and round to nearest even from NKI 0.6.0, truncate toward zero before (the release
+    table's float-to-int row)."""
+    target = _NP_DTYPES[dtype]
+    if np.issubdtype(np.dtype(target), np.integer):
+        info = np.iinfo(target)
+        r = np.rint(values) if version == "0.6" else np.trunc(values)
+        return np.clip(r, info.min, info.max).astype(target)
+    return values.astype(target)
+
+
+def _alu_kernel(api: str, in_dtype: str, out_dtype: str) -> Callable[..., Any]:
+    def k(a, b):
+        ta, tb = _load(a, getattr(nl, in_dtype)), _load(b, getattr(nl, in_dtype))
+        if api == "tensor_reduce":
+            d = nl.ndarray((a.shape[0], 1), getattr(nl, out_dtype), buffer=nl.sbuf)
+            nisa.tensor_reduce(dst=d, op=nl.add, data=ta, axis=1)
+        else:
+            d = nl.ndarray(a.shape, getattr(nl, out_dtype), buffer=nl.sbuf)
+            if api == "tensor_tensor":
+                nisa.tensor_tensor(dst=d, data1=ta, data2=tb, op=nl.subtract,
+                                   engine=nisa.engine.vector)  # fmt: skip
+            elif api == "tensor_scalar":
+                nisa.tensor_scalar(dst=d, data=ta, op0=nl.multiply, operand0=1.5, op1=nl.add,
+                                   operand1=-0.25)  # fmt: skip
+            elif api == "scalar_tensor_tensor":
+                nisa.scalar_tensor_tensor(dst=d, data=ta, op0=nl.multiply, operand0=0.5,
+                                          op1=nl.add, operand1=tb)  # fmt: skip
+            else:
+                nisa.tensor_tensor_scan(dst=d, data0=ta, data1=tb, initial=0.0, op0=nl.multiply,
+                                        op1=nl.add)  # fmt: skip
+        return _store(d)
+
+    return k
+
+
+def _alu_reference(api: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if api == "tensor_reduce":
+        return a.sum(axis=1, keepdims=True, dtype=F32)
+    if api == "tensor_tensor":
+        return a - b
+    if api == "tensor_scalar":
+        return a * F32(1.5) + F32(-0.25)
+    if api == "scalar_tensor_tensor":
+        return a * F32(0.5) + b
+    return _scan(a, b, 0.0, "multiply", "add", False, False)
+
+
+@pytest.mark.parametrize(
+    "api", ["tensor_tensor", "tensor_scalar", "scalar_tensor_tensor", "tensor_tensor_scan",
+            "tensor_reduce"],
+)  # fmt: skip
+@pytest.mark.parametrize(
+    ("in_dtype", "out_dtype", "version"),
+    [
+        ("float16", "float32", "0.6"),
+        ("float8_e4m3", "bfloat16", "0.6"),
+        ("float8_e5m2", "float16", "0.3"),
+        ("int8", "float32", "0.6"),
+        ("uint16", "int16", "0.6"),  # arithmetic in float32, the result cast to int16 (RNE)
+        ("float32", "int32", "0.3"),  # 0.3.0-0.5.0 simulator: truncation toward zero
+        ("float32", "uint8", "0.6"),  # saturating
+        ("bfloat16", "float8_e4m3", "0.6"),
+    ],
+)
+def test_alu_instructions_cast_through_float32(target: str, api: str, in_dtype: str,
+                                               out_dtype: str, version: str) -> None:  # fmt: skip
+    """The pages of every ALU instruction here: inputs are cast to float32, computed in float32,
+    and the float32 result is cast to ``dst.dtype``."""
+    shape = (3, 6)
+    if np.issubdtype(np.dtype(_NP_DTYPES[in_dtype]), np.integer):
+        a = rng.integers(0, 20, shape).astype(_NP_DTYPES[in_dtype])
+        b = rng.integers(0, 20, shape).astype(_NP_DTYPES[in_dtype])
+    else:
+        a = (_f32(*shape) * F32(3)).astype(_NP_DTYPES[in_dtype])
+        b = (_f32(*shape) * F32(3)).astype(_NP_DTYPES[in_dtype])
+    got = run_kernel(_alu_kernel(api, in_dtype, out_dtype), [a, b], target=target,
+                     nki_version=version)  # fmt: skip
+    want = _to_dtype(_alu_reference(api, _as_float32(a), _as_float32(b)), out_dtype, version)
+    np.testing.assert_array_equal(_as_float32(got), _as_float32(want))
