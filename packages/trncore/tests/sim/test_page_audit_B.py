@@ -1189,3 +1189,89 @@ def test_alu_instructions_cast_through_float32(target: str, api: str, in_dtype: 
                      nki_version=version)  # fmt: skip
     want = _to_dtype(_alu_reference(api, _as_float32(a), _as_float32(b)), out_dtype, version)
     np.testing.assert_array_equal(_as_float32(got), _as_float32(want))
+
+
+# ------------------------------------------------------------------ buffers and bit patterns
+def _misc_kernel(case: str) -> Callable[..., Any]:
+    def k(a, b, v):
+        if case == "tt-mixed-dtypes":  # inputs of two dtypes, both cast to float32
+            d = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+            nisa.tensor_tensor(dst=d, data1=_load(a, nl.bfloat16), data2=_load(b), op=nl.add)
+        elif case == "ts-all-psum":  # data, a (P, 1) operand and dst in PSUM
+            d = nl.ndarray(a.shape, nl.float32, buffer=nl.psum)
+            nisa.tensor_scalar(dst=d, data=_load(a, buffer="psum"), op0=nl.subtract,
+                               operand0=_load(v, buffer="psum"))  # fmt: skip
+        elif case == "scan-psum-initial":  # initial: a (P, 1) tile, here in PSUM
+            d = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+            nisa.tensor_tensor_scan(dst=d, data0=_load(a), data1=_load(b),
+                                    initial=_load(v, buffer="psum"), op0=nl.multiply,
+                                    op1=nl.add)  # fmt: skip
+        elif case == "bn-psum-bf16":  # bn_stats from PSUM into PSUM, bn_aggr into bfloat16
+            s = nl.ndarray((a.shape[0], 6), nl.float32, buffer=nl.psum)
+            nisa.bn_stats(dst=s, data=_load(a, buffer="psum"))
+            d = nl.ndarray((a.shape[0], 2), nl.bfloat16, buffer=nl.sbuf)
+            nisa.bn_aggr(dst=d, data=s)
+        else:  # "max8-psum-bf16": a bfloat16 source in PSUM
+            d = nl.ndarray((a.shape[0], 8), nl.bfloat16, buffer=nl.sbuf)
+            nisa.max8(dst=d, src=_load(a, nl.bfloat16, "psum"))
+        return _store(d, nl.float32)
+
+    return k
+
+
+def _misc_reference(case: str, a: np.ndarray, b: np.ndarray, v: np.ndarray) -> np.ndarray:
+    if case == "tt-mixed-dtypes":
+        return a.astype(BF16).astype(F32) + b
+    if case == "ts-all-psum":
+        return a - v
+    if case == "scan-psum-initial":
+        return _scan(a, b, v, "multiply", "add", False, False)
+    if case == "bn-psum-bf16":
+        stats = np.stack([a.mean(axis=1), a.var(axis=1)], axis=1).astype(F32)
+        return stats.astype(BF16).astype(F32)
+    return -np.sort(-a.astype(BF16).astype(F32), axis=1)[:, :8]
+
+
+@pytest.mark.parametrize(
+    "case", ["tt-mixed-dtypes", "ts-all-psum", "scan-psum-initial", "bn-psum-bf16",
+             "max8-psum-bf16"],
+)  # fmt: skip
+def test_operands_in_the_buffers_the_pages_allow(target: str, case: str) -> None:
+    a, b, v = _f32(4, 8), _f32(4, 8), _f32(4, 1)
+    got = run_kernel(_misc_kernel(case), [a, b, v], target=target)
+    np.testing.assert_allclose(got, _misc_reference(case, a, b, v), rtol=1e-6, atol=1e-7)
+
+
+def _bits_kernel(dtype: str, op0: str, c0: int, op1: str, c1: int) -> Callable[..., Any]:
+    def k(x):
+        d = nl.ndarray(x.shape, getattr(nl, dtype), buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=d, data=_load(x), op0=getattr(nl, op0), operand0=c0,
+                           op1=getattr(nl, op1), operand1=c1)  # fmt: skip
+        return _store(d)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("dtype", "op0", "c0", "op1", "c1"),
+    [("int8", "right_shift", 1, "bitwise_xor", 3), ("uint16", "left_shift", 4, "bitwise_or", 1),
+     ("int16", "bitwise_and", 0x0FF0, "right_shift", 2)],
+)  # fmt: skip
+def test_tensor_scalar_bitvec_on_narrow_integers(target: str, dtype: str, op0: str, c0: int,
+                                                 op1: str, c1: int) -> None:  # fmt: skip
+    """Bitvec operators treat the elements as bit patterns of their own width: a right shift is
+    logical (the operator table: "Logical Shift Right"; arithmetic shift right is not supported)."""
+    np_dtype = _NP_DTYPES[dtype]
+    info = np.iinfo(np_dtype)
+    x = rng.integers(info.min, info.max, (3, 8), endpoint=True).astype(np_dtype)
+    unsigned = np.dtype(f"u{np.dtype(np_dtype).itemsize}")
+
+    def apply(op: str, y: np.ndarray, c: int) -> np.ndarray:
+        u = y.view(unsigned)
+        out = {"right_shift": u >> unsigned.type(c), "left_shift": u << unsigned.type(c),
+               "bitwise_xor": u ^ unsigned.type(c), "bitwise_or": u | unsigned.type(c),
+               "bitwise_and": u & unsigned.type(c)}[op]  # fmt: skip
+        return out.astype(unsigned).view(np_dtype)
+
+    got = run_kernel(_bits_kernel(dtype, op0, c0, op1, c1), [x], target=target)
+    np.testing.assert_array_equal(got, apply(op1, apply(op0, x, c0), c1))
