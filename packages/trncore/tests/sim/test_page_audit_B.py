@@ -1275,3 +1275,28 @@ def test_tensor_scalar_bitvec_on_narrow_integers(target: str, dtype: str, op0: s
 
     got = run_kernel(_bits_kernel(dtype, op0, c0, op1, c1), [x], target=target)
     np.testing.assert_array_equal(got, apply(op1, apply(op0, x, c0), c1))
+
+
+def _shared_accumulator_kernel() -> Callable[..., Any]:
+    def k(a, b):
+        ta, tb = _load(a), _load(b)
+        d = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=d, data=ta, op0=nl.multiply, operand0=2.0,
+                                  reduce_op=nl.add, reduce_res=None)  # fmt: skip
+        c = nl.ndarray(b.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_cumulative(dst=c, src=tb, op0=nl.add, op1=nl.add, imm0=0.0,
+                                      reduce_cmd=nisa.reduce_cmd.reduce)  # fmt: skip
+        return _store(c)
+
+    return k
+
+
+def test_cumulative_continues_the_shared_vector_accumulator(target: str) -> None:
+    """NKI 0.6.0 pages of tensor_scalar_reduce / tensor_scalar_cumulative: the accumulator
+    registers are shared, so ``reduce_cmd=reduce`` continues from what tensor_scalar_reduce left
+    (``reduce_res=None`` keeps it in the accumulator)."""
+    a, b = _f32(4, 6), _f32(4, 5)
+    got = run_kernel(_shared_accumulator_kernel(), [a, b], target=target, nki_version="0.6")
+    start = (a * F32(2)).sum(axis=1, dtype=F32)
+    np.testing.assert_allclose(got, _cumulative(b, "add", 0.0) + start[:, None], rtol=1e-5,
+                               atol=1e-6)  # fmt: skip
