@@ -1300,3 +1300,76 @@ def test_cumulative_continues_the_shared_vector_accumulator(target: str) -> None
     start = (a * F32(2)).sum(axis=1, dtype=F32)
     np.testing.assert_allclose(got, _cumulative(b, "add", 0.0) + start[:, None], rtol=1e-5,
                                atol=1e-6)  # fmt: skip
+
+
+# ------------------------------------------------------------------ range_select (trn2)
+_FP32_MIN = float(np.finfo(F32).min)
+_CMP = {"equal": np.equal, "less": np.less, "less_equal": np.less_equal, "greater": np.greater,
+        "greater_equal": np.greater_equal}  # fmt: skip
+
+
+def _range_kernel(op0: str, op1: str, start: int, in_dtype: str, out_dtype: str, res_dtype: str,
+                  bound_dtype: str) -> Callable[..., Any]:  # fmt: skip
+    def k(x, lo, hi):
+        t = _load(x, getattr(nl, in_dtype))
+        b0, b1 = _load(lo, getattr(nl, bound_dtype)), _load(hi, getattr(nl, bound_dtype))
+        d = nl.ndarray(x.shape, getattr(nl, out_dtype), buffer=nl.sbuf)
+        m = nl.ndarray((x.shape[0], 1), getattr(nl, res_dtype), buffer=nl.sbuf)
+        nisa.range_select(dst=d, on_true_tile=t, comp_op0=getattr(nl, op0),  # HERE
+                          comp_op1=getattr(nl, op1), bound0=b0, bound1=b1, reduce_res=m,
+                          reduce_op=nl.maximum, range_start=start, on_false_value=_FP32_MIN)  # fmt: skip
+        return _store(d, nl.float32), _store(m, nl.float32)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("op0", "op1", "start", "in_dtype", "out_dtype", "res_dtype"),
+    [
+        ("greater_equal", "less", 0, "float32", "float32", "float32"),
+        ("greater", "less_equal", 100, "bfloat16", "bfloat16", "float32"),  # fill becomes -inf
+        ("equal", "less_equal", 3, "float16", "float16", "float32"),
+        ("less_equal", "greater_equal", 5, "float32", "bfloat16", "bfloat16"),
+    ],
+)
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")  # FP32_MIN to fp16
+def test_range_select_forms(op0: str, op1: str, start: int, in_dtype: str, out_dtype: str,
+                            res_dtype: str) -> None:  # fmt: skip
+    """The page's NumPy equivalent; a float32 FP32_MIN fill written to a 16-bit dst is -inf (the
+    page's numerical-stability note: the hardware downcasts FP32_MIN)."""
+    p, f = 5, 12
+    x = _f32(p, f)
+    x = x.astype(_NP_DTYPES[in_dtype]).astype(F32)
+    lo = rng.integers(start - 2, start + f, (p, 1)).astype(F32)
+    hi = lo + rng.integers(0, 6, (p, 1)).astype(F32)
+    lo[0], hi[0] = (start + f + 5, start - 5) if op0 in ("greater", "greater_equal", "equal") \
+        else (start - 5, start + f + 5)  # row 0 selects nothing: all fill
+    k = _range_kernel(op0, op1, start, in_dtype, out_dtype, res_dtype, "float32")
+    got_d, got_m = run_kernel(k, [x, lo, hi], target="trn2")
+    idx = (start + np.arange(f, dtype=F32))[None, :]
+    mask = _CMP[op0](idx, lo) & _CMP[op1](idx, hi)
+    sel = np.where(mask, x, F32(_FP32_MIN)).astype(F32)
+    np.testing.assert_array_equal(got_d, sel.astype(_NP_DTYPES[out_dtype]).astype(F32))
+    np.testing.assert_array_equal(
+        got_m[:, 0], sel.max(axis=1).astype(_NP_DTYPES[res_dtype]).astype(F32)
+    )
+    assert not mask[0].any()
+    if out_dtype != "float32":
+        assert np.all(np.isneginf(got_d[0]))
+
+
+@pytest.mark.parametrize(
+    ("op0", "in_dtype", "bound_dtype", "error"),
+    [
+        ("not_equal", "float32", "float32", LanguageError),  # not one of the five comparisons
+        ("add", "float32", "float32", LanguageError),
+        ("greater", "int32", "float32", DtypeError),  # on_true_tile: an FP dtype
+        ("greater", "float32", "bfloat16", DtypeError),  # bounds: FP32
+    ],
+)
+def test_range_select_refused(op0: str, in_dtype: str, bound_dtype: str, error: type) -> None:
+    k = _range_kernel(op0, "less", 0, in_dtype, "float32", "float32", bound_dtype)
+    x = np.zeros((4, 8), F32)
+    with pytest.raises(error) as exc:
+        run_kernel(k, [x, np.zeros((4, 1), F32), np.ones((4, 1), F32)], target="trn2")
+    assert_reported_at(exc.value, k)
