@@ -1373,3 +1373,22 @@ def test_range_select_refused(op0: str, in_dtype: str, bound_dtype: str, error: 
     with pytest.raises(error) as exc:
         run_kernel(k, [x, np.zeros((4, 1), F32), np.ones((4, 1), F32)], target="trn2")
     assert_reported_at(exc.value, k)
+
+
+def _gpsimd_rsqrt_kernel(operand0: Any) -> Callable[..., Any]:
+    def k(x):
+        d = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=d, data=_load(x), op0=nl.rsqrt, operand0=operand0,
+                           engine=nisa.engine.gpsimd)  # fmt: skip
+        return _store(d)
+
+    return k
+
+
+@pytest.mark.parametrize("operand0", [None, 0])
+def test_tensor_scalar_rsqrt_on_gpsimd(target: str, operand0: Any) -> None:
+    """The page's engine list: ``nki.isa.engine.gpsimd`` "(only allowed for rsqrt)", a unary
+    operator whose operand0 is None or 0; bn_stats's 512 is ``nl.tile_size.bn_stats_fmax``."""
+    x = np.abs(_f32(4, nl.tile_size.bn_stats_fmax)) + F32(0.1)
+    got = run_kernel(_gpsimd_rsqrt_kernel(operand0), [x], target=target)
+    np.testing.assert_allclose(got, F32(1) / np.sqrt(x), rtol=1e-6)
