@@ -20,6 +20,7 @@ __all__ = [
     "DOCUMENTED_ACTIVATIONS",
     "REDUCIBLE",
     "UNARY_ALU",
+    "UNARY_ALU_0_4",
     "UNARY_BITVEC",
     "Op",
     "erf",
@@ -249,6 +250,11 @@ DOCUMENTED_ACTIVATIONS = frozenset(
 
 for _name in ("rsqrt", "reciprocal", "abs"):
     UNARY_ALU[_name] = ACTIVATIONS[_name]
+
+#: The arithmetic unary ALU operators NKI 0.4.0 adds ("Supported Math Operators for NKI ISA",
+#: nki.api.shared, SDK 2.30 to 2.32: "Arithmetic Unary": abs, square, relu, rsqrt, reciprocal);
+#: :func:`trncore.sim.release_rules.unary_alu_ops` adds them for a 0.4.0+ target.
+UNARY_ALU_0_4: dict[str, Op] = {"square": ACTIVATIONS["square"], "relu": ACTIVATIONS["relu"]}
 
 #: NKI 0.4.0 operator tokens (AWS NKI docs, nki.language, SDK 2.30-2.32). ``nl.prelu``: the
 #: parametric ReLU activation, ``x`` where ``x >= 0`` else ``relu_param * x``, its slope given by

@@ -85,10 +85,13 @@ def range_select(
     bounds = []
     for b, what in ((bound0, "bound0"), (bound1, "bound1")):
         b = check_compute_operand(b, "range_select", what, site)
-        if b.partitions != src.partitions or b.free_size != 1 or b.dtype != "float32":
+        if b.partitions != src.partitions or b.free_size != 1:
             raise ShapeError("range-select-bound", f"range_select {what} must be a float32 tile "
                              f"with one element on each of {src.partitions} partitions, got "
                              f"{b.describe()}", site)  # fmt: skip
+        if b.dtype != "float32":  # a dtype rule (nki.isa.range_select: "bound0/bound1 must be FP32")
+            raise DtypeError("range-select-bound-dtype", f"range_select {what} must be float32, "
+                             f"got {b.describe()}", site)  # fmt: skip
         bounds.append(b)
     op0 = _op_token(comp_op0, "comp_op0", site, _COMPARE)
     op1 = _op_token(comp_op1, "comp_op1", site, _COMPARE)

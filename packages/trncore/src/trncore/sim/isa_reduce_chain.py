@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim.alu import BINARY, UNARY_ALU
+from trncore.sim import versions
+from trncore.sim.alu import BINARY
 from trncore.sim.checks import (
     check_compute_operand,
     check_same_layout,
@@ -33,6 +34,7 @@ from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import reduce_cmd
 from trncore.sim.isa_common import reduce_cmd as _ReduceCmd
 from trncore.sim.isa_common import writer as _writer
+from trncore.sim.release_rules import check_unary_operand, unary_alu_ops
 from trncore.sim.tensor import NkiTensor
 
 __all__ = ["ACC_KEY", "tensor_scalar_cumulative", "tensor_scalar_reduce"]
@@ -86,8 +88,6 @@ def tensor_scalar_reduce(
 ) -> None:
     """``dst = data op0 operand0``; the accumulator reduces ``dst``; ``reduce_res`` gets it."""
     ctx, site = _begin()
-    if reverse0:
-        raise NotImplementedError("nisa.tensor_scalar_reduce(reverse0=True) (not supported yet)")
     data = check_compute_operand(data, "tensor_scalar_reduce", "data", site)
     dst = check_compute_operand(dst, "tensor_scalar_reduce", "dst", site)
     check_same_layout(data, dst, "tensor_scalar_reduce", "data and dst", site)
@@ -98,10 +98,21 @@ def tensor_scalar_reduce(
         if res.partitions != p or res.free_size != 1:
             raise ShapeError("reduce-res-shape", f"reduce_res must be ({p}, 1), got "
                              f"{res.describe()}", site)  # fmt: skip
-    # op0 is an arithmetic ALU op (the ALU-operator table of the nki.isa reference).
-    arith = _arithmetic_ops()
-    arith["abs"] = UNARY_ALU["abs"]
-    t0 = _op_token(op0, "op0", site, arith)
+    # op0 is an arithmetic ALU op (the ALU-operator table of the nki.isa reference): the binary
+    # ones and the unary ones of the target release (abs, rsqrt, reciprocal; square and relu
+    # from NKI 0.4.0), whose operand0 is None or 0 (release_rules.check_unary_operand).
+    unary_ops = unary_alu_ops()
+    t0 = _op_token(op0, "op0", site, {**_arithmetic_ops(), **unary_ops})
+    unary = t0.name in unary_ops
+    if unary:
+        operand0 = check_unary_operand(operand0, "tensor_scalar_reduce", site)
+    if reduce_op is BINARY["subtract"] and not versions.at_least("0.4.0"):
+        # the NKI 0.3.0 page lists nl.subtract as a reduce_op; no page says what a subtract
+        # reduction accumulates, and the 0.4.0-0.6.0 pages drop it (then an op-token error)
+        raise NotImplementedError(
+            "nisa.tensor_scalar_reduce(reduce_op=nl.subtract): listed by the NKI 0.3.0 page, "
+            "but no AWS page defines the reduction (dropped from NKI 0.4.0)"
+        )
     tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in _REDUCERS})
     cmd_name = _reduce_cmd_name(reduce_cmd, "tensor_scalar_reduce")
     if (reduce_init is not None) != (cmd_name == "load_reduce"):
@@ -120,8 +131,13 @@ def tensor_scalar_reduce(
     if isinstance(operand0, NkiTensor):
         extra.append(operand0)
     o_read, red, identity = scalar_reader(operand0, site), _REDUCERS[tr.name], _IDENTITY[tr.name]
-    unary = t0.fn
-    fn = (lambda x, _o: unary(x)) if t0.name == "abs" else t0.fn  # a unary op ignores operand0
+    op_fn = t0.fn
+    if unary:  # a unary op ignores operand0
+        fn = lambda x, _o: op_fn(x)  # noqa: E731
+    elif reverse0:  # operand0 is op0's lhs (nki.isa.tensor_scalar_reduce, NKI 0.3.0 to 0.6.0)
+        fn = lambda x, o: op_fn(o, x)  # noqa: E731
+    else:
+        fn = op_fn
     x_op, write = data.operand(site), _writer(dst, site)
     res_write = _writer(res, site) if res is not None else None
     acc = _accumulator(ctx)[:p]

@@ -28,6 +28,7 @@ from trncore.sim.errors import BoundsError, DtypeError, PartitionError, ShapeErr
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import writer as _writer
+from trncore.sim.release_rules import check_source_rank
 
 __all__ = ["nc_find_index8", "nc_match_replace8", "nc_stream_shuffle"]
 
@@ -95,6 +96,7 @@ def nc_find_index8(dst: Any, data: Any, vals: Any, name: str | None = None) -> N
     """Indices of the first occurrences of 8 values in each partition (uint16/uint32 ``dst``)."""
     ctx, site = _begin()
     dst, data, vals = _check_search("nc_find_index8", dst, data, vals, site)
+    check_source_rank(data, "nc_find_index8", "data", site)  # 5 dims in 0.3.0, 3 from 0.4.0
     if dst.dtype not in _INDEX_DTYPES:
         raise DtypeError("nc_find_index8-dst-dtype", f"nc_find_index8 dst must be uint16 or "
                          f"uint32, got {dst.describe()}", site)  # fmt: skip

@@ -21,6 +21,7 @@ from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import writer as _writer
+from trncore.sim.release_rules import check_source_rank
 from trncore.sim.tensor import NkiTensor
 
 __all__ = [
@@ -184,10 +185,11 @@ def max8(dst: Any, src: Any, name: str | None = None) -> None:
     ctx, site = _begin()
     src = check_compute_operand(src, "max8", "src", site)
     dst = check_compute_operand(dst, "max8", "dst", site)
+    check_source_rank(src, "max8", "src", site)  # 5 dims in NKI 0.3.0, 3 from 0.4.0
     f = src.free_size
     if not 8 <= f <= 16384 or dst.partitions != src.partitions or dst.free_size != 8:
-        raise ShapeError("max8-shape", f"max8 needs 8..16384 elements per partition and a (P, 8) "
-                         f"dst: {src.describe()} -> {dst.describe()}", site)  # fmt: skip
+        raise ShapeError("max8-shape", f"max8 src needs 8..16384 elements per partition and dst "
+                         f"must be (P, 8): {src.describe()} -> {dst.describe()}", site)  # fmt: skip
     x_op, write, p = src.operand(site), _writer(dst, site), src.partitions
 
     def run() -> None:

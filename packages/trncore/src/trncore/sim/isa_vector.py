@@ -13,7 +13,6 @@ from trncore.sim.alu import (
     ACTIVATIONS,
     BINARY,
     REDUCIBLE,
-    UNARY_ALU,
     UNARY_BITVEC,
     Op,
 )
@@ -39,6 +38,7 @@ from trncore.sim.isa_common import engine, reduce_cmd
 from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import pick_engine as _pick_engine
 from trncore.sim.isa_common import writer as _writer
+from trncore.sim.release_rules import check_unary_operand, unary_alu_ops
 from trncore.sim.tensor import NkiTensor
 
 
@@ -125,9 +125,15 @@ _INT_EXACT = {
 }
 
 
+def _is_unary(token: Op) -> bool:
+    """Whether ``token`` is a unary ALU operator (``nl.invert``, or an "Arithmetic Unary" row of
+    the operator table: ``abs``, ``rsqrt``, ``reciprocal``, from NKI 0.4.0 ``square``, ``relu``)."""
+    return token.name in UNARY_BITVEC or (token.kind == "activation" and token.name not in BINARY)
+
+
 def _tensor_scalar_op(token: Op, rev: bool, operand: Any) -> Any:
     fn = token.fn
-    if token.name in UNARY_BITVEC or (token.name in UNARY_ALU and token.name not in BINARY):
+    if _is_unary(token):
         # AWS NKI API Common Fields (NKI 0.3.0): unary ALU ops take a dummy operand; the emulator ignores it
         # (our reading; the page does not say what the operand does).
         return lambda x: fn(x)
@@ -192,8 +198,10 @@ def tensor_scalar(
     data = check_compute_operand(data, "tensor_scalar", "data", site)
     dst = check_compute_operand(dst, "tensor_scalar", "dst", site)
     check_same_layout(data, dst, "tensor_scalar", "data and dst", site)
-    allowed = {**BINARY, **UNARY_ALU, **UNARY_BITVEC}
+    allowed = {**BINARY, **unary_alu_ops(), **UNARY_BITVEC}
     t0 = _op_token(op0, "op0", site, allowed)
+    if _is_unary(t0):  # None or 0 (nki.isa.tensor_scalar, NKI 0.4.0+; see release_rules)
+        operand0 = check_unary_operand(operand0, "tensor_scalar", site)
     operand0 = check_vector_operand(operand0, data, "tensor_scalar", "operand0", site)
     if (op1 is None) != (operand1 is None):
         raise LanguageError(

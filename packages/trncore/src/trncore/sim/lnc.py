@@ -16,10 +16,10 @@ checks the cores' shared-HBM accesses for races (:mod:`trncore.sim.core_races`, 
 AWS sources (nki.isa API reference, NKI 0.3.0 / SDK 2.29): ``sendrecv`` sends ``src`` to the
 ``dst`` of core ``send_to_rank`` while receiving into its own ``dst`` from ``recv_from_rank``;
 ranks are 0 or 1; operations with the same ``pipe_id`` are one group; both tiles in SBUF with the
-same dtype, shape and layout; ``dma_engine=gpsimd_dma`` needs partition counts that are multiples
-of 16 and at most 1024/512/256 bytes per partition for 32/16/8-bit types. ``core_barrier`` makes
-both cores wait until both reach it; ``data`` must be in shared HBM and ``cores=(0, 1)``. Both
-need NeuronCore-v3 (trn2) and an LNC=2 launch.
+same dtype, shape and layout; ``dma_engine=gpsimd_dma`` needs at most 1024/512/256 bytes per
+partition for 32/16/8-bit types and, in the NKI 0.3.0 page only, a multiple of 16 partitions.
+``core_barrier`` makes both cores wait until both reach it; ``data`` must be in shared HBM and
+``cores=(0, 1)``. Both need NeuronCore-v3 (trn2) and an LNC=2 launch.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import context, dtypes, lnc_control
+from trncore.sim import context, dtypes, lnc_control, versions
 from trncore.sim.checks import as_tensor
 from trncore.sim.core_races import RaceTracker
 from trncore.sim.errors import BufferError, DtypeError, LanguageError, ShapeError, TargetError
@@ -355,9 +355,16 @@ def sendrecv(
     if int(dma_engine) == 2:  # gpsimd_dma
         limit = {4: 1024, 2: 512, 1: 256}.get(dtypes.itemsize(src.dtype), 1024)
         nbytes = src.free_size * dtypes.itemsize(src.dtype)
-        if src.partitions % 16 or nbytes > limit:
-            raise ShapeError("sendrecv-gpsimd-dma", "sendrecv with dma_engine=gpsimd_dma needs a "
-                             f"multiple of 16 partitions and at most {limit} bytes per partition: "
+        # the multiple-of-16 partition rule is in the NKI 0.3.0 page only; the 0.4.0-0.6.0
+        # pages (SDK 2.30-2.32) keep just the bytes per partition (versions.CHANGES)
+        rows16 = not versions.at_least(
+            versions.change("nisa.sendrecv gpsimd_dma partitions").introduced or ""
+        )
+        if (rows16 and src.partitions % 16) or nbytes > limit:
+            need = "a multiple of 16 partitions and " if rows16 else ""
+            raise ShapeError("sendrecv-gpsimd-dma", f"sendrecv src with dma_engine=gpsimd_dma "
+                             f"needs {need}at most {limit} bytes per partition under "
+                             f"{versions.release(versions.current()).label}: "
                              f"{src.describe()}", site)  # fmt: skip
     to_rank = _rank(send_to_rank, "send_to_rank", site)
     from_rank = _rank(recv_from_rank, "recv_from_rank", site)

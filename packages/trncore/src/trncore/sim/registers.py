@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import context, dtypes, known_issues, lnc_control
-from trncore.sim.errors import LanguageError, ShapeError
+from trncore.sim.errors import BufferError, LanguageError, ShapeError
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_instruction import dynamic_scope, refuse_in_no_reorder
 from trncore.sim.nki_object import NKIObject
@@ -107,8 +107,8 @@ def _check_scalar(t: Any, op: str, what: str, site: Any) -> NkiTensor:
     if t.size != 1:
         raise ShapeError(f"{op}-one-element", f"nisa.{op} {what} must hold exactly one element "
                          f"(shape [1] or [1, 1]), got {t.describe()}", site)  # fmt: skip
-    if t.buffer.name == "psum":
-        raise ShapeError(f"{op}-buffer", f"nisa.{op} {what} must be in SBUF or HBM, got "
+    if t.buffer.name == "psum":  # a buffer rule (nki.isa.register_load / _store: "HBM or SBUF")
+        raise BufferError(f"{op}-buffer", f"nisa.{op} {what} must be in SBUF or HBM, got "
                          f"{t.describe()}", site)  # fmt: skip
     if dtypes.itemsize(t.dtype) > 4 or dtypes.is_packed(t.dtype):
         raise ShapeError(f"{op}-width", f"nisa.{op} moves one 32-bit value; {t.describe()} is "

@@ -12,13 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from trncore.sim import versions
-from trncore.sim.errors import ShapeError
+from trncore.sim.alu import UNARY_ALU, UNARY_ALU_0_4, Op
+from trncore.sim.errors import LanguageError, ShapeError
 from trncore.sim.tensor import NkiTensor
 
 __all__ = [
     "check_hwdge_transpose",
+    "check_source_rank",
+    "check_unary_operand",
     "psum_overlap_accumulates",
     "stable_copy_applies",
+    "unary_alu_ops",
 ]
 
 
@@ -65,5 +69,54 @@ def check_hwdge_transpose(src: NkiTensor, site: Any) -> None:
             "dma-transpose-hwdge",
             f"dma_transpose(dge_mode=hwdge) under {versions.release(release).label}: "
             + "; ".join(problems),
+            site,
+        )
+
+
+def unary_alu_ops() -> dict[str, Op]:
+    """The arithmetic unary ALU operators of the target release ("Supported Math Operators for NKI
+    ISA", nki.api.shared): ``abs``, ``rsqrt``, ``reciprocal`` in NKI 0.3.0 (SDK 2.29); ``square``
+    and ``relu`` join them in NKI 0.4.0 (SDK 2.30, the table's "Arithmetic Unary" group)."""
+    if versions.at_least(versions.change("ALU unary square / relu").introduced or ""):
+        return {**UNARY_ALU, **UNARY_ALU_0_4}
+    return UNARY_ALU
+
+
+def check_unary_operand(operand: Any, api: str, site: Any) -> Any:
+    """``operand0`` of a unary ``op0`` (``tensor_scalar``, ``tensor_scalar_reduce``): ``None`` is read
+    as 0. NKI 0.4.0+ pages (``nki.isa.tensor_scalar``, ``nki.isa.tensor_scalar_reduce``, SDK 2.30 to
+    2.32): it "must be None or 0 when op0 is a unary operator (e.g., nl.abs)"; the NKI 0.3.0 pages
+    say nothing, so any number stays a dummy there (the operator ignores it)."""
+    if operand is None:
+        return 0
+    if isinstance(operand, NkiTensor) or (isinstance(operand, (int, float)) and operand == 0):
+        if isinstance(operand, NkiTensor) and versions.at_least("0.4.0"):
+            raise LanguageError(
+                "unary-operand",
+                f"{api}: operand0 must be None or 0 when op0 is a unary operator, got a tensor "
+                f"({operand.describe()}) (nki.isa.{api}, NKI 0.4.0+)",
+                site,
+            )
+        return operand
+    if versions.at_least(versions.change("unary op0 operand0").introduced or ""):
+        raise LanguageError(
+            "unary-operand",
+            f"{api}: operand0 must be None or 0 when op0 is a unary operator, got {operand!r} "
+            f"(nki.isa.{api}, NKI 0.4.0+; under {versions.release(versions.current()).label})",
+            site,
+        )
+    return operand
+
+
+def check_source_rank(t: NkiTensor, api: str, what: str, site: Any) -> None:
+    """The rank limit of ``max8``'s ``src`` / ``nc_find_index8``'s ``data``: up to 5 dims in the NKI
+    0.3.0 pages (SDK 2.29), up to 3 from NKI 0.4.0 (SDK 2.30 to 2.32)."""
+    limit = 3 if versions.at_least(versions.change("max8 / nc_find_index8 source rank").introduced
+                                   or "") else 5  # fmt: skip
+    if t.ndim > limit:
+        raise ShapeError(
+            f"{api}-rank",
+            f"{api} {what} may have at most {limit} dims under "
+            f"{versions.release(versions.current()).label} (nki.isa.{api}), got {t.describe()}",
             site,
         )

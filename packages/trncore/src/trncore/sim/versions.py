@@ -186,6 +186,20 @@ CHANGES: tuple[ApiChange, ...] = (
               what="dst must have src's rank (0.3.0 padded a lower-rank dst); the emulator "
               "requires it under every release",
               page=_RN),
+    ApiChange("ALU unary square / relu", "behaviour", introduced="0.4.0",
+              what="nl.square and nl.relu join the arithmetic unary ALU operators (op0 of "
+              "tensor_scalar / tensor_scalar_reduce); before, only abs, rsqrt, reciprocal",
+              page="nki.api.shared (Supported Math Operators for NKI ISA)"),
+    ApiChange("unary op0 operand0", "behaviour", introduced="0.4.0",
+              what="with a unary op0, operand0 must be None or 0 (0.3.0: a dummy operand, any "
+              "value; None is accepted under every release)",
+              page="nki.isa.tensor_scalar"),
+    ApiChange("max8 / nc_find_index8 source rank", "behaviour", introduced="0.4.0",
+              what="the source / data tile may have up to 3 dims (0.3.0: up to 5)",
+              page="nki.isa.max8"),
+    ApiChange("nisa.sendrecv gpsimd_dma partitions", "behaviour", introduced="0.4.0",
+              what="dma_engine=gpsimd_dma no longer needs a multiple of 16 partitions (0.3.0 "
+              "page: required); the bytes-per-partition limits stay", page="nki.isa.sendrecv"),
     # ---- NKI 0.5.0 (SDK 2.31)
     ApiChange("nl.float8_e8m0fnu", "value", introduced="0.5.0",
               what="OCP MX scale dtype (storage and casts)", page="nki.language.float8_e8m0fnu"),
