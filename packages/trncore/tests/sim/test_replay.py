@@ -132,6 +132,35 @@ def test_compile_time_parameters_are_part_of_the_key(target: str) -> None:
     assert simulate(scaled)(a, np.float32(6.0))[0, 0] == 6.0
 
 
+def _scaler(factor: float):  # type: ignore[no-untyped-def]
+    def scale(t):  # type: ignore[no-untyped-def]
+        y = nl.ndarray(t.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=y, data=t, op0=nl.multiply, operand0=factor)
+        return y
+
+    return scale
+
+
+def _kernel_with_helper(helper):  # type: ignore[no-untyped-def]
+    def k(a):  # type: ignore[no-untyped-def]
+        t = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=helper(t))
+        return out
+
+    return k
+
+
+def test_a_captured_helpers_own_captured_values_are_part_of_the_key(target: str) -> None:
+    # one source text for both kernels and both helpers; only the helper's captured factor
+    # differs, so the second kernel is a different program (it had replayed the first one's)
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    for factor in (2.0, 3.0):
+        got = simulate(_kernel_with_helper(_scaler(factor)))(a)
+        np.testing.assert_array_equal(got, a * factor)
+
+
 def test_host_side_float_of_tensor_is_rejected(target: str) -> None:
     def bad(a):
         t = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)

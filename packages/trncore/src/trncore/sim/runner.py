@@ -193,7 +193,7 @@ def _bind_arguments(
 _EMPTY_CELL = object()
 
 
-def _closure_flag(fn: Callable[..., Any]) -> str:
+def _closure_flag(fn: Callable[..., Any], _seen: frozenset[int] = frozenset()) -> str:
     """A key component for values a kernel captures from enclosing scopes.
 
     ``KernelKey`` hashes the source text, which is the same for every closure made from one
@@ -203,7 +203,10 @@ def _closure_flag(fn: Callable[..., Any]) -> str:
 
     The function's default argument values are keyed the same way: ``def k(x, op="sum")`` made
     in a loop (``def k(x, op=op)``) is one source text with a different default each time, and a
-    default the caller does not override is not among the bound arguments.
+    default the caller does not override is not among the bound arguments. A captured function
+    is keyed with its own captured values and defaults (a helper made in a loop, ``def
+    tile(x, n=n)``, is one source text too); ``_seen`` stops the walk at a function that
+    captures itself.
     """
     cells = getattr(fn, "__closure__", None) or ()
     defaults = tuple(getattr(fn, "__defaults__", None) or ())
@@ -228,7 +231,9 @@ def _closure_flag(fn: Callable[..., Any]) -> str:
         if value is None or isinstance(value, (bool, int, float, str, bytes, tuple)):
             parts.append(repr(value))
         elif callable(value) and hasattr(value, "__code__"):
-            parts.append(f"{kernel_identity(value)}#{source_hash(value)}")
+            seen = _seen | {id(fn)}
+            inner = "" if id(value) in seen else _closure_flag(value, seen)
+            parts.append(f"{kernel_identity(value)}#{source_hash(value)}#{inner}")
         elif hasattr(value, "name") and isinstance(value.name, str):
             parts.append(f"{type(value).__name__}.{value.name}")
         else:
