@@ -178,6 +178,10 @@ class TraceContext:
         self.inputs: list[Allocation] = []
         self.written: set[int] = set()
         self.engine_state: dict[str, Any] = {}
+        #: the results of instructions' static checks, by instruction, kernel line, operand
+        #: signatures and static keyword values (trncore.sim.checks.static_lookup): a loop
+        #: body's later iterations skip the checks its first one passed
+        self.static_checks: dict[tuple[Any, ...], Any] = {}
         self.free_storage: dict[int, list[np.ndarray]] = {}
         #: storage of on-chip tiles placed at an explicit address, by (instance, buffer,
         #: partition, byte, nbytes): tiles at one address share it (see :meth:`allocate`)
