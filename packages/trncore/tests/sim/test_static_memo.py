@@ -242,7 +242,8 @@ def _elementwise_loop(plan):
                 vec = nl.ndarray((64, width), dtype=dt, buffer=nl.sbuf)
                 nisa.dma_copy(dst=vec, src=v[:, 0:width])
                 operand = vec
-            nisa.tensor_scalar(dst=acc, data=acc, op0=nl.multiply, operand0=operand, op1=nl.add, operand1=1.0)  # TS
+            mul, add = nl.multiply, nl.add
+            nisa.tensor_scalar(dst=acc, data=acc, op0=mul, operand0=operand, op1=add, operand1=1.0)  # TS
         out = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=out, src=acc)
         return out
@@ -290,3 +291,61 @@ def test_scalar_operand_kind_is_part_of_the_key(target: str) -> None:
     kernel = _elementwise_loop([(nl.sbuf, 1.0), (nl.sbuf, True)])
     with pytest.raises(TypeError, match="operand0 must be a number"):
         simulate(kernel)(*_elementwise_inputs())
+
+
+def _activation_loop(plan):
+    """Per step ``(bias, scale)`` through one activation line: ``out = exp(x * scale + bias)``,
+    ``bias`` None, a number or ``"vec"``/``"wide"`` (a float32 (P, 1) / (P, 2) tile)."""
+
+    def kernel(a, v):
+        x = nl.ndarray((64, 32), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=a)
+        out = nl.ndarray((len(plan), 64, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i, (bias, scale) in enumerate(plan):
+            if isinstance(bias, str):
+                width = 2 if bias == "wide" else 1
+                bias = nl.ndarray((64, width), dtype=nl.float32, buffer=nl.sbuf)
+                nisa.dma_copy(dst=bias, src=v[:, 0:width])
+            y = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=y, op=nl.exp, data=x, bias=bias, scale=scale)  # ACT
+            nisa.dma_copy(dst=out[i], src=y)
+        return out
+
+    return kernel
+
+
+def test_activation_loop_matches_numpy(target: str) -> None:
+    plan = [(None, 0.5), (None, 0.5), ("vec", 0.5), ("vec", 0.5), ("vec", 0.25)]
+    a = rng.standard_normal((64, 32)).astype(np.float32)
+    v = rng.standard_normal((64, 2)).astype(np.float32)
+    got = simulate(_activation_loop(plan))(a, v)
+    for i, (bias, scale) in enumerate(plan):
+        b = v[:, 0:1] if bias == "vec" else np.float32(0)
+        np.testing.assert_allclose(got[i], np.exp(a * np.float32(scale) + b), rtol=1e-6)
+
+
+def test_activation_second_iteration_refused(target: str) -> None:
+    a = rng.standard_normal((64, 32)).astype(np.float32)
+    v = rng.standard_normal((64, 2)).astype(np.float32)
+    kernel = _activation_loop([("vec", 1.0), ("wide", 1.0)])  # a (P, 2) bias the second time
+    with pytest.raises(ShapeError) as info:
+        simulate(kernel)(a, v)
+    assert info.value.rule == "activation-bias-shape"
+    assert info.value.lineno == marked_line(kernel, "# ACT")
+    # a number as bias the second time: NeuronCore-v2 takes only a (P, 1) tensor
+    kernel = _activation_loop([("vec", 1.0), (0.5, 1.0)])
+    if target == "trn2":
+        got = simulate(kernel)(a, v)
+        np.testing.assert_allclose(got[1], np.exp(a + np.float32(0.5)), rtol=1e-6)
+        return
+    with pytest.raises(TargetError) as info:
+        simulate(kernel)(a, v)
+    assert info.value.rule == "activation-scalar-bias"
+    assert info.value.lineno == marked_line(kernel, "# ACT")
+
+
+def test_activation_scale_kind_is_part_of_the_key(target: str) -> None:
+    a = rng.standard_normal((64, 32)).astype(np.float32)
+    kernel = _activation_loop([(None, 1.0), (None, True)])  # True == 1.0, but not a number
+    with pytest.raises(TypeError, match="scale must be a number"):
+        simulate(kernel)(a, np.zeros((64, 2), np.float32))
