@@ -349,3 +349,51 @@ def test_activation_scale_kind_is_part_of_the_key(target: str) -> None:
     kernel = _activation_loop([(None, 1.0), (None, True)])  # True == 1.0, but not a number
     with pytest.raises(TypeError, match="scale must be a number"):
         simulate(kernel)(a, np.zeros((64, 2), np.float32))
+
+
+def _placed_loop(plan, buffer=nl.sbuf):
+    """Per step ``(partition, byte)``: a [32, 64] float32 tile allocated at that address through
+    one kernel line, filled from ``a`` and stored to its own output row."""
+
+    def kernel(a):
+        out = nl.ndarray((len(plan), 32, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i, addr in enumerate(plan):
+            t = nl.ndarray((32, 64), dtype=nl.float32, buffer=buffer, address=addr)  # ALLOC
+            if buffer is nl.sbuf:
+                nisa.dma_copy(dst=t, src=a[i])
+                nisa.dma_copy(dst=out[i], src=t)
+        return out
+
+    return kernel
+
+
+def test_placed_allocation_loop_matches_numpy(target: str) -> None:
+    # the same address three times (the memo's hits and one shared storage), then others
+    plan = [(0, 0), (0, 0), (0, 0), (32, 0), (32, 4096)]
+    a = rng.standard_normal((len(plan), 32, 64)).astype(np.float32)
+    np.testing.assert_array_equal(simulate(_placed_loop(plan))(a), a)
+
+
+def test_allocation_second_iteration_address_refused(target: str) -> None:
+    from trncore.sim.rules import rules_for
+
+    sbuf_bytes = rules_for(target).sbuf_bytes
+    a = rng.standard_normal((2, 32, 64)).astype(np.float32)
+    # the same line, the same shape: the second address ends past the partition's SBUF bytes
+    kernel = _placed_loop([(0, 0), (0, sbuf_bytes - 128)])
+    with pytest.raises(CapacityError) as info:
+        simulate(kernel)(a)
+    assert info.value.rule == "address-range"
+    assert info.value.lineno == marked_line(kernel, "# ALLOC")
+    # partitions 112..143: past the last partition
+    kernel = _placed_loop([(96, 0), (112, 0)])
+    with pytest.raises(PartitionError) as info:
+        simulate(kernel)(a)
+    assert info.value.rule == "address-partition"
+    assert info.value.lineno == marked_line(kernel, "# ALLOC")
+    # PSUM: the second address is not at a 2 KiB bank
+    kernel = _placed_loop([(0, 2048), (0, 1024)], buffer=nl.psum)
+    with pytest.raises(CapacityError) as info:
+        simulate(kernel)(a)
+    assert info.value.rule == "psum-address-bank"
+    assert info.value.lineno == marked_line(kernel, "# ALLOC")
