@@ -39,6 +39,7 @@ def static_sig(t: Any) -> tuple[Any, ...] | None:
     functions of them) and the view's dtype, element offset and access pattern. ``None`` for an
     operand that is never memoised: anything but a plain :class:`NkiTensor` (the type errors
     stay on their path), and a dynamic view (register or vector offsets are decided at run time).
+    :func:`static_lookup` makes the same tuple inline: change both together.
     """
     if type(t) is not NkiTensor or t.dynamic is not None:
         return None
@@ -69,11 +70,13 @@ def static_lookup(
     differs in anything the checks read has another key and runs them all again.
     """
     sigs = []
-    for t in operands:
-        sig = static_sig(t)
-        if sig is None:
+    for t in operands:  # (static_sig inlined: every instruction of a loop comes here)
+        if type(t) is not NkiTensor or t.dynamic is not None:
             return None, MISS
-        sigs.append(sig)
+        a = t.alloc
+        sigs.append(
+            (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype, t.offset, t.dims)
+        )
     key = (op, site, *sigs, *extra)
     try:
         return key, ctx.static_checks.get(key, MISS)
