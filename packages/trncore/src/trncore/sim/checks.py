@@ -29,6 +29,8 @@ FREE_MAX = 65536
 #: what :func:`static_lookup` returns for a key that was never recorded (a memoised result
 #: may itself be None)
 MISS: Any = object()
+#: entries a trace's memo holds at most before it starts again
+_MEMO_MAX = 1 << 16
 
 
 def static_sig(t: Any) -> tuple[Any, ...] | None:
@@ -78,10 +80,14 @@ def static_lookup(
             (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype, t.offset, t.dims)
         )
     key = (op, site, *sigs, *extra)
+    memo = ctx.static_checks
     try:
-        return key, ctx.static_checks.get(key, MISS)
+        hit = memo.get(key, MISS)
     except TypeError:  # an unhashable keyword value (a list): never memoised
         return None, MISS
+    if hit is MISS and len(memo) > _MEMO_MAX:
+        memo.clear()  # bound the memory (a kernel naming ever new offsets only misses)
+    return key, hit
 
 
 def as_tensor(x: Any, op: str, what: str, site: Any) -> NkiTensor:

@@ -22,6 +22,9 @@ from trncore.sim.tensor import PSUM, SBUF, Buffer, NkiTensor
 
 __all__ = ["allocate", "fill", "fill_array"]
 
+#: entries a trace's static-check memo holds at most before it starts again
+_MEMO_MAX = 1 << 16
+
 
 def _shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
@@ -47,6 +50,8 @@ def allocate(
     if hit is None:
         hit = _checks(ctx, site, shape, dtype, buffer, address)
         if key is not None:
+            if len(ctx.static_checks) > _MEMO_MAX:
+                ctx.static_checks.clear()  # bound the memory (as trncore.sim.checks does)
             ctx.static_checks[key] = hit
     shape, name_dt, placed, start, address_bytes = hit
     tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site, placed)
