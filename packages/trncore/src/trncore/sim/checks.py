@@ -17,10 +17,77 @@ __all__ = [
     "check_same_layout",
     "check_vector_operand",
     "read_f32",
+    "static_lookup",
+    "static_sig",
+    "value_key",
 ]
 
 F32 = np.float32
 FREE_MAX = 65536
+
+
+#: what :func:`static_lookup` returns for a key that was never recorded (a memoised result
+#: may itself be None)
+MISS: Any = object()
+#: entries a trace's memo holds at most before it starts again
+_MEMO_MAX = 1 << 16
+
+
+def static_sig(t: Any) -> tuple[Any, ...] | None:
+    """The static signature of an operand: everything a memoised operand check may read.
+
+    The allocation's buffer, dtype, shape, partition start and explicit byte address (the
+    partition, bank and bounds rules read these, and ``row_elems`` / ``partition_bytes`` are
+    functions of them) and the view's dtype, element offset and access pattern. ``None`` for an
+    operand that is never memoised: anything but a plain :class:`NkiTensor` (the type errors
+    stay on their path), and a dynamic view (register or vector offsets are decided at run time).
+    :func:`static_lookup` makes the same tuple inline: change both together.
+    """
+    if type(t) is not NkiTensor or t.dynamic is not None:
+        return None
+    a = t.alloc
+    return (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype, t.offset, t.dims)
+
+
+def value_key(x: Any) -> Any:
+    """What a memo key holds of an operand that may be a tensor or a value: ``"tensor"`` for a
+    tensor (its :func:`static_sig` is among the key's operands), else the value's type and the
+    value (``1``, ``1.0`` and ``True`` are told apart: a bool is refused where a number is not)."""
+    return "tensor" if isinstance(x, NkiTensor) else (type(x), x)
+
+
+def static_lookup(
+    ctx: Any, op: str, site: Any, operands: tuple[Any, ...], extra: tuple[Any, ...]
+) -> tuple[Any, Any]:
+    """``(key, result)`` of an instruction's static checks, memoised per trace (docs/emulator.md,
+    Benchmark, seventh round).
+
+    The key is the instruction, the kernel's line, each operand's :func:`static_sig` and
+    ``extra`` (the static keyword values the checks read); the target's rules and the NKI release
+    are fixed for the trace that holds the memo (``ctx.static_checks``). ``result`` is
+    :data:`MISS` when the checks must run: the first call with this key, or a key that cannot
+    be made (``key`` None: an operand without a static signature, an unhashable keyword value),
+    which then runs every check on every call. The caller records a result under ``key`` only
+    after every check passed, so a memo hit stands for a call that raised nothing; a call that
+    differs in anything the checks read has another key and runs them all again.
+    """
+    sigs = []
+    for t in operands:  # (static_sig inlined: every instruction of a loop comes here)
+        if type(t) is not NkiTensor or t.dynamic is not None:
+            return None, MISS
+        a = t.alloc
+        sigs.append(
+            (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype, t.offset, t.dims)
+        )
+    key = (op, site, *sigs, *extra)
+    memo = ctx.static_checks
+    try:
+        hit = memo.get(key, MISS)
+    except TypeError:  # an unhashable keyword value (a list): never memoised
+        return None, MISS
+    if hit is MISS and len(memo) > _MEMO_MAX:
+        memo.clear()  # bound the memory (a kernel naming ever new offsets only misses)
+    return key, hit
 
 
 def as_tensor(x: Any, op: str, what: str, site: Any) -> NkiTensor:

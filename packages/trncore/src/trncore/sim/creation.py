@@ -22,6 +22,9 @@ from trncore.sim.tensor import PSUM, SBUF, Buffer, NkiTensor
 
 __all__ = ["allocate", "fill", "fill_array"]
 
+#: entries a trace's static-check memo holds at most before it starts again
+_MEMO_MAX = 1 << 16
+
 
 def _shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
@@ -37,6 +40,36 @@ def allocate(
     target's partition, PSUM-bank and address rules at the kernel's line."""
     ctx = current()
     site = user_site()
+    # the checks read only these arguments and the target: decided once per kernel line and
+    # arguments (a loop allocating the same tile each iteration), strictly by type and value
+    key: Any = ("nl.ndarray", site, type(shape), shape, type(dtype), dtype, buffer, address)
+    try:
+        hit = ctx.static_checks.get(key)
+    except TypeError:  # an unhashable argument (a list shape): checked on every call
+        key, hit = None, None
+    if hit is None:
+        hit = _checks(ctx, site, shape, dtype, buffer, address)
+        if key is not None:
+            if len(ctx.static_checks) > _MEMO_MAX:
+                ctx.static_checks.clear()  # bound the memory (as trncore.sim.checks does)
+            ctx.static_checks[key] = hit
+    shape, name_dt, placed, start, address_bytes = hit
+    tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site, placed)
+    if placed is not None:
+        # nl.ndarray address=(partition_offset, free_offset) (NKI 0.3.0): the tile occupies
+        # partitions [offset, offset + shape[0]); SBUF capacity is counted per partition.
+        alloc = tensor.alloc
+        alloc.partition_start = start
+        alloc.address_bytes = address_bytes
+    return tensor
+
+
+def _checks(
+    ctx: Any, site: Any, shape: Any, dtype: Any, buffer: Any, address: Any
+) -> tuple[tuple[int, ...], str, tuple[int, int] | None, int, int | None]:
+    """The rules of ``nl.ndarray`` (partition dim, PSUM size and bank, explicit address): the
+    shape, the dtype's name, the placement ``(partition, byte)`` or None, its first partition and
+    the explicit byte address (None for HBM, or an on-chip tile placed by the emulator)."""
     if isinstance(buffer, str):
         raise LanguageError(
             "buffer-string",
@@ -83,39 +116,33 @@ def allocate(
                 f"PSUM address {address} does not start at a 2 KiB bank",
                 site,
             )
-    placed = None
-    if address is not None and on_chip:
-        placed = (int(address[0]), int(address[1]))
-    tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site, placed)
-    if placed is not None:
-        # nl.ndarray address=(partition_offset, free_offset) (NKI 0.3.0): the tile occupies
-        # partitions [offset, offset + shape[0]); SBUF capacity is counted per partition.
-        start = placed[0]
-        if start < 0 or start + shape[0] > rules.pmax:
-            raise PartitionError(
-                "address-partition",
-                f"address {tuple(address)} puts {shape[0]} partitions at {start}, past partition "
-                f"{ctx.rules.pmax - 1}",
+    if address is None or not on_chip:
+        return shape, name_dt, None, 0, None
+    placed = (int(address[0]), int(address[1]))
+    # nl.ndarray address=(partition_offset, free_offset) (NKI 0.3.0): the tile occupies
+    # partitions [offset, offset + shape[0]); SBUF capacity is counted per partition.
+    start = placed[0]
+    if start < 0 or start + shape[0] > rules.pmax:
+        raise PartitionError(
+            "address-partition",
+            f"address {tuple(address)} puts {shape[0]} partitions at {start}, past partition "
+            f"{ctx.rules.pmax - 1}",
+            site,
+        )
+    if buffer is SBUF:
+        byte = placed[1]
+        end = byte + math.prod(shape[1:]) * dtypes.itemsize(name_dt)  # bytes per partition
+        if byte < 0 or end > rules.sbuf_bytes:
+            raise CapacityError(
+                "address-range",
+                f"address {tuple(address)} places {list(shape)} {name_dt} at bytes "
+                f"[{byte}, {end}) of each partition; SBUF has {ctx.rules.sbuf_bytes} on "
+                f"{ctx.target}",
                 site,
             )
-        alloc = tensor.alloc
-        alloc.partition_start = start
-        if buffer is SBUF:
-            byte = placed[1]
-            end = byte + alloc.row_elems * dtypes.itemsize(name_dt)  # row_elems: prod(shape[1:])
-            if byte < 0 or end > rules.sbuf_bytes:
-                raise CapacityError(
-                    "address-range",
-                    f"address {tuple(address)} places {list(shape)} {name_dt} at bytes "
-                    f"[{byte}, {end}) of each partition; SBUF has {ctx.rules.sbuf_bytes} on "
-                    f"{ctx.target}",
-                    site,
-                )
-            alloc.address_bytes = byte
-        elif buffer is PSUM:
-            # explicit PSUM addresses name banks (2 KiB each); tiles sharing one share the bank
-            alloc.address_bytes = placed[1]
-    return tensor
+        return shape, name_dt, placed, start, byte
+    # explicit PSUM addresses name banks (2 KiB each); tiles sharing one share the bank
+    return shape, name_dt, placed, start, placed[1] if buffer is PSUM else None
 
 
 def fill(t: NkiTensor, value: float) -> None:

@@ -10,10 +10,12 @@ import numpy as np
 
 from trncore.sim import dtypes, hooks
 from trncore.sim.checks import (
+    MISS,
     as_tensor,
     check_compute_operand,
     check_partitions,
     check_same_layout,
+    static_lookup,
 )
 from trncore.sim.errors import (
     BufferError,
@@ -32,19 +34,8 @@ from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor, Operand
 
 
-def dma_copy(
-    dst: Any,
-    src: Any,
-    oob_mode: Any = oob_mode.error,
-    dge_mode: Any = dge_mode.unknown,
-    engine: Any = engine.unknown,
-    name: str | None = None,
-    priority: Any = None,
-) -> None:
-    """AWS NKI docs, nki.isa.dma_copy (NKI 0.3.0): ``dst = src`` through a DMA queue; HBM or SBUF on each
-    side, never PSUM (0.3.0). ``priority`` (NKI 0.4.0+, NeuronCore-v4+ only) is refused on trn1/trn2 by
-    the release table's gate (trncore.sim.versions) before this runs; ``None`` is the default."""
-    ctx, site = _begin()
+def _dma_copy_checks(ctx: Any, site: Any, dst: Any, src: Any, dge_mode: Any) -> int:
+    """dma_copy's static checks; the DGE mode (an int) when they pass."""
     dst = as_tensor(dst, "dma_copy", "dst", site)
     src = as_tensor(src, "dma_copy", "src", site)
     for t, what in ((src, "src"), (dst, "dst")):
@@ -93,6 +84,29 @@ def dma_copy(
             "to their own type (reinterpret bits with tensor.view(dtype))",
             site,
         )
+    return mode
+
+
+def dma_copy(
+    dst: Any,
+    src: Any,
+    oob_mode: Any = oob_mode.error,
+    dge_mode: Any = dge_mode.unknown,
+    engine: Any = engine.unknown,
+    name: str | None = None,
+    priority: Any = None,
+) -> None:
+    """AWS NKI docs, nki.isa.dma_copy (NKI 0.3.0): ``dst = src`` through a DMA queue; HBM or SBUF on each
+    side, never PSUM (0.3.0). ``priority`` (NKI 0.4.0+, NeuronCore-v4+ only) is refused on trn1/trn2 by
+    the release table's gate (trncore.sim.versions) before this runs; ``None`` is the default."""
+    ctx, site = _begin()
+    # static checks once per kernel line and operand signature (trncore.sim.checks.static_lookup);
+    # a dynamic (register or vector offset) operand has no signature and is checked every time
+    key, mode = static_lookup(ctx, "dma_copy", site, (dst, src), (dge_mode,))
+    if mode is MISS:
+        mode = _dma_copy_checks(ctx, site, dst, src, dge_mode)
+        if key is not None:
+            ctx.static_checks[key] = mode
     skip = int(oob_mode) == 1
     s_op = src.operand(site, skip)
     d_op = dst.operand(site, skip)
@@ -204,10 +218,8 @@ def dma_transpose(
     ctx.emit("dma_transpose", "dma", site, [src], [dst], run, meta)
 
 
-def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | None = None) -> None:
-    """AWS NKI docs, nki.isa.tensor_copy (NKI 0.3.0): on-chip copy (the PSUM to SBUF eviction), bit-exact or
-    cast via float32."""
-    ctx, site = _begin()
+def _tensor_copy_checks(ctx: Any, site: Any, dst: Any, src: Any, engine: Any) -> Any:
+    """tensor_copy's static checks; the engine it runs on when they pass."""
     dst = check_compute_operand(dst, "tensor_copy", "dst", site)
     src = check_compute_operand(src, "tensor_copy", "src", site)
     check_same_layout(src, dst, "tensor_copy", "src and dst", site)
@@ -220,6 +232,18 @@ def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | No
             site,
         )
     _check_gpsimd_psum(eng, "tensor_copy", site, src, dst)
+    return eng
+
+
+def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | None = None) -> None:
+    """AWS NKI docs, nki.isa.tensor_copy (NKI 0.3.0): on-chip copy (the PSUM to SBUF eviction), bit-exact or
+    cast via float32."""
+    ctx, site = _begin()
+    key, eng = static_lookup(ctx, "tensor_copy", site, (dst, src), (engine,))
+    if eng is MISS:
+        eng = _tensor_copy_checks(ctx, site, dst, src, engine)
+        if key is not None:
+            ctx.static_checks[key] = eng
     s_op = src.operand(site)
     write = _writer(dst, site)
     d_op = dst.operand(site)

@@ -14,11 +14,14 @@ from trncore.sim.alu import (
 )
 from trncore.sim.checks import (
     F32,
+    MISS,
     check_compute_operand,
     check_same_layout,
     check_vector_operand,
     read_f32,
     scalar_reader,
+    static_lookup,
+    value_key,
 )
 from trncore.sim.errors import (
     DtypeError,
@@ -80,25 +83,16 @@ def activation_reduce(
     )
 
 
-def _activation(
-    ctx: Any,
-    site: Any,
-    name: str,
-    dst: Any,
-    op: Any,
-    data: Any,
-    bias: Any,
-    scale: Any,
-    reduce_op: Any,
-    reduce_res: Any,
-    cmd: int,
-) -> None:
+def _activation_checks(
+    ctx: Any, site: Any, name: str, dst: Any, op: Any, data: Any, bias: Any, scale: Any,
+    reduce_op: Any, reduce_res: Any, cmd: int,
+) -> Any:
+    """activation's static checks; the activation's token when they pass."""
     data = check_compute_operand(data, name, "data", site)
     dst = check_compute_operand(dst, name, "dst", site)
     check_same_layout(data, dst, name, "data and dst", site)
     token = _op_token(op, "op", site, {k: ACTIVATIONS[k] for k in DOCUMENTED_ACTIVATIONS})
     p = data.partitions
-    reads = [data]
     if bias is not None:
         if isinstance(bias, NkiTensor):
             check_compute_operand(bias, name, "bias", site)
@@ -111,7 +105,6 @@ def _activation(
                 )
             if bias.dtype == "tfloat32":
                 raise DtypeError("activation-bias-dtype", "bias cannot be tfloat32", site)
-            reads.append(bias)
         elif not ctx.rules.scalar_bias:
             raise TargetError(
                 "activation-scalar-bias",
@@ -128,9 +121,6 @@ def _activation(
                 site,
             )
     scale = check_vector_operand(scale, data, name, "scale", site)
-    if isinstance(scale, NkiTensor):
-        reads.append(scale)
-    writes = [dst]
     if reduce_op is not None:
         _op_token(reduce_op, "reduce_op", site, {"add": BINARY["add"]})  # activation_reduce: nl.add only
     if reduce_res is not None:
@@ -141,13 +131,42 @@ def _activation(
                 f"{name} reduce_res must be ({p}, 1), got {reduce_res.describe()}",
                 site,
             )
-        writes.append(reduce_res)
     if cmd == 4:
         raise NotImplementedError("nisa.activation reduce_cmd=load_reduce")
     if cmd in (2, 3) and reduce_op is None:
         raise LanguageError(
             "activation-reduce-op", f"{name} with reduce_cmd needs reduce_op=nl.add", site
         )
+    return token
+
+
+def _activation(
+    ctx: Any,
+    site: Any,
+    name: str,
+    dst: Any,
+    op: Any,
+    data: Any,
+    bias: Any,
+    scale: Any,
+    reduce_op: Any,
+    reduce_res: Any,
+    cmd: int,
+) -> None:
+    # static checks once per kernel line, operand signatures, tokens and the kinds and values of
+    # scalar bias / scale (trncore.sim.checks.static_lookup); the accumulator registers are not
+    tensors = (data, dst, *(x for x in (bias, scale, reduce_res) if isinstance(x, NkiTensor)))
+    extra = (op, value_key(bias), value_key(scale), reduce_op, value_key(reduce_res), cmd)
+    key, token = static_lookup(ctx, name, site, tensors, extra)
+    if token is MISS:
+        token = _activation_checks(
+            ctx, site, name, dst, op, data, bias, scale, reduce_op, reduce_res, cmd
+        )
+        if key is not None:
+            ctx.static_checks[key] = token
+    p = data.partitions
+    reads = [data, *(x for x in (bias, scale) if isinstance(x, NkiTensor))]
+    writes = [dst] if reduce_res is None else [dst, reduce_res]
     regs = _scalar_regs(ctx)
     fn = token.fn
     # a one-ufunc activation (exp, tanh, ...) computes into x, which is always the

@@ -9,9 +9,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.checks import (
-    check_compute_operand,
-)
+from trncore.sim.checks import MISS, check_compute_operand, static_lookup
 from trncore.sim.errors import (
     AccumulationError,
     BufferError,
@@ -34,6 +32,8 @@ _MM_DTYPES = {
     "tfloat32",
     "float32",
 }
+
+_WIDE = frozenset({"float32", "tfloat32"})  # the fp32 matmul inputs (4 passes, paired together)
 
 
 def _warn_accumulate_uninitialized(site: Any, label: str) -> None:
@@ -71,26 +71,11 @@ def _check_one_bank(dst: NkiTensor, rules: Any, op: str, site: Any) -> None:
         )
 
 
-def nc_matmul(
-    dst: Any,
-    stationary: Any,
-    moving: Any,
-    is_stationary_onezero: bool = False,
-    is_moving_onezero: bool = False,
-    is_transpose: bool = False,
-    accumulate: bool | None = None,
-    tile_position: Any = (),
-    tile_size: Any = (),
-    perf_mode: Any = matmul_perf_mode.none,
-    name: str | None = None,
-) -> None:
-    """AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0): ``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]`` on
-    TensorE, fp32 in PSUM.
-
-    ``accumulate``: False overwrites, True adds, None (default) overwrites elements no matmul has
-    written since their last other write and adds elsewhere (docs/emulator.md, What is checked).
-    """
-    ctx, site = _begin()
+def _matmul_checks(
+    ctx: Any, site: Any, dst: Any, stationary: Any, moving: Any, is_transpose: Any,
+    tile_position: Any, tile_size: Any, perf_mode: Any,
+) -> tuple[bool, int, int, int]:
+    """nc_matmul's static checks; ``(double_row, K, M, N)`` when they pass."""
     rules = ctx.rules
     double = is_double_row(rules, perf_mode, site)  # trncore.sim.matmul_modes
     stat = check_compute_operand(stationary, "nc_matmul", "stationary", site, buffers=("sbuf",))
@@ -132,8 +117,7 @@ def nc_matmul(
                 f"nc_matmul {what} dtype {t.dtype} is not one of {sorted(_MM_DTYPES)}",
                 site,
             )
-    wide = {"float32", "tfloat32"}
-    if (stat.dtype in wide) != (mov.dtype in wide):
+    if (stat.dtype in _WIDE) != (mov.dtype in _WIDE):
         raise DtypeError(
             "matmul-fp32-pairing",
             f"nc_matmul fp32/tf32 operands pair only with fp32/tf32: "
@@ -147,6 +131,41 @@ def nc_matmul(
             f"(NeuronCore-v{rules.nc_version}), got {dst.describe()}",
             site,
         )
+    return double, k, m, n
+
+
+def nc_matmul(
+    dst: Any,
+    stationary: Any,
+    moving: Any,
+    is_stationary_onezero: bool = False,
+    is_moving_onezero: bool = False,
+    is_transpose: bool = False,
+    accumulate: bool | None = None,
+    tile_position: Any = (),
+    tile_size: Any = (),
+    perf_mode: Any = matmul_perf_mode.none,
+    name: str | None = None,
+) -> None:
+    """AWS NKI docs, nki.isa.nc_matmul (NKI 0.3.0): ``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]`` on
+    TensorE, fp32 in PSUM.
+
+    ``accumulate``: False overwrites, True adds, None (default) overwrites elements no matmul has
+    written since their last other write and adds elsewhere (docs/emulator.md, What is checked).
+    """
+    ctx, site = _begin()
+    # the static checks (operands, shapes, dtypes, tiling, the one-bank rule) read only the
+    # operands' static signatures and these keywords: decided once per kernel line and
+    # signature (trncore.sim.checks.static_lookup); the accumulation state below is not
+    key, hit = static_lookup(ctx, "nc_matmul", site, (stationary, moving, dst),
+                             (perf_mode, tile_position, tile_size, is_transpose))  # fmt: skip
+    if hit is MISS:
+        hit = _matmul_checks(ctx, site, dst, stationary, moving, is_transpose, tile_position,
+                             tile_size, perf_mode)  # fmt: skip
+        if key is not None:
+            ctx.static_checks[key] = hit
+    stat, mov, dst = stationary, moving, dst
+    double, k, m, n = hit
     # accumulate bookkeeping (docs/emulator.md, What is checked): data independent, so decided at trace time.
     written = dst.matmul_flag_state()  # all (True), none (False) or some (None) of dst
     if accumulate is None:
@@ -212,7 +231,7 @@ def nc_matmul(
             d_arr[...] = np.where(first, res, d_arr + res)
 
     reads = [stat, mov] + ([dst] if mode != "overwrite" else [])
-    factor = 4.0 if stat.dtype in wide else 1.0
+    factor = 4.0 if stat.dtype in _WIDE else 1.0
     fp8 = stat.dtype.startswith("float8") and mov.dtype.startswith("float8")
     if is_stationary_onezero or is_moving_onezero:
         factor = max(1.0, factor / 2)  # nki.isa.nc_matmul, NKI 0.3.0: 0/1 hint up to 2x for fp32 operands
@@ -220,12 +239,8 @@ def nc_matmul(
     ctx.emit("nc_matmul", "tensor", site, reads, [dst], run, meta, matmul_write=True)
 
 
-def nc_transpose(
-    dst: Any, data: Any, engine: Any = engine.unknown, name: str | None = None
-) -> None:
-    """AWS NKI docs, nki.isa.nc_transpose (NKI 0.3.0): ``dst[f, p] = data[p, f]``; TensorE (SBUF -> PSUM,
-    <=128x128) or VectorE (<=32x32)."""
-    ctx, site = _begin()
+def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> tuple[Any, int, int]:
+    """nc_transpose's static checks; ``(engine, P, F)`` when they pass."""
     data = check_compute_operand(data, "nc_transpose", "data", site)
     dst = check_compute_operand(dst, "nc_transpose", "dst", site)
     p, f = data.partitions, data.free_size
@@ -273,6 +288,21 @@ def nc_transpose(
             + (" (or be float32 PSUM on NeuronCore-v2's TensorE)" if ctx.rules.nc_version == 2 else ""),
             site,
         )
+    return eng, p, f
+
+
+def nc_transpose(
+    dst: Any, data: Any, engine: Any = engine.unknown, name: str | None = None
+) -> None:
+    """AWS NKI docs, nki.isa.nc_transpose (NKI 0.3.0): ``dst[f, p] = data[p, f]``; TensorE (SBUF -> PSUM,
+    <=128x128) or VectorE (<=32x32)."""
+    ctx, site = _begin()
+    key, hit = static_lookup(ctx, "nc_transpose", site, (data, dst), (engine,))
+    if hit is MISS:
+        hit = _transpose_checks(ctx, site, dst, data, engine)
+        if key is not None:
+            ctx.static_checks[key] = hit
+    eng, p, f = hit
     s_op, d_op = data.operand(site), dst.operand(site)
 
     def run() -> None:

@@ -18,11 +18,14 @@ from trncore.sim.alu import (
 )
 from trncore.sim.checks import (
     F32,
+    MISS,
     check_compute_operand,
     check_same_layout,
     check_vector_operand,
     read_f32,
     scalar_reader,
+    static_lookup,
+    value_key,
 )
 from trncore.sim.errors import (
     BufferError,
@@ -42,12 +45,10 @@ from trncore.sim.release_rules import check_unary_operand, unary_alu_ops
 from trncore.sim.tensor import NkiTensor
 
 
-def tensor_tensor(
-    dst: Any, data1: Any, data2: Any, op: Any, engine: Any = engine.unknown, name: str | None = None
-) -> None:
-    """AWS NKI docs, nki.isa.tensor_tensor (NKI 0.3.0): ``dst = op(data1, data2)`` elementwise; no
-    broadcasting; not both inputs in PSUM."""
-    ctx, site = _begin()
+def _tensor_tensor_checks(
+    site: Any, dst: Any, data1: Any, data2: Any, op: Any, engine: Any
+) -> tuple[Op, Any]:
+    """tensor_tensor's static checks; ``(operator token, engine)`` when they pass."""
     d1 = check_compute_operand(data1, "tensor_tensor", "data1", site)
     d2 = check_compute_operand(data2, "tensor_tensor", "data2", site)
     dst = check_compute_operand(dst, "tensor_tensor", "dst", site)
@@ -74,6 +75,25 @@ def tensor_tensor(
             f"bitwise op {token!r} needs integer tensors: {d1.dtype}, {d2.dtype} -> {dst.dtype}",
             site,
         )
+    return token, eng
+
+
+def tensor_tensor(
+    dst: Any, data1: Any, data2: Any, op: Any, engine: Any = engine.unknown, name: str | None = None
+) -> None:
+    """AWS NKI docs, nki.isa.tensor_tensor (NKI 0.3.0): ``dst = op(data1, data2)`` elementwise; no
+    broadcasting; not both inputs in PSUM."""
+    ctx, site = _begin()
+    # static checks once per kernel line, operand signature and keyword (checks.static_lookup)
+    key, hit = static_lookup(ctx, "tensor_tensor", site, (data1, data2, dst), (op, engine))
+    if hit is MISS:
+        hit = _tensor_tensor_checks(site, dst, data1, data2, op, engine)
+        if key is not None:
+            ctx.static_checks[key] = hit
+    token, eng = hit
+    d1, d2 = data1, data2
+    eng_enum = globals()["engine"]
+    ints = all(t.dtype in ("int32", "uint32") for t in (d1, d2, dst))
     a_op, b_op = d1.operand(site), d2.operand(site)
     write = _writer(dst, site)
     p, fn = d1.partitions, token.fn
@@ -180,21 +200,11 @@ def _inplace_op(token: Op, rev: bool, operand: Any) -> Any:
     return lambda x, out: uf(x, operand(), out=out)
 
 
-def tensor_scalar(
-    dst: Any,
-    data: Any,
-    op0: Any,
-    operand0: Any,
-    reverse0: bool = False,
-    op1: Any = None,
-    operand1: Any = None,
-    reverse1: bool = False,
-    engine: Any = engine.unknown,
-    name: str | None = None,
-) -> None:
-    """AWS NKI docs, nki.isa.tensor_scalar (NKI 0.3.0): ``dst = (data op0 operand0) op1 operand1``; operands
-    are scalars or (P,1) tensors."""
-    ctx, site = _begin()
+def _tensor_scalar_checks(
+    ctx: Any, site: Any, dst: Any, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
+    engine: Any,
+) -> tuple[Op, Op | None, Any]:
+    """tensor_scalar's static checks; ``(op0 token, op1 token or None, engine)`` when they pass."""
     data = check_compute_operand(data, "tensor_scalar", "data", site)
     dst = check_compute_operand(dst, "tensor_scalar", "dst", site)
     check_same_layout(data, dst, "tensor_scalar", "data and dst", site)
@@ -244,9 +254,6 @@ def tensor_scalar(
                 f"bitwise tensor_scalar needs integer tensors: {data.describe()}",
                 site,
             )
-        raw = data.array().dtype
-        f0 = _tensor_scalar_op(t0, reverse0, _bit_reader(operand0, raw, "operand0", site))
-        f1 = _tensor_scalar_op(t1, reverse1, _bit_reader(operand1, raw, "operand1", site)) if t1 else None
     else:
         for x, what in ((operand0, "operand0"), (operand1, "operand1")):
             if isinstance(x, NkiTensor) and x.dtype != "float32":
@@ -255,6 +262,41 @@ def tensor_scalar(
                     f"tensor_scalar {what} must be float32, got {x.describe()}",
                     site,
                 )
+    return t0, t1, eng
+
+
+def tensor_scalar(
+    dst: Any,
+    data: Any,
+    op0: Any,
+    operand0: Any,
+    reverse0: bool = False,
+    op1: Any = None,
+    operand1: Any = None,
+    reverse1: bool = False,
+    engine: Any = engine.unknown,
+    name: str | None = None,
+) -> None:
+    """AWS NKI docs, nki.isa.tensor_scalar (NKI 0.3.0): ``dst = (data op0 operand0) op1 operand1``; operands
+    are scalars or (P,1) tensors."""
+    ctx, site = _begin()
+    # static checks once per kernel line, operand signatures, operator tokens and the kinds and
+    # values of scalar operands (trncore.sim.checks.static_lookup)
+    tensors = (dst, data, *(x for x in (operand0, operand1) if isinstance(x, NkiTensor)))
+    extra = (op0, op1, engine, value_key(operand0), value_key(operand1))
+    key, hit = static_lookup(ctx, "tensor_scalar", site, tensors, extra)
+    if hit is MISS:
+        hit = _tensor_scalar_checks(ctx, site, dst, data, op0, operand0, op1, operand1, engine)
+        if key is not None:
+            ctx.static_checks[key] = hit
+    t0, t1, eng = hit
+    operands = tensors[2:]  # the (P, 1) tensor operands, read by the instruction
+    bitvec = t0.kind == "bitvec"
+    if bitvec:
+        raw = data.array().dtype
+        f0 = _tensor_scalar_op(t0, reverse0, _bit_reader(operand0, raw, "operand0", site))
+        f1 = _tensor_scalar_op(t1, reverse1, _bit_reader(operand1, raw, "operand1", site)) if t1 else None
+    else:
         f0 = _tensor_scalar_op(t0, reverse0, scalar_reader(operand0, site))
         f1 = _tensor_scalar_op(t1, reverse1, scalar_reader(operand1, site)) if t1 else None
     x_op = data.operand(site)

@@ -44,6 +44,9 @@ from trncore.sim.tensor import (
 )
 from trncore.sim.work_clock import CLOCK, run_timed, timed
 
+#: an object's identity without ``id()`` (which raises an audit event: see trncore.sim.context)
+_identity = object.__hash__
+
 __all__ = ["Instr", "Program", "TraceContext"]
 
 
@@ -178,6 +181,13 @@ class TraceContext:
         self.inputs: list[Allocation] = []
         self.written: set[int] = set()
         self.engine_state: dict[str, Any] = {}
+        #: the results of instructions' static checks, by instruction, kernel line, operand
+        #: signatures and static keyword values (trncore.sim.checks.static_lookup): a loop
+        #: body's later iterations skip the checks its first one passed
+        self.static_checks: dict[tuple[Any, ...], Any] = {}
+        #: the strided views made of each on-chip storage, by the storage's identity (kept with
+        #: it, so an identity is never a dead array's): shared by the tiles that hold it
+        self.storage_arrays: dict[int, tuple[np.ndarray, dict[tuple[Any, ...], np.ndarray]]] = {}
         self.free_storage: dict[int, list[np.ndarray]] = {}
         #: storage of on-chip tiles placed at an explicit address, by (instance, buffer,
         #: partition, byte, nbytes): tiles at one address share it (see :meth:`allocate`)
@@ -265,8 +275,17 @@ class TraceContext:
             storage,
         )
         self.allocs.append(alloc)
-        if self.program_id and buffer.on_chip:
-            self.alloc_core[alloc.id] = self.program_id
+        if buffer.on_chip:
+            # the strided views made of these bytes, shared by every tile that holds them (a
+            # recycled or address-placed storage): the same (dtype, offset, pattern) of the same
+            # bytes is the same NumPy view (NkiTensor.array), so a loop's new tile of a
+            # recycled storage reuses the views its predecessors made instead of making them again
+            entry = self.storage_arrays.get(_identity(alloc.storage))
+            if entry is None or entry[0] is not alloc.storage:
+                entry = self.storage_arrays[_identity(alloc.storage)] = (alloc.storage, {})
+            alloc._arrays = entry[1]
+            if self.program_id:
+                self.alloc_core[alloc.id] = self.program_id
         if buffer is SHARED_HBM and self.lnc > 1:
             self.shared_allocs.append(alloc)
         self._emit_alloc(alloc, site, fill=not aliased, lazy=buffer.on_chip and not placed)
@@ -346,6 +365,7 @@ class TraceContext:
         for alloc in self.allocs:
             alloc.fill_marker = None
             alloc.forget_arrays()
+        self.storage_arrays.clear()
 
     def _recycle(self, alloc: Allocation) -> None:
         alloc.fill_marker = None  # never touched: nothing reads its fill (the marker stays _no_fill)
