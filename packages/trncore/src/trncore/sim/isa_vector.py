@@ -290,6 +290,8 @@ def tensor_scalar(
         if key is not None:
             ctx.static_checks[key] = hit
     t0, t1, eng = hit
+    if operand0 is None and _is_unary(t0):
+        operand0 = 0  # a unary op0's operand0 may be None, read as 0 (release_rules.check_unary_operand)
     operands = tensors[2:]  # the (P, 1) tensor operands, read by the instruction
     bitvec = t0.kind == "bitvec"
     if bitvec:
