@@ -190,24 +190,36 @@ def _bind_arguments(
     return names, arrays, params
 
 
+_EMPTY_CELL = object()
+
+
 def _closure_flag(fn: Callable[..., Any]) -> str:
-    """A key component for values a kernel captures from enclosing scopes.
+    """A key component for values a kernel captures from enclosing scopes and for its default
+    argument values.
 
     ``KernelKey`` hashes the source text, which is the same for every closure made from one
     ``def``; captured values change the program, so they are part of the emulator's key. Plain
     values are keyed by ``repr``, functions by identity and source, anything else by object id
     (conservative: a different object is a different program).
     """
-    cells = getattr(fn, "__closure__", None)
-    if not cells:
+    cells = getattr(fn, "__closure__", None) or ()
+    # default values too: `lambda a, op=op: ...` made in a loop is one source with several
+    # programs, and a default the call leaves out is a compile-time value of the kernel
+    defaults = getattr(fn, "__defaults__", None) or ()
+    kwdefaults = sorted((getattr(fn, "__kwdefaults__", None) or {}).items())
+    if not cells and not defaults and not kwdefaults:
         return ""
     from trncore.keys import kernel_identity, source_hash
 
     parts = []
+    values: list[Any] = list(defaults) + [v for _, v in kwdefaults]
     for cell in cells:
         try:
-            value = cell.cell_contents
+            values.append(cell.cell_contents)
         except ValueError:  # an empty cell (recursive definition)
+            values.append(_EMPTY_CELL)
+    for value in values:
+        if value is _EMPTY_CELL:
             parts.append("<empty>")
             continue
         if value is None or isinstance(value, (bool, int, float, str, bytes, tuple)):
