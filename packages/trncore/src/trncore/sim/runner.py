@@ -672,7 +672,14 @@ class Kernel:
 
 
 def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: Any) -> Any:
-    """``nki.jit``: ``mode`` is ignored (deprecated in 0.3.0); ``platform_target`` is an error."""
+    """``nki.jit``: ``mode`` is ignored (the emulator has no framework to pick; not checked: the
+    NKI 0.3.0 page lists "jax", "torchxla", "auto", while AWS's NKI library writes
+    ``mode="trace"``); ``platform_target`` is an error. The function is ``func`` (NKI 0.3.0's
+    signature) or ``fn`` (NKI 0.6.0's, ``jit(fn=None, **kwargs)``), positional or by keyword."""
+    if "fn" in kwargs:
+        if func is not None:
+            raise TypeError("nki.jit: give the kernel function once (func or fn), not both")
+        func = kwargs.pop("fn")
     if "platform_target" in kwargs:
         raise LanguageError(
             "jit-platform-target",
