@@ -1,0 +1,460 @@
+"""Page audit C (issue 13): the top-level ``nki`` page, ``nki.api.shared``, the ``nki.isa``
+constants and enums, ``nki.collectives``' signatures per release, against AWS's pages.
+
+Sources (AWS Neuron SDK docs, API stubs and rst pages): ``nki`` (``nki.jit``, ``nki.simulate``;
+NKI 0.3.0 / SDK 2.29 and NKI 0.6.0 / SDK 2.32), ``nki.simulate`` (SDK 2.29 page; SDK 2.30 stub
+onward: torch tensors), ``nki.api.shared`` (Supported Data Types, Supported Math Operators for
+NKI ISA), ``nki.isa`` (the enum classes), ``nki.collectives`` (NKI 0.3.0 signatures; ``priority``
+from SDK 2.30, ``name`` from SDK 2.31). Each valid form runs on trncore.sim against a NumPy
+reading of the page; each invalid neighbour is refused at the kernel's line.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from trncore.sim import collectives as ncc
+from trncore.sim.errors import LanguageError, TargetError
+from trncore.sim.modules import EMULATED, nisa, nki, nl
+from trncore.sim.runner import run_kernel, run_ranks
+from trncore.sim.testing import assert_reported_at
+from trncore.sim.versions import VersionError
+
+pytestmark = pytest.mark.simulator
+
+RNG = np.random.default_rng(31)
+
+
+def _out(shape, dtype):
+    return nl.ndarray(shape, dtype=dtype, buffer=nl.shared_hbm)
+
+
+# ------------------------------------------------------------------ nki.isa enums (both releases)
+#: (class, member, value) as the nki.isa stubs of NKI 0.3.0 and 0.6.0 define them (identical)
+ENUMS = [
+    ("engine", "unknown", 0), ("engine", "tensor", 1), ("engine", "scalar", 2),
+    ("engine", "gpsimd", 3), ("engine", "dma", 4), ("engine", "vector", 5), ("engine", "sync", 6),
+    ("dge_mode", "unknown", 0), ("dge_mode", "swdge", 1), ("dge_mode", "hwdge", 2),
+    ("dge_mode", "none", 3),
+    ("dma_engine", "dma", 1), ("dma_engine", "gpsimd_dma", 2),
+    ("oob_mode", "error", 0), ("oob_mode", "skip", 1),
+    ("reduce_cmd", "idle", 0), ("reduce_cmd", "reset", 1), ("reduce_cmd", "reduce", 2),
+    ("reduce_cmd", "reset_reduce", 3), ("reduce_cmd", "load_reduce", 4),
+    ("matmul_perf_mode", "none", "none"), ("matmul_perf_mode", "double_row", "double_row"),
+    ("nc_version", "gen2", 2), ("nc_version", "gen3", 3), ("nc_version", "gen4", 4),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("cls,member,value", ENUMS, ids=lambda v: str(v))
+def test_isa_enum_members_have_the_pages_values(cls: str, member: str, value: object) -> None:
+    enum_cls = getattr(nisa, cls)
+    assert getattr(enum_cls, member).value == value
+    # nki.isa.constants is the same class (nkilib: `from nki.isa.constants import ...`)
+    assert getattr(EMULATED["nki.isa.constants"], cls) is enum_cls
+
+
+@pytest.mark.parametrize("cls", sorted({c for c, _, _ in ENUMS}))
+def test_isa_enums_have_exactly_the_pages_members(cls: str) -> None:
+    assert {m.name for m in getattr(nisa, cls)} == {m for c, m, _ in ENUMS if c == cls}
+
+
+def test_engine_aliases() -> None:
+    # module-level names of the nki.isa stub: tensor_engine = engine.tensor, ...
+    for alias, member in (("tensor_engine", "tensor"), ("scalar_engine", "scalar"),
+                          ("gpsimd_engine", "gpsimd"), ("vector_engine", "vector"),
+                          ("unknown_engine", "unknown")):  # fmt: skip
+        assert getattr(nisa, alias) is getattr(nisa.engine, member)
+
+
+# ------------------------------------------------------------------ nc_matmul perf_mode forms
+def _double_row(a3, b3, mode):
+    p, _, m = a3.shape
+    n = b3.shape[2]
+    s = nl.ndarray((p, 2, m), dtype=a3.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=a3)
+    v = nl.ndarray((p, 2, n), dtype=b3.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=v, src=b3)
+    acc = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=s, moving=v, perf_mode=mode)  # HERE
+    r = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=acc)
+    out = _out((m, n), nl.float32)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+
+
+def _fp8_pair():
+    a = RNG.integers(-4, 5, (128, 2, 4)).astype(ml_dtypes.float8_e4m3)
+    b = RNG.integers(-4, 5, (128, 2, 8)).astype(ml_dtypes.float8_e4m3)
+    return a, b
+
+
+# the page's member and its string value (AWS's NKI library writes perf_mode="double_row")
+DOUBLE_ROW = [nisa.matmul_perf_mode.double_row, "double_row"]
+
+
+@pytest.mark.parametrize("mode", DOUBLE_ROW, ids=["member", "string"])
+def test_double_row_forms_on_trn2(mode: object) -> None:
+    a, b = _fp8_pair()
+    got = run_kernel(_double_row, (a, b), {"mode": mode}, target="trn2")
+    # 256 contraction rows: partitions x the first free dim of 2, fp32 accumulation (exact here)
+    want = np.einsum("pkm,pkn->mn", a.astype(np.float32), b.astype(np.float32))
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", DOUBLE_ROW, ids=["member", "string"])
+def test_double_row_is_refused_on_trn1(mode: object) -> None:
+    a, b = _fp8_pair()
+    with pytest.raises(TargetError, match="matmul-perf-mode") as info:
+        run_kernel(_double_row, (a, b), {"mode": mode}, target="trn1")
+    assert_reported_at(info.value, _double_row)
+
+
+def _plain(a, b, mode):
+    s = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=a)
+    v = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=v, src=b)
+    acc = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=s, moving=v, perf_mode=mode)  # HERE
+    r = nl.ndarray(acc.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=acc)
+    out = _out(acc.shape, nl.float32)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+@pytest.mark.parametrize("mode", [nisa.matmul_perf_mode.none, "none"], ids=["member", "string"])
+def test_perf_mode_none_forms(target: str, mode: object) -> None:
+    a = RNG.standard_normal((32, 8)).astype(np.float32)
+    b = RNG.standard_normal((32, 16)).astype(np.float32)
+    got = run_kernel(_plain, (a, b), {"mode": mode}, target=target)
+    np.testing.assert_allclose(got, a.T @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["fast", 1, True])
+def test_perf_mode_outside_the_enum_is_refused_at_the_line(mode: object) -> None:
+    a = np.ones((32, 8), np.float32)
+    with pytest.raises(LanguageError, match="perf_mode must be a nisa.matmul_perf_mode") as info:
+        run_kernel(_plain, (a, a), {"mode": mode}, target="trn2")
+    assert_reported_at(info.value, _plain)
+
+
+# ------------------------------------------------------------------ nki.jit / nki.simulate
+def _double(a):
+    t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=u, data=t, op0=nl.multiply, operand0=2.0)
+    out = _out(a.shape, a.dtype)
+    nisa.dma_copy(dst=out, src=u)
+    return out
+
+
+JIT_FORMS = {
+    "bare": lambda f: nki.jit(f),
+    "called": lambda f: nki.jit()(f),  # the 0.3.0 page's example writes @nki.jit()
+    "mode-jax": lambda f: nki.jit(mode="jax")(f),
+    "mode-torchxla": lambda f: nki.jit(f, mode="torchxla"),
+    "mode-trace": lambda f: nki.jit(f, mode="trace"),  # AWS's NKI library (moe bwmm kernels)
+    "fn-keyword": lambda f: nki.jit(fn=f),  # the 0.6.0 signature: jit(fn=None, **kwargs)
+    "fn-keyword-decorator": lambda f: nki.jit(fn=None)(f),
+}
+
+
+@pytest.mark.parametrize("form", sorted(JIT_FORMS))
+def test_jit_forms(form: str) -> None:
+    a = RNG.standard_normal((16, 8)).astype(np.float32)
+    kernel = JIT_FORMS[form](_double)
+    np.testing.assert_array_equal(nki.simulate(kernel)(a), 2 * a)
+    np.testing.assert_array_equal(kernel(a), 2 * a)  # a jitted kernel called with NumPy
+
+
+def test_jit_takes_the_function_once() -> None:
+    with pytest.raises(TypeError, match="func or fn"):
+        nki.jit(_double, fn=_double)
+
+
+def test_simulate_wraps_a_plain_function_and_writes_inputs_in_place() -> None:
+    # nki.simulate page: a plain function "is automatically wrapped"; "input arrays are updated
+    # in-place if the kernel modified the corresponding HBM tensors"
+    def scale_into(a, b):
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+        nisa.dma_copy(dst=b, src=t)
+        return _double(a)
+
+    a = RNG.standard_normal((8, 4)).astype(np.float32)
+    b = np.zeros_like(a)
+    np.testing.assert_array_equal(nki.simulate(scale_into)(a, b), 2 * a)
+    np.testing.assert_array_equal(b, a + np.float32(1))
+
+
+def test_simulate_lnc2_grid() -> None:
+    # nki.simulate page: nki.simulate(my_kernel[2]) runs two programs, each its program_id
+    def halves(a):
+        out = _out(a.shape, a.dtype)
+        h = a.shape[0] // 2
+        i = nl.program_id(0)
+        t = nl.ndarray((h, a.shape[1]), a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[i * h : (i + 1) * h, :])
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=float(10 * (i + 1)))
+        nisa.dma_copy(dst=out[i * h : (i + 1) * h, :], src=t)
+        return out
+
+    a = RNG.standard_normal((8, 4)).astype(np.float32)
+    got = nki.simulate(nki.jit(halves)[2])(a)
+    want = a.copy()
+    want[:4] += np.float32(10)
+    want[4:] += np.float32(20)
+    np.testing.assert_array_equal(got, want)
+
+
+def _add_hbm_output(a_input, b_input):
+    # the nki.jit page's own example (NKI 0.3.0 stub), which returns an nl.hbm tensor
+    a_tile = nl.ndarray(dtype=a_input.dtype, shape=a_input.shape, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a_tile, src=a_input)
+    b_tile = nl.ndarray(dtype=b_input.dtype, shape=b_input.shape, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b_tile, src=b_input)
+    c_tile = nl.ndarray(dtype=a_input.dtype, shape=a_input.shape, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=c_tile, data1=a_tile, data2=b_tile, op=nl.add)
+    c_output = nl.ndarray(dtype=a_input.dtype, shape=a_input.shape, buffer=nl.hbm)  # HERE
+    nisa.dma_copy(dst=c_output, src=c_tile)
+    return c_output
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+def test_jit_page_example_output_buffer(version: str) -> None:
+    # the page's example returns buffer=nl.hbm; the NKI 0.3.0 update guide ("Output Tensors Must
+    # Use nl.shared_hbm") and the quickstart use shared_hbm: the guide's rule is kept (docs/
+    # emulator.md, Readings chosen), the example with shared_hbm runs
+    a = RNG.standard_normal((128, 4)).astype(np.float32)
+    b = RNG.standard_normal((128, 4)).astype(np.float32)
+    with pytest.raises(LanguageError, match="output-shared-hbm") as info:
+        nki.simulate(_add_hbm_output, nki_version=version)(a, b)
+    assert_reported_at(info.value, _add_hbm_output)
+
+    def shared(a_input, b_input):
+        a_tile = nl.ndarray(dtype=a_input.dtype, shape=a_input.shape, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a_tile, src=a_input)
+        b_tile = nl.ndarray(dtype=b_input.dtype, shape=b_input.shape, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b_tile, src=b_input)
+        c_tile = nl.ndarray(dtype=a_input.dtype, shape=a_input.shape, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=c_tile, data1=a_tile, data2=b_tile, op=nl.add)
+        c_output = nl.ndarray(dtype=a_input.dtype, shape=a_input.shape, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=c_output, src=c_tile)
+        return c_output
+
+    np.testing.assert_array_equal(nki.simulate(nki.jit()(shared), nki_version=version)(a, b), a + b)
+
+
+@pytest.mark.parametrize("api", ["benchmark", "profile", "baremetal"])
+def test_apis_removed_before_0_3_name_themselves(api: str) -> None:
+    with pytest.raises(NotImplementedError, match=rf"nki\.{api}"):
+        getattr(nki, api)(_double)
+
+
+def test_default_arguments_are_part_of_the_program() -> None:
+    # one source, several programs: a kernel made per operator with a default argument
+    def reduce_rows(a, op):
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        r = nl.ndarray((a.shape[0], 1), a.dtype, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=r, op=op, data=t, axis=1)
+        out = _out(r.shape, a.dtype)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    a = RNG.integers(1, 5, (4, 6)).astype(np.float32)
+    kernels = {}
+    for name in ("add", "multiply", "maximum"):
+        token = getattr(nl, name)
+        kernels[name] = lambda a, op=token: reduce_rows(a, op)  # the loop-variable idiom
+    refs = {"add": a.sum(1), "multiply": a.prod(1), "maximum": a.max(1)}
+    for name, kernel in kernels.items():
+        np.testing.assert_array_equal(nki.simulate(kernel)(a)[:, 0], refs[name], err_msg=name)
+
+
+# ------------------------------------------------------------------ nki.simulate with torch
+def test_simulate_takes_and_returns_torch_from_0_4() -> None:
+    torch = pytest.importorskip("torch")
+
+    def into(a, b):
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=b, src=t)
+        out = _out(a.shape, a.dtype)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    a_np = RNG.integers(-8, 8, (4, 8)).astype(ml_dtypes.bfloat16)
+    for version in ("0.4", "0.6"):
+        a = torch.from_numpy(a_np.view(np.int16).copy()).view(torch.bfloat16)
+        b = torch.zeros((4, 8), dtype=torch.bfloat16)
+        got = nki.simulate(into, nki_version=version)(a, b)
+        assert isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16
+        want = (a_np.astype(np.float32) * 2).astype(ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(got.float().numpy(), want.astype(np.float32))
+        np.testing.assert_array_equal(b.float().numpy(), want.astype(np.float32))  # in place
+    # NKI 0.3.0's page: "convert them to NumPy arrays before passing them"
+    with pytest.raises(TypeError, match="kernel argument a is a torch.Tensor"):
+        nki.simulate(into, nki_version="0.3")(a, b)
+
+
+# ------------------------------------------------------------------ nki.api.shared: dtypes
+SHARED_DTYPES = {
+    "uint8": np.uint8, "int8": np.int8, "uint16": np.uint16, "int16": np.int16,
+    "uint32": np.uint32, "int32": np.int32, "float8_e4m3": ml_dtypes.float8_e4m3,
+    "float8_e5m2": ml_dtypes.float8_e5m2, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16,
+    "tfloat32": np.float32, "float32": np.float32, "bool_": np.uint8,
+}  # fmt: skip
+
+
+def _roundtrip(a, dt):
+    t = nl.ndarray(a.shape, dt, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    out = _out(a.shape, dt)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+@pytest.mark.parametrize("name", sorted(SHARED_DTYPES))
+def test_every_listed_dtype_goes_through_sbuf(target: str, name: str) -> None:
+    # "Supported Data Types by NKI": each is a nki.language dtype; bool_ is "stored as uint8"
+    values = [0, 1] if name == "bool_" else [0, 1, 2, 3, 5, 7]
+    a = np.resize(np.array(values, np.float32), (4, 6)).astype(SHARED_DTYPES[name])
+    got = run_kernel(_roundtrip, (a,), {"dt": getattr(nl, name)}, target=target)
+    assert got.dtype == a.dtype
+    np.testing.assert_array_equal(got.view(np.uint8), a.view(np.uint8))
+
+
+# "Supported Math Operators for NKI ISA": the "Legal Reduction op" column (Y / N)
+LEGAL_REDUCE = {"add": np.sum, "multiply": np.prod, "maximum": np.max, "minimum": np.min,
+                "logical_and": np.all, "logical_or": np.any,
+                "logical_xor": lambda x, axis: np.logical_xor.reduce(x != 0, axis=axis),
+                "bitwise_and": np.bitwise_and.reduce, "bitwise_or": np.bitwise_or.reduce,
+                "bitwise_xor": np.bitwise_xor.reduce}  # fmt: skip
+ILLEGAL_REDUCE = ["invert", "left_shift", "right_shift", "equal", "not_equal", "greater_equal",
+                  "greater", "less_equal", "less", "rsqrt", "reciprocal", "abs", "power"]  # fmt: skip
+
+
+def _reduce(a, op):
+    t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    r = nl.ndarray((a.shape[0], 1), a.dtype, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=r, op=op, data=t, axis=1)  # HERE
+    out = _out(r.shape, a.dtype)
+    nisa.dma_copy(dst=out, src=r)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(LEGAL_REDUCE))
+def test_legal_reduction_operators(name: str) -> None:
+    bitvec = name.startswith("bitwise")
+    a = RNG.integers(0, 6, (4, 5))
+    a = a.astype(np.int32 if bitvec else np.float32)
+    got = run_kernel(_reduce, (a,), {"op": getattr(nl, name)})
+    want = LEGAL_REDUCE[name](a, axis=1).astype(a.dtype)
+    np.testing.assert_array_equal(got[:, 0], want)
+
+
+@pytest.mark.parametrize("name", ILLEGAL_REDUCE)
+def test_operators_the_table_marks_not_reducible_are_refused(name: str) -> None:
+    a = np.ones((4, 5), np.int32 if name in ("invert", "left_shift", "right_shift") else np.float32)
+    with pytest.raises(LanguageError, match="op-token") as info:
+        run_kernel(_reduce, (a,), {"op": getattr(nl, name)})
+    assert_reported_at(info.value, _reduce)
+
+
+# ------------------------------------------------------------------ nki.collectives per release
+def _all_reduce(x, group, kw):
+    src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    dst = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=x)
+    ncc.all_reduce(dsts=[dst], srcs=[src], op=nl.add, replica_group=group, **kw)  # HERE
+    return dst
+
+
+def _run_reduce(version: str, kw: dict) -> list[np.ndarray]:
+    from trncore.sim import versions
+
+    xs = [RNG.standard_normal((4, 8)).astype(np.float32) for _ in range(2)]
+    group = ncc.ReplicaGroup([[0, 1]])
+    with versions.nki_version(version):
+        outs = run_ranks(_all_reduce, [{"x": x, "group": group, "kw": kw} for x in xs])
+    for out in outs:
+        np.testing.assert_array_equal(out, xs[0] + xs[1])
+    return outs
+
+
+@pytest.mark.parametrize("version,kw,error,text", [
+    ("0.3", {}, None, ""),
+    ("0.4", {"name": "ar"}, VersionError, r"nki\.collectives\.\*\(name=\) needs NKI 0\.5\.0"),
+    ("0.5", {"name": "ar"}, None, ""),
+    ("0.6", {"name": "ar"}, None, ""),
+    ("0.3", {"priority": 0}, VersionError, r"\(priority=\) needs NKI 0\.4\.0"),
+    ("0.4", {"priority": 0}, TargetError, "collective-priority"),  # NeuronCore-v4 only
+    ("0.6", {"priority": 3}, TargetError, "collective-priority"),
+])  # fmt: skip
+def test_collective_parameters_per_release(version: str, kw: dict, error: type | None, text: str) -> None:
+    if error is None:
+        _run_reduce(version, kw)
+        return
+    with pytest.raises(error, match=text) as info:
+        _run_reduce(version, kw)
+    assert_reported_at(info.value, _all_reduce)
+
+
+def test_rank_id_name_per_release() -> None:
+    def named(x):
+        out = _out(x.shape, x.dtype)
+        ncc.rank_id(name="me")  # HERE
+        t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = RNG.standard_normal((2, 4)).astype(np.float32)
+    np.testing.assert_array_equal(nki.simulate(named, nki_version="0.5")(x), x)
+    with pytest.raises(VersionError, match=r"\(name=\) needs NKI 0\.5\.0") as info:
+        nki.simulate(named, nki_version="0.4")(x)
+    assert_reported_at(info.value, named)
+
+
+# ------------------------------------------------------------------ the LNC guide's example
+def lnc_test(input):
+    # "Using Logical Neuron Cores" (NKI 0.3.0 and 0.6.0 guides), the page's kernel
+    assert input.shape[0] == 2
+    in_tile = nl.ndarray(input.shape[1:], input.dtype, buffer=nl.sbuf)
+    out_tile = nl.ndarray(input.shape[1:], input.dtype, buffer=nl.sbuf)
+    output = nl.ndarray(input.shape, input.dtype, buffer=nl.shared_hbm)
+    if nl.num_programs() == 1:
+        for i in range(2):
+            nisa.dma_copy(in_tile, input[i])
+            nisa.reciprocal(out_tile, in_tile)
+            nisa.dma_copy(output[i], out_tile)
+    else:
+        i = nl.program_id(0)
+        nisa.dma_copy(in_tile, input[i])
+        nisa.reciprocal(out_tile, in_tile)
+        nisa.dma_copy(output[i], out_tile)
+    return output
+
+
+@pytest.mark.parametrize("target,lnc", [("trn1", 1), ("trn2", 1), ("trn2", 2)])
+def test_lnc_guide_example(target: str, lnc: int) -> None:
+    x = RNG.uniform(0.5, 4.0, (2, 128, 16)).astype(np.float32)
+    got = run_kernel(lnc_test, (x,), {}, target=target, lnc=lnc)
+    np.testing.assert_allclose(got, 1 / x, rtol=1e-6)
+
+
+def test_lnc2_is_refused_on_trn1() -> None:
+    x = np.ones((2, 128, 16), np.float32)
+    with pytest.raises(TargetError):
+        run_kernel(lnc_test, (x,), {}, target="trn1", lnc=2)
