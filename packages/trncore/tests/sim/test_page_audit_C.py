@@ -458,3 +458,68 @@ def test_lnc2_is_refused_on_trn1() -> None:
     x = np.ones((2, 128, 16), np.float32)
     with pytest.raises(TargetError):
         run_kernel(lnc_test, (x,), {}, target="trn1", lnc=2)
+
+
+# ------------------------------------------------------------------ nki.collectives on SBUF
+def _sbuf_collective(x, group, kind):
+    r, c = x.shape
+    t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    d = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    if kind == "reduce_scatter-0":
+        d = nl.ndarray((r // 2, c), x.dtype, buffer=nl.sbuf)
+        ncc.reduce_scatter(srcs=[t], dsts=[d], replica_group=group, collective_dim=0, op=nl.maximum)
+    elif kind == "reduce_scatter-1":
+        d = nl.ndarray((r, c // 2), x.dtype, buffer=nl.sbuf)
+        ncc.reduce_scatter(srcs=[t], dsts=[d], replica_group=group, collective_dim=1, op=nl.add)  # RS1
+    elif kind == "all_reduce-min":
+        ncc.all_reduce(srcs=[t], dsts=[d], replica_group=group, op=nl.minimum)
+    elif kind == "all_reduce-coalesced":
+        d2 = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        ncc.all_reduce(srcs=[t, t], dsts=[d, d2], replica_group=group, op=nl.add)  # COALESCED
+    elif kind == "all_reduce-multiply":
+        ncc.all_reduce(srcs=[t], dsts=[d], replica_group=group, op=nl.multiply)  # MULTIPLY
+    elif kind == "all_to_all":
+        ncc.all_to_all(srcs=[t], dsts=[d], replica_group=group, collective_dim=0)  # A2A
+    elif kind == "all_gather-1":
+        d = nl.ndarray((r, 2 * c), x.dtype, buffer=nl.sbuf)
+        ncc.all_gather(srcs=[t], dsts=[d], replica_group=group, collective_dim=1)
+    out = _out(d.shape, x.dtype)
+    nisa.dma_copy(dst=out, src=d)
+    return out
+
+
+def _sbuf_inputs():
+    return [RNG.integers(-9, 10, (4, 8)).astype(np.float32) for _ in range(2)]
+
+
+SBUF_VALID = {
+    # reduce_scatter: "collective_dim ... only 0 is supported for both HBM and SBUF tensors"
+    "reduce_scatter-0": lambda xs, r: np.maximum(xs[0], xs[1])[2 * r : 2 * r + 2],
+    "all_reduce-min": lambda xs, r: np.minimum(xs[0], xs[1]),
+    # all_gather: "For SBUF tensors, 0 or 1 is supported"
+    "all_gather-1": lambda xs, r: np.concatenate(xs, axis=1),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SBUF_VALID))
+def test_sbuf_collectives_the_pages_allow(kind: str) -> None:
+    xs = _sbuf_inputs()
+    group = ncc.ReplicaGroup([[0, 1]])
+    outs = run_ranks(_sbuf_collective, [{"x": x, "group": group, "kind": kind} for x in xs])
+    for rank, out in enumerate(outs):
+        np.testing.assert_array_equal(out, SBUF_VALID[kind](xs, rank))
+
+
+@pytest.mark.parametrize("kind,marker,rule", [
+    ("reduce_scatter-1", "# RS1", "collective-dim"),
+    ("all_reduce-coalesced", "# COALESCED", "collective-coalesced"),  # coalesced: HBM only
+    ("all_reduce-multiply", "# MULTIPLY", "op-token"),  # op: nl.add, nl.minimum or nl.maximum
+    ("all_to_all", "# A2A", "collective-memory"),  # "SBUF is not currently supported"
+])  # fmt: skip
+def test_sbuf_collectives_the_pages_refuse(kind: str, marker: str, rule: str) -> None:
+    xs = _sbuf_inputs()
+    group = ncc.ReplicaGroup([[0, 1]])
+    with pytest.raises(Exception, match=rule) as info:
+        run_ranks(_sbuf_collective, [{"x": x, "group": group, "kind": kind} for x in xs])
+    assert_reported_at(info.value, _sbuf_collective, marker)
