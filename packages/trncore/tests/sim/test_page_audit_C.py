@@ -11,6 +11,8 @@ reading of the page; each invalid neighbour is refused at the kernel's line.
 
 from __future__ import annotations
 
+import enum
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -523,3 +525,69 @@ def test_sbuf_collectives_the_pages_refuse(kind: str, marker: str, rule: str) ->
     with pytest.raises(Exception, match=rule) as info:
         run_ranks(_sbuf_collective, [{"x": x, "group": group, "kind": kind} for x in xs])
     assert_reported_at(info.value, _sbuf_collective, marker)
+
+
+# ------------------------------------------------------------------ the language guide's examples
+# "Composable Kernels" and "Enumerations" (NKI language guide, SDK 2.32 / NKI 0.6.0)
+def tiled_process(input_tensor, output_tensor, tile_fn):
+    for i in range(input_tensor.shape[0] // nl.tile_size.pmax):
+        tile = nl.ndarray((128, 512), dtype=input_tensor.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=input_tensor[i * 128 : (i + 1) * 128, :])
+        result = nl.ndarray((128, 512), dtype=input_tensor.dtype, buffer=nl.sbuf)
+        tile_fn(dst=result, src=tile)
+        nisa.dma_copy(dst=output_tensor[i * 128 : (i + 1) * 128, :], src=result)
+
+
+def my_activation(dst, src):
+    nisa.activation(dst=dst, data=src, op=nl.relu)
+
+
+def my_scale(dst, src):
+    nisa.tensor_scalar(dst=dst, data=src, op0=nl.multiply, operand0=0.5)
+
+
+def relu_kernel(a_input, a_output):
+    tiled_process(a_input, a_output, my_activation)
+
+
+def scale_kernel(a_input, a_output):
+    tiled_process(a_input, a_output, my_scale)
+
+
+def generic_kernel(a_input, a_output, tile_fn):
+    tiled_process(a_input, a_output, tile_fn)  # a function as a compile-time argument
+
+
+def test_composable_kernels() -> None:
+    a = RNG.standard_normal((256, 512)).astype(np.float32)
+    for kernel, want in ((relu_kernel, np.maximum(a, 0)), (scale_kernel, a * np.float32(0.5))):
+        out = np.zeros_like(a)
+        nki.simulate(nki.jit(kernel))(a, out)  # the output argument is written in place
+        np.testing.assert_array_equal(out, want)
+    for fn, want in ((my_activation, np.maximum(a, 0)), (my_scale, a * np.float32(0.5))):
+        out = np.zeros_like(a)
+        nki.simulate(generic_kernel)(a, out, fn)
+        np.testing.assert_array_equal(out, want)
+
+
+class E(enum.Enum):
+    x = 1
+    y = 2
+    z = 3
+
+
+def enum_kernel(a, e):
+    # "Equality in NKI is structural ... == and != for objects of type E"
+    factor = 1.0 if e == E.x else (2.0 if e == E.y else 3.0)
+    t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=factor)
+    out = _out(a.shape, a.dtype)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_enum_arguments_select_the_program() -> None:
+    a = RNG.standard_normal((4, 8)).astype(np.float32)
+    for e, factor in ((E.x, 1), (E.y, 2), (E.z, 3), (E.x, 1)):
+        np.testing.assert_array_equal(nki.simulate(enum_kernel)(a, e), a * np.float32(factor))
