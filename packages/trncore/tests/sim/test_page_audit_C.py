@@ -591,3 +591,68 @@ def test_enum_arguments_select_the_program() -> None:
     a = RNG.standard_normal((4, 8)).astype(np.float32)
     for e, factor in ((E.x, 1), (E.y, 2), (E.z, 3), (E.x, 1)):
         np.testing.assert_array_equal(nki.simulate(enum_kernel)(a, e), a * np.float32(factor))
+
+
+# ------------------------------------------------------------------ nl.tile_size and the tiling guide
+# values the tiling overview states ("Tile-Size Constraint" #1-#3, NKI 0.3.0 and 0.6.0 guides) and
+# the relations the nki.language.tile_size page states (bytes = 4 x fp32 elements; the deprecated
+# names give the same values as their replacements)
+def _tile_sizes(a, seen):
+    ts = nl.tile_size
+    seen.update({name: getattr(ts, name) for name in (
+        "pmax", "psum_fmax", "gemm_stationary_fmax", "gemm_moving_fmax", "psum_bank_fmax",
+        "psum_bank_fmax_bytes", "sbuf_fmax", "sbuf_fmax_bytes", "total_available_sbuf_size",
+        "psum_num_banks")})  # fmt: skip
+    return None
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_tile_size_values_of_the_guides(target: str) -> None:
+    import warnings
+
+    from trncore.sim.versions import NkiDeprecationWarning
+
+    seen: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NkiDeprecationWarning)
+        run_kernel(_tile_sizes, (np.zeros((1, 1), np.float32),), {"seen": seen}, target=target)
+    assert (seen["pmax"], seen["psum_bank_fmax"], seen["gemm_stationary_fmax"], seen["gemm_moving_fmax"]) == (
+        128, 512, 128, 512)  # fmt: skip
+    assert seen["psum_fmax"] == seen["psum_bank_fmax"]
+    assert seen["psum_bank_fmax_bytes"] == 4 * seen["psum_bank_fmax"]
+    assert seen["sbuf_fmax_bytes"] == 4 * seen["sbuf_fmax"]
+    assert seen["total_available_sbuf_size"] == seen["sbuf_fmax_bytes"]
+    # 8 banks of 2 KiB: the architecture guides' 2 MiB PSUM over 128 partitions
+    assert seen["psum_num_banks"] * seen["psum_bank_fmax_bytes"] * 128 == 2 * 1024 * 1024
+
+
+def _oversized(a, kind):
+    t = nl.ndarray((128, 512), a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a[0:128, 0:512])
+    if kind == "partitions":
+        big = nl.ndarray((256, 512), a.dtype, buffer=nl.sbuf)  # PARTITIONS
+        nisa.dma_copy(dst=big, src=a)
+    elif kind == "stationary":
+        s = nl.ndarray((128, 129), a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=a[0:128, 0:129])
+        ps = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)  # a [129, 512] result cannot exist
+        nisa.nc_matmul(dst=ps, stationary=s, moving=t)  # STATIONARY
+    else:
+        m = nl.ndarray((128, 513), a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=m, src=a[0:128, 0:513])
+        ps = nl.ndarray((128, 513), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=t[:, 0:128], moving=m)  # MOVING
+    out = _out((128, 512), a.dtype)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+@pytest.mark.parametrize("kind", ["partitions", "stationary", "moving"])
+def test_tile_size_constraints_are_refused_at_the_line(target: str, kind: str) -> None:
+    from trncore.sim.errors import NkiValidationError
+
+    a = np.ones((256, 1024), np.float32)
+    with pytest.raises(NkiValidationError) as info:
+        run_kernel(_oversized, (a,), {"kind": kind}, target=target)
+    assert_reported_at(info.value, _oversized, f"# {kind.upper()}")
