@@ -656,3 +656,50 @@ def test_tile_size_constraints_are_refused_at_the_line(target: str, kind: str) -
     with pytest.raises(NkiValidationError) as info:
         run_kernel(_oversized, (a,), {"kind": kind}, target=target)
     assert_reported_at(info.value, _oversized, f"# {kind.upper()}")
+
+
+# ------------------------------------------------------------------ which instruction takes which engine
+# the `engine` parameter lists of the nki.isa pages (NKI 0.3.0 and 0.6.0 alike for these two)
+def _engine_kernel(a, instr, eng, op0):
+    t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    d = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+    if instr == "tensor_tensor":
+        nisa.tensor_tensor(dst=d, data1=t, data2=t, op=nl.add, engine=eng)  # TENSOR_TENSOR
+    else:
+        operand0 = 0.0 if op0 is nl.rsqrt else 1.0  # a unary op's operand0: None or 0 (NKI 0.4.0+)
+        nisa.tensor_scalar(dst=d, data=t, op0=op0, operand0=operand0, engine=eng)  # TENSOR_SCALAR
+    out = _out(a.shape, a.dtype)
+    nisa.dma_copy(dst=out, src=d)
+    return out
+
+
+ENGINE_VALID = [("tensor_tensor", m) for m in ("unknown", "vector", "gpsimd")] + [
+    ("tensor_scalar", m) for m in ("unknown", "vector", "scalar", "gpsimd")]  # fmt: skip
+ENGINE_INVALID = [("tensor_tensor", m) for m in ("tensor", "scalar", "dma", "sync")] + [
+    ("tensor_scalar", m) for m in ("tensor", "dma", "sync")]  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+@pytest.mark.parametrize("instr,member", ENGINE_VALID)
+def test_engines_the_pages_list(target: str, instr: str, member: str) -> None:
+    a = RNG.uniform(0.5, 4.0, (4, 8)).astype(np.float32)
+    # GpSimd tensor_scalar is "only allowed for rsqrt" (the page)
+    op0 = nl.rsqrt if (instr, member) == ("tensor_scalar", "gpsimd") else nl.add
+    got = run_kernel(_engine_kernel, (a,), {"instr": instr, "eng": getattr(nisa.engine, member), "op0": op0},
+                     target=target)  # fmt: skip
+    if instr == "tensor_tensor":
+        want = a + a
+    elif op0 is nl.add:
+        want = a + np.float32(1)
+    else:
+        want = 1 / np.sqrt(a)  # a unary operator: operand0 is not an operand of rsqrt
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("instr,member", ENGINE_INVALID)
+def test_engines_the_pages_do_not_list_are_refused(instr: str, member: str) -> None:
+    a = np.ones((4, 8), np.float32)
+    with pytest.raises(LanguageError, match=f"{instr.replace('_', '-')}-engine") as info:
+        run_kernel(_engine_kernel, (a,), {"instr": instr, "eng": getattr(nisa.engine, member), "op0": nl.add})
+    assert_reported_at(info.value, _engine_kernel, f"# {instr.upper()}")
