@@ -703,3 +703,35 @@ def test_engines_the_pages_do_not_list_are_refused(instr: str, member: str) -> N
     with pytest.raises(LanguageError, match=f"{instr.replace('_', '-')}-engine") as info:
         run_kernel(_engine_kernel, (a,), {"instr": instr, "eng": getattr(nisa.engine, member), "op0": nl.add})
     assert_reported_at(info.value, _engine_kernel, f"# {instr.upper()}")
+
+
+# ------------------------------------------------------------------ the nki.simulate page's "How It Works"
+def _argument_buffer(a, seen):
+    # "Each NumPy array argument is wrapped into an NkiTensor with buffer=nl.hbm (or shared_hbm
+    # for LNC2)" (nki.simulate, SDK 2.29); nl.hbm is private_hbm (nki.language, NKI 0.3.0)
+    seen.append((a.buffer, nl.program_id(0)))
+    t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nl.device_print("my tile", t)  # "nl.device_print works in the simulator and prints ... to stdout"
+    out = _out(a.shape, a.dtype)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_argument_buffers_and_device_print(capsys: pytest.CaptureFixture[str]) -> None:
+    a = np.arange(4, dtype=np.float32).reshape(2, 2)
+    seen: list = []
+
+    def kernel(x):
+        return _argument_buffer(x, seen)
+
+    nki.simulate(kernel)(a)
+    assert seen == [(nl.hbm, 0)] and nl.hbm is nl.private_hbm
+    seen.clear()
+    nki.simulate(nki.jit(kernel)[2])(a)
+    assert seen == [(nl.shared_hbm, 0), (nl.shared_hbm, 1)]
+    printed = capsys.readouterr().out
+    assert printed.count("my tile") == 3 and "[[0. 1.]" in printed
+    seen.clear()
+    nki.simulate(kernel)(a * 2)  # the LNC=1 program replayed (not traced again): it still prints
+    assert seen == [] and "[[0. 2.]" in capsys.readouterr().out
