@@ -735,3 +735,32 @@ def test_argument_buffers_and_device_print(capsys: pytest.CaptureFixture[str]) -
     seen.clear()
     nki.simulate(kernel)(a * 2)  # the LNC=1 program replayed (not traced again): it still prints
     assert seen == [] and "[[0. 2.]" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ NEURON_PLATFORM_TARGET_OVERRIDE
+def _scalar_copy(a):
+    t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    d = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=d, src=t, engine=nisa.engine.scalar)  # HERE
+    out = _out(a.shape, a.dtype)
+    nisa.dma_copy(dst=out, src=d)
+    return out
+
+
+@pytest.mark.parametrize("value,target", [("trn1", "trn1"), ("gen2", "trn1"), ("inf2", "trn1"),
+                                          ("trn2", "trn2"), ("gen3", "trn2")])  # fmt: skip
+def test_platform_target_spellings(monkeypatch: pytest.MonkeyPatch, value: str, target: str) -> None:
+    # the nki.jit page (NKI 0.6.0): "trn1|inf2|gen2", "trn2|gen3"; ScalarE tensor_copy is not
+    # supported on NeuronCore-v2 (nki.isa.tensor_copy), so the target shows in the result
+    from trncore.config import current_target
+
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", value)
+    assert current_target() == target
+    a = RNG.standard_normal((4, 8)).astype(np.float32)
+    if target == "trn2":
+        np.testing.assert_array_equal(nki.simulate(_scalar_copy)(a), a)
+    else:
+        with pytest.raises(TargetError) as info:
+            nki.simulate(_scalar_copy)(a)
+        assert_reported_at(info.value, _scalar_copy)
