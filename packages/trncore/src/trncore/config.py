@@ -276,9 +276,10 @@ def env_settings(library: str) -> EnvSettings:
 
 #: The hardware target NKI checks kernels against. NKI 0.3.0 takes it from this variable only
 #: (``nki.jit``'s ``platform_target=`` raises there), with the spellings below (AWS Neuron docs,
-#: "NKI 0.3.0 update guide" and the ``nki.simulate`` API page, Neuron SDK 2.29).
+#: "NKI 0.3.0 update guide" and the ``nki.simulate`` API page, Neuron SDK 2.29; ``inf2``, also
+#: NeuronCore-v2, from the NKI 0.6.0 ``nki.jit`` page: "trn1|inf2|gen2").
 TARGET_ENV = "NEURON_PLATFORM_TARGET_OVERRIDE"
-_TARGET_ALIASES = {"trn1": "trn1", "gen2": "trn1", "trn2": "trn2", "gen3": "trn2"}
+_TARGET_ALIASES = {"trn1": "trn1", "gen2": "trn1", "inf2": "trn1", "trn2": "trn2", "gen3": "trn2"}
 
 
 def current_target() -> str:

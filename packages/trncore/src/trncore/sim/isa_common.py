@@ -68,9 +68,11 @@ class reduce_cmd(enum.IntEnum):
     load_reduce = 4
 
 
-class matmul_perf_mode(enum.IntEnum):
-    none = 0
-    double_row = 1
+class matmul_perf_mode(enum.Enum):
+    # string values, as the nki.isa page lists them (NKI 0.3.0 and 0.6.0); AWS's NKI library also
+    # passes the strings themselves (perf_mode="double_row"), which trncore.sim.matmul_modes accepts
+    none = "none"
+    double_row = "double_row"
 
 
 class nc_version(enum.IntEnum):

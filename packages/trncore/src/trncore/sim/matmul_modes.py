@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trncore.sim.errors import DtypeError, ShapeError, TargetError
+from trncore.sim.errors import DtypeError, LanguageError, ShapeError, TargetError
 
 __all__ = ["check_pe_tiling", "double_row_dims", "is_double_row"]
 
@@ -27,10 +27,21 @@ _FP8 = ("float8_e4m3", "float8_e5m2")
 
 
 def is_double_row(rules: Any, perf_mode: Any, site: Any) -> bool:
-    """Whether ``perf_mode`` asks for FP8 double-row mode (refused on NeuronCore-v2)."""
-    mode = int(perf_mode)
-    if mode == 0:
+    """Whether ``perf_mode`` asks for FP8 double-row mode (refused on NeuronCore-v2).
+
+    ``perf_mode`` is a ``nisa.matmul_perf_mode`` member or its value, the string ``"none"`` /
+    ``"double_row"`` (the nki.isa page gives the members those values, NKI 0.3.0 and 0.6.0).
+    """
+    mode = getattr(perf_mode, "value", perf_mode)  # a member, or its value as AWS's library writes
+    if mode == "none":
         return False
+    if mode != "double_row" or isinstance(perf_mode, bool):
+        raise LanguageError(
+            "matmul-perf-mode-value",
+            f"nc_matmul: perf_mode must be a nisa.matmul_perf_mode member ('none' or "
+            f"'double_row'), got {perf_mode!r}",
+            site,
+        )
     if rules.nc_version < 3:
         raise TargetError("matmul-perf-mode", "nc_matmul perf_mode (double_row) needs "
                           "NeuronCore-v3 (trn2); NeuronCore-v2 has no performance mode", site)  # fmt: skip

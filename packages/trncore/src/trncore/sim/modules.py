@@ -92,6 +92,16 @@ def _nki_dtype_getattr(name: str) -> Any:
 nki_dtype.__getattr__ = _nki_dtype_getattr  # type: ignore[method-assign]
 nki.dtype = nki_dtype  # type: ignore[attr-defined]
 nki.collectives = collectives  # type: ignore[attr-defined]
+# the release gates of the collectives' `priority` (NKI 0.4.0) and `name` (NKI 0.5.0) parameters,
+# absent from the NKI 0.3.0 nki.collectives page (trncore.sim.versions.CHANGES)
+for _name in collectives.__all__:
+    _fn = getattr(collectives, _name)
+    if not inspect.isfunction(_fn):
+        continue
+    _params = inspect.signature(_fn).parameters
+    _apis = [f"nki.collectives.*({p}=)" for p in ("priority", "name") if p in _params]
+    if _apis:
+        setattr(collectives, _name, versions.gate_parameters(_fn, _apis))
 
 #: Real module name -> emulator module, used by install() and by kernel rebinding (the table of
 #: trncore.sim.binding, filled here).

@@ -680,7 +680,14 @@ class Kernel:
 
 
 def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: Any) -> Any:
-    """``nki.jit``: ``mode`` is ignored (deprecated in 0.3.0); ``platform_target`` is an error."""
+    """``nki.jit``: ``mode`` is ignored (the emulator has no framework to pick; not checked: the
+    NKI 0.3.0 page lists "jax", "torchxla", "auto", while AWS's NKI library writes
+    ``mode="trace"``); ``platform_target`` is an error. The function is ``func`` (NKI 0.3.0's
+    signature) or ``fn`` (NKI 0.6.0's, ``jit(fn=None, **kwargs)``), positional or by keyword."""
+    if "fn" in kwargs:
+        if func is not None:
+            raise TypeError("nki.jit: give the kernel function once (func or fn), not both")
+        func = kwargs.pop("fn")
     if "platform_target" in kwargs:
         raise LanguageError(
             "jit-platform-target",
@@ -716,9 +723,56 @@ def simulate(
         check_known_issues_mode(known_issues, what="known_issues")  # a bad value fails here
 
     def run(*args: Any, **kwargs: Any) -> Any:
+        if any(_is_torch(a) for a in (*args, *kwargs.values())):
+            with versions.nki_version(nki_version) if nki_version else contextlib.nullcontext():
+                takes_torch = versions.at_least("0.4.0")
+            if takes_torch:
+                return _run_torch(func, args, kwargs, grid, nki_version, known_issues)
+            # NKI 0.3.0's nki.simulate page: "convert them to NumPy arrays before passing them";
+            # run_kernel refuses the tensor, naming the argument
         return run_kernel(func, args, kwargs, lnc=grid, nki_version=nki_version, known_issues=known_issues)
 
     return run
+
+
+def _is_torch(value: Any) -> bool:
+    return type(value).__module__.partition(".")[0] == "torch" and hasattr(value, "detach")
+
+
+def _run_torch(
+    func: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    grid: Any,
+    nki_version: str | None,
+    known_issues: str | None,
+) -> Any:
+    """``nki.simulate`` with torch tensors (the page from NKI 0.4.0 / SDK 2.30: "when invoked
+    with NumPy arrays or torch Tensors, executes the kernel on CPU and returns results in the
+    same format"): each tensor runs as a NumPy copy; inputs the kernel wrote are written back
+    into the caller's tensors, as for arrays, and array results come back as CPU tensors."""
+    from trncore.marshal import to_numpy, to_torch
+
+    pairs: list[tuple[Any, np.ndarray]] = []
+
+    def arg(value: Any) -> Any:
+        if not _is_torch(value):
+            return value
+        array = to_numpy(value)
+        pairs.append((value, array))
+        return array
+
+    np_args = [arg(a) for a in args]
+    np_kwargs = {k: arg(v) for k, v in kwargs.items()}
+    out = run_kernel(func, np_args, np_kwargs, lnc=grid, nki_version=nki_version, known_issues=known_issues)
+    for tensor, array in pairs:
+        if not np.array_equal(to_numpy(tensor), array, equal_nan=array.dtype.kind == "f"):
+            tensor.copy_(to_torch(array, device=tensor.device))
+
+    def back(o: Any) -> Any:
+        return to_torch(o) if isinstance(o, np.ndarray) else o
+
+    return tuple(back(o) for o in out) if isinstance(out, tuple) else back(out)
 
 
 class _Engine:

@@ -28,7 +28,7 @@ import inspect
 import types
 import warnings
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -275,6 +275,19 @@ CHANGES: tuple[ApiChange, ...] = (
     ApiChange("nisa.NkiInstruction.depends_on", "behaviour", introduced="0.6.0",
               what="ISA calls return an instruction handle; depends_on adds scheduling edges "
               "(checked; the modelled schedule waits on them)", page="nki.isa.NkiInstruction"),
+    ApiChange("nki.simulate torch tensors", "behaviour", introduced="0.4.0",
+              what="nki.simulate takes torch tensors and returns results as torch tensors "
+              "(before: NumPy arrays only, the page asks to convert)", page="nki.simulate"),
+    # nki.collectives signatures: `priority` first on the SDK 2.30 page, `name` on the SDK 2.31
+    # page (the NKI 0.3.0 page has neither); gated in trncore.sim.modules on every function that
+    # takes them (AWS NKI docs, nki.collectives, NKI 0.3.0 and 0.6.0)
+    ApiChange("nki.collectives.*(priority=)", "parameter", introduced="0.4.0",
+              what="collective DMA quality-of-service priority 0-3; NeuronCore-v4+ only, so a "
+              "target error (collective-priority) on trn1/trn2",
+              page="nki.collectives"),
+    ApiChange("nki.collectives.*(name=)", "parameter", introduced="0.5.0", emulated="ignored",
+              what="a name for the collective's instruction (no effect on results)",
+              page="nki.collectives"),
     ApiChange("nki.collectives.all_gather_v", "function", introduced="0.6.0",
               what="variable-length all-gather (multi-rank; LNC=2, the 4 ranks of one trn2 chip)",
               page="nki.collectives.all_gather_v"),
@@ -467,6 +480,12 @@ def _param_gate(fn: Callable[..., Any], rows: list[ApiChange]) -> Callable[..., 
     return gated
 
 
+def gate_parameters(fn: Callable[..., Any], apis: Sequence[str]) -> Callable[..., Any]:
+    """``fn`` checking the parameter rows ``apis`` of :data:`CHANGES` (for namespaces that
+    :func:`install` does not walk, such as ``nki.collectives``)."""
+    return _param_gate(fn, [_BY_API[api] for api in apis])
+
+
 def _gate_property(api: str, prop: Any) -> property:
     def fget(obj: Any) -> Any:
         require(api)
@@ -519,7 +538,7 @@ def install(namespaces: dict[str, Any], tensor_class: type, values: dict[str, An
             module = namespaces[owner]
             module.__dict__.pop(rest, None)
             module_values.setdefault(owner, {})[rest] = (row.api, values.get(row.api))
-        elif row.kind == "parameter":
+        elif row.kind == "parameter" and owner in namespaces:
             func = row.api[: row.api.index("(")]
             params.setdefault((owner, func.partition(".")[2]), []).append(row)
     for (owner, name), rows in params.items():
