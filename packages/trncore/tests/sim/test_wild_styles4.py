@@ -1,0 +1,83 @@
+"""Forms that a fourth batch of public third-party NKI kernels writes (checked against the
+emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+invalid neighbour."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from trncore.sim import jit, nisa, nl
+from trncore.sim.errors import BoundsError
+from trncore.sim.testing import assert_reported_at
+
+pytestmark = pytest.mark.simulator
+
+rng = np.random.default_rng(2041)
+
+
+def gather_rows_per_head(x, rows):
+    """``out[h] = x[h][rows[:, 0]]``: one vector-offset gather per head from the view ``x[h]``."""
+    heads, _, d = x.shape
+    p = rows.shape[0]
+    out = nl.ndarray((heads, p, d), dtype=x.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((p, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=rows)
+    for h in range(heads):
+        t = nl.ndarray((p, d), dtype=x.dtype, buffer=nl.sbuf)
+        view = x[h].ap(pattern=[[d, p], [1, d]], vector_offset=idx, indirect_dim=0)
+        nisa.dma_copy(dst=t, src=view)  # HERE
+        nisa.dma_copy(dst=out[h], src=t)
+    return out
+
+
+def test_ap_on_an_indexed_view_keeps_its_offset_and_rows() -> None:
+    # nki.language.NkiTensor.ap (SDK 2.31 and 2.32, NKI 0.5.0-0.6.0): "offset: ... When None
+    # (default), inherits the current view's storage offset"; "indirect_dim: dimension in
+    # self.shape whose stride scales the indirect scalar/vector offset". So x[h].ap(pattern,
+    # vector_offset=rows) gathers rows of head h; it was read from head 0 with the whole tensor's
+    # head stride (every index past 0 out of bounds).
+    x = rng.standard_normal((3, 40, 16)).astype(np.float32)
+    rows = rng.integers(0, 40, (24, 1)).astype(np.int32)
+    got = jit(gather_rows_per_head)(x, rows)
+    np.testing.assert_array_equal(got, x[:, rows[:, 0], :])
+
+
+def test_ap_gather_past_the_tensor_is_reported_at_the_copy() -> None:
+    # The neighbour: a row index past the last row of the tensor reads outside it (nki.isa.dma_copy,
+    # NKI 0.3.0-0.6.0: out-of-bound dynamic indices are an error unless oob_mode=skip).
+    x = rng.standard_normal((2, 40, 16)).astype(np.float32)
+    rows = np.full((8, 1), 80, np.int32)
+    with pytest.raises(BoundsError, match="reaches outside") as info:
+        jit(gather_rows_per_head)(x, rows)
+    assert_reported_at(info.value, gather_rows_per_head)
+
+
+def window_of_head(x, start, h, n, explicit_offset):
+    """Rows ``start .. start + n`` of ``x[h]`` by a scalar offset; with ``explicit_offset`` the
+    pattern is given offset=0, which addresses the storage (rows of ``x`` from its start)."""
+    d = x.shape[2]
+    out = nl.ndarray((n, d), dtype=x.dtype, buffer=nl.shared_hbm)
+    s = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=start)
+    t = nl.ndarray((n, d), dtype=x.dtype, buffer=nl.sbuf)
+    if explicit_offset:
+        view = x[h].ap(pattern=[[d, n], [1, d]], offset=0, scalar_offset=s, indirect_dim=0)
+    else:
+        view = x[h].ap(pattern=[[d, n], [1, d]], scalar_offset=s, indirect_dim=0)
+    nisa.dma_copy(dst=t, src=view)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_ap_scalar_offset_on_a_view_with_and_without_an_offset() -> None:
+    # The same page: no offset keeps the view (x[1], rows of its second dimension); an explicit
+    # offset is "interpreted against storage" (the access-pattern deep dive, SDK 2.31-2.32), where
+    # indirect_dim 0 is the heads dimension of the whole tensor.
+    x = rng.standard_normal((3, 40, 16)).astype(np.float32)
+    start = np.array([[5]], np.int32)
+    got = jit(window_of_head)(x, start, 1, 8, False)
+    np.testing.assert_array_equal(got, x[1, 5:13])
+    first = np.array([[2]], np.int32)
+    got = jit(window_of_head)(x, first, 1, 8, True)
+    np.testing.assert_array_equal(got, x[2, 0:8])
