@@ -4,12 +4,13 @@ invalid neighbour."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 from trncore.sim import jit, nisa, nl
 from trncore.sim.errors import BoundsError
-from trncore.sim.testing import assert_reported_at
+from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -81,3 +82,32 @@ def test_ap_scalar_offset_on_a_view_with_and_without_an_offset() -> None:
     first = np.array([[2]], np.int32)
     got = jit(window_of_head)(x, first, 1, 8, True)
     np.testing.assert_array_equal(got, x[2, 0:8])
+
+
+def cast_copy(x, with_dtype_keyword):
+    """Copy a float32 tile to bfloat16: the cast is the destination's dtype (nki.isa.tensor_copy,
+    NKI 0.3.0-0.6.0); ``dtype=`` is not one of its parameters."""
+    p, f = x.shape
+    out = nl.ndarray((p, f), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    b = nl.ndarray((p, f), dtype=nl.bfloat16, buffer=nl.sbuf)
+    if with_dtype_keyword:
+        nisa.tensor_copy(dst=b, src=t, engine=nisa.vector_engine, dtype=nl.bfloat16)  # HERE
+    else:
+        nisa.tensor_copy(dst=b, src=t, engine=nisa.vector_engine)
+    nisa.dma_copy(dst=out, src=b)
+    return out
+
+
+def test_an_isa_call_with_a_foreign_parameter_names_the_signature_and_line() -> None:
+    # A public GEMM passes tensor_copy(dtype=...): Python's "unexpected keyword argument" named
+    # neither the instruction's parameters nor the kernel's line; the valid form casts by dst.
+    x = rng.standard_normal((64, 48)).astype(np.float32)
+    got = jit(cast_copy)(x, False)
+    np.testing.assert_array_equal(
+        np.asarray(got, np.float32), x.astype(ml_dtypes.bfloat16).astype(np.float32)
+    )
+    with pytest.raises(TypeError, match=r"its parameters are \(dst, src, engine, name\)") as info:
+        jit(cast_copy)(x, True)
+    assert f"{__file__}:{marked_line(cast_copy)})" in str(info.value)
