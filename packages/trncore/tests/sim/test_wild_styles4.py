@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import jit, nisa, nl
-from trncore.sim.errors import BoundsError
+from trncore.sim.errors import BoundsError, ShapeError
 from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
@@ -111,3 +111,44 @@ def test_an_isa_call_with_a_foreign_parameter_names_the_signature_and_line() -> 
     with pytest.raises(TypeError, match=r"its parameters are \(dst, src, engine, name\)") as info:
         jit(cast_copy)(x, True)
     assert f"{__file__}:{marked_line(cast_copy)})" in str(info.value)
+
+
+def first_n_of_row(scores, n, scalar_bound):
+    """Keep the first ``n`` columns of each row (FP32_MIN elsewhere) and each row's max."""
+    p, f = scores.shape
+    out = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.shared_hbm)
+    row_max = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    s = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=scores)
+    lo = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=lo, value=0.0)
+    hi = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=hi, value=float(n))
+    sel = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    mx = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    bound0 = 0.0 if scalar_bound else lo
+    nisa.range_select(  # HERE
+        sel, on_true_tile=s, comp_op0=nl.greater_equal, comp_op1=nl.less, bound0=bound0,
+        bound1=hi, reduce_op=nl.maximum, reduce_res=mx, range_start=0,
+    )
+    nisa.dma_copy(dst=out, src=sel)
+    nisa.dma_copy(dst=row_max, src=mx)
+    return out, row_max
+
+
+def test_range_select_bounds_are_tiles_and_a_number_is_reported_at_its_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # nki.isa.range_select (NKI 0.3.0-0.6.0): "bound0: tile with one element per partition"; a
+    # public indexer passes bound0=0.0. The number was refused with a TypeError whose text showed
+    # the site as a Python tuple; it is now the page's bound rule at the kernel's line.
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")  # NeuronCore-v3 and newer
+    x = rng.standard_normal((16, 40)).astype(np.float32)
+    got, mx = jit(first_n_of_row)(x, 25, False)
+    fp32_min = np.float32(-3.4028235e38)
+    want = np.where(np.arange(40)[None, :] < 25, x, fp32_min)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(mx, want.max(axis=1, keepdims=True))
+    with pytest.raises(ShapeError, match=r"bound0 must be a float32 tile .* not a float") as info:
+        jit(first_n_of_row)(x, 25, True)
+    assert_reported_at(info.value, first_n_of_row)
