@@ -152,3 +152,22 @@ def test_range_select_bounds_are_tiles_and_a_number_is_reported_at_its_line(
     with pytest.raises(ShapeError, match=r"bound0 must be a float32 tile .* not a float") as info:
         jit(first_n_of_row)(x, 25, True)
     assert_reported_at(info.value, first_n_of_row)
+
+
+def memset_from_tensor(x):
+    """memset with a tensor as its value (the page's value is a compile-time constant)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.memset(dst=t, value=t)  # HERE
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_plain_type_errors_name_the_kernel_line_as_file_and_line() -> None:
+    # The TypeErrors that name the kernel's line printed it as a Python tuple, "(at ('k.py', 7))";
+    # they now end as the rule errors do, "(at k.py:7)".
+    x = rng.standard_normal((8, 4)).astype(np.float32)
+    with pytest.raises(TypeError, match="compile-time constant") as info:
+        jit(memset_from_tensor)(x)
+    assert str(info.value).endswith(f"(at {__file__}:{marked_line(memset_from_tensor)})")

@@ -29,7 +29,7 @@ import numpy as np
 from trncore.sim import dtypes
 from trncore.sim.alu import BINARY
 from trncore.sim.checks import check_compute_operand, check_same_layout, read_f32
-from trncore.sim.errors import DtypeError, ShapeError, TargetError
+from trncore.sim.errors import DtypeError, ShapeError, TargetError, site_suffix
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import op_token as _op_token
@@ -57,11 +57,6 @@ def _accumulator(ctx: Any) -> np.ndarray:
     if acc is None:
         acc = ctx.engine_state[ACC_KEY] = np.zeros((ctx.rules.pmax, 1), dtype=np.float32)
     return acc
-
-
-def _where(site: Any) -> str:
-    """`` (at file:line)`` for a kernel site, as the emulator's rule errors end."""
-    return f" (at {site[0]}:{site[1]})" if site else ""
 
 
 def range_select(
@@ -113,7 +108,7 @@ def range_select(
                          f"(-3.4028235e+38) on the hardware, got {on_false_value!r}", site)  # fmt: skip
     if isinstance(range_start, bool) or not isinstance(range_start, (int, np.integer)):
         raise TypeError("range_select: range_start must be a compile-time int, got "
-                        f"{range_start!r}{_where(site)}")
+                        f"{range_start!r}{site_suffix(site)}")
     if not isinstance(reduce_cmd, _ReduceCmd):
         raise TypeError(f"range_select: reduce_cmd must be a nisa.reduce_cmd member, got {reduce_cmd!r}")
     cmd = reduce_cmd.name
