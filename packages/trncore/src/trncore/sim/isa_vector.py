@@ -387,13 +387,20 @@ def tensor_reduce(
     if bitvec and not dtypes.is_int(data.dtype):
         raise DtypeError("bitvec-int", f"bitwise reduction needs integers: {data.describe()}", site)
     red = REDUCIBLE[token.name]
+    # A float add accumulates left to right in float32 (np.add.reduce sums pairwise, as the vendor
+    # simulator does): on a trn1 device (NKI 0.6.0) tensor_reduce(op=nl.add) over 128 float32
+    # values per row gave the sequential float32 sum, bit for bit, on every row of two published
+    # 4096-row runs; nki.simulate's pairwise sums differ from it by up to 8 ulp (fourth batch of
+    # third-party kernels, docs/emulator.md "Numerics"). No trn2 run is public; the same order
+    # is used there.
+    sequential = token.name == "add" and not bitvec
     x_op, write, p, sign = data.operand(site), _writer(dst, site), data.partitions, F32(-1.0)
 
     def run() -> None:
         x = np.asarray(x_op.read()).reshape(p, kept, -1)
         if not bitvec:
             x = x.astype(F32)
-        y = red(x, axis=2)
+        y = np.add.accumulate(x, axis=2)[:, :, -1] if sequential else red(x, axis=2)
         if negate and not bitvec:
             y = y * sign
         write(y)
