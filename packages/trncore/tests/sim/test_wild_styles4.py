@@ -186,15 +186,22 @@ def row_sums(w):
     return out
 
 
-def test_tensor_reduce_add_sums_left_to_right_in_float32() -> None:
+def test_tensor_reduce_add_sums_left_to_right_in_float32_on_trn1(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A published trn1 device run (NKI 0.6.0) of a per-bin sum kernel: tensor_reduce(op=nl.add)
     # over 128 float32 values per row equalled the sequential float32 sum on every one of 4096 rows
     # (two seeds), 1 ulp from the float64 sum at the median; nki.simulate's (and NumPy's) pairwise
-    # sum does not. The reference here is a plain float32 loop.
-    w = np.random.default_rng(3).random((512, 128), dtype=np.float32)
-    got = np.asarray(jit(row_sums)(w)).reshape(-1)
-    seq = np.zeros(512, np.float32)
-    for k in range(128):
-        seq += w[:, k]
-    np.testing.assert_array_equal(got, seq)
-    assert (seq != np.add.reduce(w, axis=1)).any()  # the two orders differ on this data
+    # sum does not. The reference here is a plain float32 loop. trn2 (unmeasured) keeps the
+    # pairwise sum. Rows of 128 and of 3000 values (the two ways the emulator sums in order).
+    for cols in (128, 3000):
+        w = np.random.default_rng(3).random((256, cols), dtype=np.float32)
+        seq = np.zeros(256, np.float32)
+        for k in range(cols):
+            seq += w[:, k]
+        assert (seq != np.add.reduce(w, axis=1)).any()  # the two orders differ on this data
+        monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
+        np.testing.assert_array_equal(np.asarray(jit(row_sums)(w)).reshape(-1), seq)
+        monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+        got = np.asarray(jit(row_sums)(w)).reshape(-1)
+        np.testing.assert_array_equal(got, np.add.reduce(w, axis=1))
