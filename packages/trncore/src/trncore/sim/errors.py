@@ -23,7 +23,14 @@ __all__ = [
     "ShapeError",
     "TargetError",
     "UninitializedReadError",
+    "site_suffix",
 ]
+
+
+def site_suffix(site: tuple[str, int] | None) -> str:
+    """``" (at file:line)"`` for a kernel site (how every rule error ends), ``""`` without one: for
+    the plain TypeErrors that name a kernel line too."""
+    return f" (at {site[0]}:{site[1]})" if site else ""
 
 
 class NkiValidationError(Exception):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -130,6 +131,25 @@ class NkiInstruction:
         return self
 
 
+def _signature_error(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], exc: TypeError
+) -> TypeError | None:
+    """A TypeError naming the instruction's parameters and the kernel's line when the call does
+    not match the instruction's signature (Python's own message names neither; a parameter of
+    another API, such as ``tensor_copy(dtype=...)``, is a common slip), else None."""
+    signature = inspect.signature(fn)
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError:
+        names = ", ".join(signature.parameters)
+        site = context.user_site()
+        where = f" (at {site[0]}:{site[1]})" if site else ""
+        return TypeError(
+            f"nki.isa.{fn.__name__}: {exc}; its parameters are ({names}){where}"
+        )
+    return None
+
+
 def returning_handle(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (an ``nisa`` instruction) returning an :class:`NkiInstruction` for what it recorded
     when it would return None."""
@@ -137,10 +157,16 @@ def returning_handle(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         ctx = context.maybe_current()
-        if ctx is None:
-            return fn(*args, **kwargs)
-        first = len(ctx.instrs)
-        out = fn(*args, **kwargs)
+        try:
+            if ctx is None:
+                return fn(*args, **kwargs)
+            first = len(ctx.instrs)
+            out = fn(*args, **kwargs)
+        except TypeError as exc:
+            better = _signature_error(fn, args, kwargs, exc)
+            if better is None:
+                raise
+            raise better from None
         end = len(ctx.instrs)
         if out is None and end > first:
             return NkiInstruction(ctx, first, end, ctx.instrs[first].site, ctx.instrs[first].op)

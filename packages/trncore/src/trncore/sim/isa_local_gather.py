@@ -34,7 +34,7 @@ import numpy as np
 from trncore.sim import known_issues
 from trncore.sim.checks import check_compute_operand
 from trncore.sim.context import current, user_site
-from trncore.sim.errors import BoundsError, DtypeError, ShapeError
+from trncore.sim.errors import BoundsError, DtypeError, ShapeError, site_suffix
 from trncore.sim.isa_common import require_sbuf
 
 __all__ = ["local_gather"]
@@ -72,12 +72,12 @@ def local_gather(
                          f"{src.describe()}, {idx.describe()}, {dst.describe()}", site)  # fmt: skip
     if isinstance(num_elem_per_idx, bool) or num_elem_per_idx not in ELEMS_PER_INDEX:
         raise ValueError(f"local_gather: num_elem_per_idx must be one of {ELEMS_PER_INDEX}, got "
-                         f"{num_elem_per_idx!r} (at {site})")  # fmt: skip
+                         f"{num_elem_per_idx!r}{site_suffix(site)}")  # fmt: skip
     per_core = PARTITIONS_PER_CORE * idx.free_size
     valid = per_core if num_valid_indices is None else num_valid_indices
     if isinstance(valid, bool) or not isinstance(valid, (int, np.integer)) or valid < 1:
         raise ValueError(f"local_gather: num_valid_indices must be a positive int, got "
-                         f"{num_valid_indices!r} (at {site})")  # fmt: skip
+                         f"{num_valid_indices!r}{site_suffix(site)}")  # fmt: skip
     valid = int(valid)
     if valid > min(per_core, MAX_INDICES_PER_CORE):
         raise ShapeError("local-gather-indices", f"local_gather num_valid_indices {valid} exceeds "

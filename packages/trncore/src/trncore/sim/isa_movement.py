@@ -22,6 +22,7 @@ from trncore.sim.errors import (
     DtypeError,
     ShapeError,
     TargetError,
+    site_suffix,
 )
 from trncore.sim.isa_common import DIRECT_CASTS as _DIRECT_CASTS
 from trncore.sim.isa_common import affine_values as _affine_values
@@ -268,7 +269,7 @@ def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None 
     ctx, site = _begin()
     dst = check_compute_operand(dst, "memset", "dst", site, packed_ok=True)
     if isinstance(value, NkiTensor):
-        raise TypeError(f"memset value must be a compile-time constant (at {site})")
+        raise TypeError(f"memset value must be a compile-time constant{site_suffix(site)}")
     is_int_value = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if dtypes.is_int(dst.dtype) and not is_int_value:
         raise DtypeError(

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim.checks import check_compute_operand
-from trncore.sim.errors import BufferError, DtypeError, ShapeError, TargetError
+from trncore.sim.errors import BufferError, DtypeError, ShapeError, TargetError, site_suffix
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 
@@ -44,7 +44,7 @@ def nonzero_with_count(
                          f"{dst.describe()}", site)  # fmt: skip
     for value, what in ((index_offset, "index_offset"), (padding_val, "padding_val")):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"nonzero_with_count: {what} must be an int32, got {value!r} (at {site})")
+            raise TypeError(f"nonzero_with_count: {what} must be an int32, got {value!r}{site_suffix(site)}")
     offset, pad = int(index_offset), int(padding_val)
     s_op, d_op = src.operand(site), dst.operand(site)
     p, t = src.partitions, src.free_size

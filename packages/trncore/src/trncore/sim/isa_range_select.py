@@ -29,7 +29,7 @@ import numpy as np
 from trncore.sim import dtypes
 from trncore.sim.alu import BINARY
 from trncore.sim.checks import check_compute_operand, check_same_layout, read_f32
-from trncore.sim.errors import DtypeError, ShapeError, TargetError
+from trncore.sim.errors import DtypeError, ShapeError, TargetError, site_suffix
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import op_token as _op_token
@@ -37,6 +37,7 @@ from trncore.sim.isa_common import reduce_cmd
 from trncore.sim.isa_common import reduce_cmd as _ReduceCmd
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.isa_reduce_chain import ACC_KEY
+from trncore.sim.tensor import NkiTensor
 
 __all__ = ["range_select"]
 
@@ -84,6 +85,14 @@ def range_select(
                          f"got {src.describe()}", site)  # fmt: skip
     bounds = []
     for b, what in ((bound0, "bound0"), (bound1, "bound1")):
+        if not isinstance(b, NkiTensor):
+            # nki.isa.range_select (NKI 0.3.0-0.6.0): "bound0: tile with one element per
+            # partition" (the signature types it NkiTensor; select_reduce's on_false, by contrast,
+            # is "float | NkiTensor"). A public DeepSeek indexer passes bound0=0.0.
+            raise ShapeError("range-select-bound", f"range_select {what} must be a float32 tile "
+                             f"with one element on each of {src.partitions} partitions, not a "
+                             f"{type(b).__name__} ({b!r}); memset a ({src.partitions}, 1) tile",
+                             site)  # fmt: skip
         b = check_compute_operand(b, "range_select", what, site)
         if b.partitions != src.partitions or b.free_size != 1:
             raise ShapeError("range-select-bound", f"range_select {what} must be a float32 tile "
@@ -101,7 +110,8 @@ def range_select(
         raise DtypeError("range-select-false-value", "range_select on_false_value must be FP32_MIN "
                          f"(-3.4028235e+38) on the hardware, got {on_false_value!r}", site)  # fmt: skip
     if isinstance(range_start, bool) or not isinstance(range_start, (int, np.integer)):
-        raise TypeError(f"range_select: range_start must be a compile-time int (at {site})")
+        raise TypeError("range_select: range_start must be a compile-time int, got "
+                        f"{range_start!r}{site_suffix(site)}")
     if not isinstance(reduce_cmd, _ReduceCmd):
         raise TypeError(f"range_select: reduce_cmd must be a nisa.reduce_cmd member, got {reduce_cmd!r}")
     cmd = reduce_cmd.name

@@ -417,6 +417,15 @@ def reciprocal(dst: Any, data: Any, name: str | None = None) -> None:
     ctx.emit("reciprocal", "vector", site, [data], [dst], run, _elementwise_meta(dst))
 
 
+def _sum_in_order(x: np.ndarray) -> np.ndarray:
+    """``x.sum(axis=2)`` accumulated left to right in x's dtype. NumPy adds whole slices one after
+    another when the summed axis is the outer one (pairwise only along the contiguous axis), which
+    is the faster way for short rows; ``add.accumulate`` for long ones."""
+    if x.shape[2] <= 2048:
+        return np.add.reduce(np.ascontiguousarray(np.moveaxis(x, 2, 0)), axis=0)
+    return np.add.accumulate(x, axis=2)[:, :, -1]
+
+
 def tensor_reduce(
     dst: Any,
     op: Any,
@@ -456,13 +465,20 @@ def tensor_reduce(
     if bitvec and not dtypes.is_int(data.dtype):
         raise DtypeError("bitvec-int", f"bitwise reduction needs integers: {data.describe()}", site)
     red = REDUCIBLE[token.name]
+    # On trn1 a float add accumulates left to right in float32 (np.add.reduce sums pairwise, as
+    # the vendor simulator does): on a trn1 device (NKI 0.6.0) tensor_reduce(op=nl.add) over 128
+    # float32 values per row gave the sequential float32 sum, bit for bit, on every row of two
+    # published 4096-row runs; nki.simulate's pairwise sums differ from it by up to 8 ulp (fourth
+    # batch of third-party kernels, docs/emulator.md "Numerics"). No trn2 run is public: trn2
+    # keeps the simulator's pairwise sum.
+    sequential = token.name == "add" and not bitvec and ctx.rules.nc_version < 3
     x_op, write, p, sign = data.operand(site), _writer(dst, site), data.partitions, F32(-1.0)
 
     def run() -> None:
         x = np.asarray(x_op.read()).reshape(p, kept, -1)
         if not bitvec:
             x = x.astype(F32)
-        y = red(x, axis=2)
+        y = _sum_in_order(x) if sequential else red(x, axis=2)
         if negate and not bitvec:
             y = y * sign
         write(y)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import context, dtypes, known_issues, lnc_control
-from trncore.sim.errors import BufferError, LanguageError, ShapeError
+from trncore.sim.errors import BufferError, LanguageError, ShapeError, site_suffix
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_instruction import dynamic_scope, refuse_in_no_reorder
 from trncore.sim.nki_object import NKIObject
@@ -103,7 +103,7 @@ def _check_register(reg: Any, op: str, what: str) -> VirtualRegister:
 
 def _check_scalar(t: Any, op: str, what: str, site: Any) -> NkiTensor:
     if not isinstance(t, NkiTensor):
-        raise TypeError(f"nisa.{op}: {what} must be a tensor, got {t!r} (at {site})")
+        raise TypeError(f"nisa.{op}: {what} must be a tensor, got {t!r}{site_suffix(site)}")
     if t.size != 1:
         raise ShapeError(f"{op}-one-element", f"nisa.{op} {what} must hold exactly one element "
                          f"(shape [1] or [1, 1]), got {t.describe()}", site)  # fmt: skip

@@ -725,10 +725,17 @@ class NkiTensor:
         dims = [(st * old // new, n) for st, n in self.dims[:-1]] + [(1, shape[-1])]
         return NkiTensor(self.alloc, name, self.offset * old // new, dims, indexed=True)
 
+    def _indirect_stride(self, shape: Sequence[int], dim: int, own: bool) -> int:
+        """Elements between consecutive indices of dimension ``dim`` for a dynamic offset: the
+        view's own stride (``own``), else the row-major stride of ``shape``."""
+        if own and dim < len(self.dims):
+            return self.dims[dim][0]
+        return math.prod(shape[dim + 1 :])
+
     def ap(
         self,
         pattern: Sequence[Sequence[int]],
-        offset: int = 0,
+        offset: int | None = None,
         scalar_offset: Any = None,
         vector_offset: Any = None,
         indirect_dim: int = 0,
@@ -742,7 +749,14 @@ class NkiTensor:
         name = self.dtype if dtype is None else dtypes.dtype_name(dtype)
         dims = [(int(s), int(n)) for s, n in pattern]
         scale = dtypes.itemsize(self.dtype) / dtypes.itemsize(name)
-        base_offset = int((self.offset) * scale) + int(offset)
+        base_offset = int((self.offset) * scale) + int(offset or 0)
+        # Which tensor a dynamic offset's ``indirect_dim`` refers to. nki.language.NkiTensor.ap
+        # (SDK 2.31 and 2.32, NKI 0.5.0-0.6.0): "offset: ... When None (default), inherits the
+        # current view's storage offset"; "indirect_dim: dimension in self.shape whose stride
+        # scales the indirect scalar/vector offset". ``row_shape`` is that shape; a view that
+        # keeps its offset scales by its own stride (``own_stride``).
+        row_shape = self.shape
+        own_stride = False
         if self.indexed:
             # .ap() on a view (an .ap() view or a slice). The SDK 2.29 access-pattern page forbade
             # it ("cannot specify an access pattern on an already indexed tensor"); the SDK 2.31
@@ -750,15 +764,23 @@ class NkiTensor:
             # storage directly ... ignoring any shape, strides, or offset carried by the view",
             # so a chained .ap is the outer pattern over the storage. AWS's own library chains
             # .ap() calls, so the defined (2.31) reading is emulated (docs/emulator.md).
-            base_offset = int(offset)
+            # With no offset given, the same page keeps the view's storage offset, and the
+            # indirect dimension is the view's own (``x[h].ap(pattern, vector_offset=rows)``
+            # gathers rows of ``x[h]``); an explicit offset addresses the storage.
+            if offset is None:
+                base_offset = int(self.offset * scale)
+                own_stride = True
+            else:
+                base_offset = int(offset)
+                row_shape = self.alloc.shape
         if scalar_offset is not None and vector_offset is not None:
             raise LanguageError(
                 "ap-dynamic", "scalar_offset and vector_offset are mutually exclusive", site
             )
-        view_shape = self.alloc.shape if self.indexed else self.shape
+        view_shape = row_shape
         dynamic: ScalarOffset | VectorOffset | None = None
         if scalar_offset is not None:
-            row = int(math.prod(view_shape[indirect_dim + 1 :]) * scale)
+            row = int(self._indirect_stride(view_shape, indirect_dim, own_stride) * scale)
             if isinstance(scalar_offset, NkiTensor):
                 dynamic = ScalarOffset(scalar_offset, row, site)
             elif hasattr(scalar_offset, "__index__") or hasattr(scalar_offset, "as_scalar_offset"):
@@ -775,7 +797,7 @@ class NkiTensor:
         if vector_offset is not None:
             if indirect_dim != 0:
                 raise LanguageError("ap-vector-offset", "vector_offset needs indirect_dim=0", site)
-            row = int(math.prod(view_shape[1:]) * scale)
+            row = int(self._indirect_stride(view_shape, 0, own_stride) * scale)
             dims[0] = (row, dims[0][1])
             dynamic = VectorOffset(vector_offset, row, site)
         result = NkiTensor(self.alloc, name, base_offset, dims, indexed=True, dynamic=dynamic)
