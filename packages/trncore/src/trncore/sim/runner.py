@@ -191,17 +191,30 @@ def _bind_arguments(
 
 
 def _closure_flag(fn: Callable[..., Any]) -> str:
-    """A key component for values a kernel captures from enclosing scopes.
+    """A key component for values a kernel captures from enclosing scopes or parameter defaults.
 
     ``KernelKey`` hashes the source text, which is the same for every closure made from one
-    ``def``; captured values change the program, so they are part of the emulator's key. Plain
-    values are keyed by ``repr``, functions by identity and source, anything else by object id
-    (conservative: a different object is a different program).
+    ``def``; captured values change the program, so they are part of the emulator's key. So do
+    the defaults of parameters the call leaves out (``def k(x, dt=dt)`` made in a loop: one
+    source, a different program per default; the call's own arguments are keyed already).
+    Plain values are keyed by ``repr``, functions by identity and source, anything else by
+    object id (conservative: a different object is a different program).
     """
-    cells = getattr(fn, "__closure__", None)
-    if not cells:
+    cells = getattr(fn, "__closure__", None) or ()
+    defaults = tuple(getattr(fn, "__defaults__", None) or ())
+    kwdefaults = getattr(fn, "__kwdefaults__", None) or {}
+    if not cells and not defaults and not kwdefaults:
         return ""
     from trncore.keys import kernel_identity, source_hash
+
+    def part(value: Any) -> str:
+        if value is None or isinstance(value, (bool, int, float, str, bytes, tuple)):
+            return repr(value)
+        if callable(value) and hasattr(value, "__code__"):
+            return f"{kernel_identity(value)}#{source_hash(value)}"
+        if hasattr(value, "name") and isinstance(value.name, str):
+            return f"{type(value).__name__}.{value.name}"
+        return f"{type(value).__name__}@{id(value)}"
 
     parts = []
     for cell in cells:
@@ -210,14 +223,11 @@ def _closure_flag(fn: Callable[..., Any]) -> str:
         except ValueError:  # an empty cell (recursive definition)
             parts.append("<empty>")
             continue
-        if value is None or isinstance(value, (bool, int, float, str, bytes, tuple)):
-            parts.append(repr(value))
-        elif callable(value) and hasattr(value, "__code__"):
-            parts.append(f"{kernel_identity(value)}#{source_hash(value)}")
-        elif hasattr(value, "name") and isinstance(value.name, str):
-            parts.append(f"{type(value).__name__}.{value.name}")
-        else:
-            parts.append(f"{type(value).__name__}@{id(value)}")
+        parts.append(part(value))
+    if defaults or kwdefaults:
+        parts.append("defaults")
+        parts.extend(part(v) for v in defaults)
+        parts.extend(f"{k}={part(v)}" for k, v in sorted(kwdefaults.items()))
     import hashlib
 
     return "closure=" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
