@@ -142,6 +142,20 @@ def pick_engine(requested: Any, default: engine) -> engine:
     return eng
 
 
+def check_engine(eng: engine, allowed: tuple[engine, ...], op: str, page: str, site: Any) -> None:
+    """An ``engine=`` the instruction's page does not list is a LanguageError ``<op>-engine`` (dashes) at
+    ``site`` naming the argument (``eng`` as :func:`pick_engine` resolved it; ``page`` cites the
+    list, e.g. "nki.isa.memset, NKI 0.3.0 and 0.6.0: vector or gpsimd")."""
+    if eng not in allowed:
+        names = ", ".join(f"nisa.engine.{e.name}" for e in allowed)
+        raise LanguageError(
+            f"{op.replace('_', '-')}-engine",
+            f"{op} engine={eng.name} is not supported; engine must be one of "
+            f"{names} or nisa.engine.unknown ({page})",
+            site,
+        )
+
+
 def check_gpsimd_psum(eng: engine, op: str, site: Any, *tensors: NkiTensor) -> None:
     """GpSimd has no PSUM access: a BufferError at ``site`` when ``eng`` is GpSimd and a tensor is in PSUM."""
     if eng == engine.gpsimd:
@@ -195,6 +209,14 @@ def affine_values(
     ``pattern`` over ``p`` partitions of ``free`` elements (``nisa.iota``, ``nisa.affine_select``);
     a pattern that does not cover ``free`` is a ShapeError naming ``op``."""
     dims = [(int(s), int(n)) for s, n in pattern]
+    if len(dims) > 4:
+        # nki.isa.iota / nki.isa.affine_select (NKI 0.3.0 and 0.6.0): "a list of [step, num] to
+        # describe up to 4D tensor sizes and strides"
+        raise ShapeError(
+            "pattern-rank",
+            f"{op} pattern {pattern} has {len(dims)} [step, num] pairs; the pattern is up to 4D",
+            site,
+        )
     if math.prod(n for _, n in dims) != free:
         raise ShapeError(
             "pattern-size",

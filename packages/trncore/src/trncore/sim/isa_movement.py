@@ -18,12 +18,14 @@ from trncore.sim.checks import (
 from trncore.sim.errors import (
     BufferError,
     DtypeError,
+    LanguageError,
     ShapeError,
     TargetError,
 )
 from trncore.sim.isa_common import DIRECT_CASTS as _DIRECT_CASTS
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
 from trncore.sim.isa_common import dge_mode, engine, oob_mode
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
@@ -75,6 +77,20 @@ def dma_copy(
             site,
         )
     mode = int(dge_mode)
+    eng_enum = globals()["engine"]
+    eng = _pick_engine(engine, eng_enum.unknown)
+    if eng != eng_enum.unknown:
+        # nki.isa.dma_copy (NKI 0.3.0 and 0.6.0): engine is "the engine to use for HWDGE
+        # descriptor generation: sync or scalar. Only valid when dge_mode=nisa.dge_mode.hwdge"
+        if mode != 2:
+            raise LanguageError(
+                "dma-copy-engine",
+                f"dma_copy engine={eng.name} is only valid with dge_mode=nisa.dge_mode.hwdge "
+                f"(it picks the HWDGE queue), got dge_mode={dge_mode!r}",
+                site,
+            )
+        _check_engine(eng, (eng_enum.sync, eng_enum.scalar), "dma_copy",
+                      "nki.isa.dma_copy, NKI 0.3.0 and 0.6.0: HWDGE on sync or scalar", site)  # fmt: skip
     if mode == 2:  # hwdge
         if ctx.rules.nc_version < 3:
             raise TargetError("hwdge", "dge_mode=hwdge needs NeuronCore-v3 (trn2)", site)
@@ -211,8 +227,11 @@ def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | No
     dst = check_compute_operand(dst, "tensor_copy", "dst", site)
     src = check_compute_operand(src, "tensor_copy", "src", site)
     check_same_layout(src, dst, "tensor_copy", "src and dst", site)
-    eng = _pick_engine(engine, globals()["engine"].vector)
-    if eng == globals()["engine"].scalar and ctx.rules.nc_version < 3:
+    eng_enum = globals()["engine"]
+    eng = _pick_engine(engine, eng_enum.vector)
+    _check_engine(eng, (eng_enum.vector, eng_enum.scalar, eng_enum.gpsimd), "tensor_copy",
+                  "nki.isa.tensor_copy, NKI 0.3.0 and 0.6.0", site)  # fmt: skip
+    if eng == eng_enum.scalar and ctx.rules.nc_version < 3:
         raise TargetError(
             "tensor-copy-scalar",
             "tensor_copy is not supported on ScalarE on NeuronCore-v2; "
@@ -266,7 +285,10 @@ def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None 
             f"memset of packed {dst.describe()} takes only value=0, got {value!r}",
             site,
         )
-    eng = _pick_engine(engine, globals()["engine"].vector)
+    eng_enum = globals()["engine"]
+    eng = _pick_engine(engine, eng_enum.vector)
+    _check_engine(eng, (eng_enum.vector, eng_enum.gpsimd), "memset",
+                  "nki.isa.memset, NKI 0.3.0 and 0.6.0: Vector or GpSimd Engine", site)  # fmt: skip
     _check_gpsimd_psum(eng, "memset", site, dst)
     filled = dtypes.cast(np.full(dst.shape, value, dtype=np.float64), dst.dtype)
     d_op = dst.operand(site)

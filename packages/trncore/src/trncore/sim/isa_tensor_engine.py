@@ -20,6 +20,7 @@ from trncore.sim.errors import (
     ShapeError,
 )
 from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import engine, matmul_perf_mode
 from trncore.sim.isa_common import pick_engine as _pick_engine
 from trncore.sim.matmul_modes import check_pe_tiling, double_row_dims, is_double_row
@@ -231,6 +232,8 @@ def nc_transpose(
     p, f = data.partitions, data.free_size
     eng_enum = globals()["engine"]
     eng = _pick_engine(engine, eng_enum.tensor if dst.buffer.name == "psum" else eng_enum.vector)
+    _check_engine(eng, (eng_enum.tensor, eng_enum.vector), "nc_transpose",
+                  "nki.isa.nc_transpose, NKI 0.3.0 and 0.6.0: Tensor or Vector Engine", site)  # fmt: skip
     if eng == eng_enum.tensor:
         if data.buffer.name != "sbuf" or dst.buffer.name != "psum":
             raise BufferError(
