@@ -192,3 +192,129 @@ def test_iota_four_dim_pattern_follows_the_pages_loop_nest(target: str) -> None:
 @pytest.mark.parametrize("kernel", [_iota5, _affine5])
 def test_a_pattern_of_more_than_four_dims_is_refused(kernel: Any) -> None:
     _refused(kernel, [_f32(4, 12)], ShapeError, "pattern-rank")
+
+
+# --- nc_matmul: the page's input dtypes, pairings and limits ---------------------------------
+
+_NP = {
+    "float32": np.float32,
+    "bfloat16": BF16,
+    "float16": np.float16,
+    "float8_e4m3": ml_dtypes.float8_e4m3,
+    "float8_e5m2": ml_dtypes.float8_e5m2,
+}
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """float32 rounded to 10 mantissa bits, to nearest even (tfloat32)."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0xFFF + ((u >> 13) & 1)) & ~np.uint64(0x1FFF)
+    return u.astype(np.uint32).view(np.float32)
+
+
+def _as(x: np.ndarray, name: str) -> np.ndarray:
+    return _tf32(x) if name == "tfloat32" else x.astype(_NP[name]).astype(np.float32)
+
+
+def _matmul(sdt: str, mdt: str, m: int, n: int, **kw: Any) -> Any:
+    def k(a, b):
+        s = _load(a, getattr(nl, sdt))
+        v = _load(b, getattr(nl, mdt))
+        p = nl.ndarray((m, n), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=p, stationary=s, moving=v, **kw)  # HERE
+        o = nl.ndarray((m, n), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=o, src=p)
+        return _store(o)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("sdt", "mdt"),
+    [
+        # nki.isa.nc_matmul (NKI 0.3.0, 0.6.0): float8_e4m3/float8_e5m2/bfloat16/float16/tfloat32/
+        # float32; mixed types allowed except that fp32/tf32 pairs only with fp32/tf32
+        ("float8_e4m3", "float8_e4m3"),
+        ("float8_e5m2", "float8_e5m2"),
+        ("float8_e4m3", "float8_e5m2"),
+        ("bfloat16", "float8_e4m3"),
+        ("float16", "bfloat16"),
+        ("float8_e5m2", "float16"),
+        ("tfloat32", "tfloat32"),
+        ("tfloat32", "float32"),
+    ],
+)
+def test_matmul_input_dtypes_of_the_page(target: str, sdt: str, mdt: str) -> None:
+    k_, m, n = 128, 128, 512  # the page's limits: K, M <= 128, N <= 512 (one fp32 PSUM bank)
+    a, b = _f32(k_, m), _f32(k_, n)
+    want = _as(a, sdt).astype(np.float64).T @ _as(b, mdt).astype(np.float64)
+    got = run_kernel(_matmul(sdt, mdt, m, n), [a, b])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)  # fp32 accumulation
+
+
+@pytest.mark.parametrize(
+    ("sdt", "mdt", "error", "rule"),
+    [
+        ("float32", "bfloat16", "DtypeError", "matmul-fp32-pairing"),
+        ("float16", "tfloat32", "DtypeError", "matmul-fp32-pairing"),
+        ("int8", "int8", "DtypeError", "matmul-input-dtype"),
+        # NKI 0.6.0 page: float8_e4m3fn (OCP FP8) from NeuronCore-v4; 0.3.0 does not list it
+        ("float8_e4m3fn", "float8_e4m3", "TargetError", "matmul-e4m3fn"),
+        ("bfloat16", "float8_e4m3fn", "TargetError", "matmul-e4m3fn"),
+    ],
+)
+def test_matmul_dtypes_the_page_excludes(target: str, sdt: str, mdt: str, error: str, rule: str) -> None:
+    from trncore.sim import errors
+
+    _refused(_matmul(sdt, mdt, 8, 8), [_f32(8, 8), _f32(8, 8)], getattr(errors, error), rule)
+
+
+def test_matmul_accumulate_loop_example_of_the_0_6_page(target: str) -> None:
+    # nki.isa.nc_matmul, NKI 0.6.0 example: K=512 tiled by 128, accumulate=(i > 0)
+    def kernel(lhs_t, rhs):
+        kk, m = lhs_t.shape
+        n = rhs.shape[1]
+        result = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+        res_psum = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+        for i in nl.static_range(kk // 128):
+            lhs_sb = nl.ndarray((128, m), dtype=lhs_t.dtype, buffer=nl.sbuf)
+            rhs_sb = nl.ndarray((128, n), dtype=rhs.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=lhs_sb, src=lhs_t[i * 128 : (i + 1) * 128, :])
+            nisa.dma_copy(dst=rhs_sb, src=rhs[i * 128 : (i + 1) * 128, :])
+            nisa.nc_matmul(dst=res_psum, stationary=lhs_sb, moving=rhs_sb, accumulate=(i > 0))
+        res_sb = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res_sb, src=res_psum)
+        nisa.dma_copy(dst=result, src=res_sb)
+        return result
+
+    a, b = _f32(512, 64), _f32(512, 96)
+    got = run_kernel(kernel, [a, b])
+    np.testing.assert_allclose(got, a.astype(np.float64).T @ b, rtol=1e-4, atol=1e-4)
+
+
+def _transpose_by_matmul(x, eye):
+    s = _load(x)
+    p = nl.ndarray((x.shape[1], x.shape[0]), x.dtype, buffer=nl.psum)
+    nisa.nc_matmul(dst=p, stationary=s, moving=_load(eye), is_transpose=True)
+    o = nl.ndarray(p.shape, x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=o, src=p)
+    return _store(o)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16])
+def test_matmul_transpose_mode_is_bit_accurate_on_trn2(dtype: Any) -> None:
+    # nki.isa.nc_matmul (NKI 0.3.0, 0.6.0): "Starting NeuronCore-v3, ... is_transpose=True enables
+    # bit-accurate data transpose, which can transpose tensors with NaN/Inf values properly"
+    x = _f32(16, 24).astype(dtype)
+    x[0, 0], x[3, 5], x[7, 1] = np.nan, np.inf, -0.0
+    got = run_kernel(_transpose_by_matmul, [x, np.eye(16, dtype=dtype)], target="trn2")
+    np.testing.assert_array_equal(got.view(np.uint16 if dtype is BF16 else np.uint32),
+                                  x.T.view(np.uint16 if dtype is BF16 else np.uint32))  # fmt: skip
+
+
+def test_matmul_transpose_mode_of_finite_data_on_trn1() -> None:
+    # NeuronCore-v2 has no transpose mode (the page): a product with the identity, exact for
+    # finite values
+    x = _f32(16, 24)
+    np.testing.assert_array_equal(run_kernel(_transpose_by_matmul, [x, np.eye(16, dtype=np.float32)],
+                                             target="trn1"), x.T)  # fmt: skip
