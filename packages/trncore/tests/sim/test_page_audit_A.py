@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl
-from trncore.sim.errors import ShapeError
+from trncore.sim.errors import DtypeError, ShapeError, TargetError
 from trncore.sim.runner import run_kernel
 from trncore.sim.testing import assert_reported_at
 
@@ -318,3 +318,117 @@ def test_matmul_transpose_mode_of_finite_data_on_trn1() -> None:
     x = _f32(16, 24)
     np.testing.assert_array_equal(run_kernel(_transpose_by_matmul, [x, np.eye(16, dtype=np.float32)],
                                              target="trn1"), x.T)  # fmt: skip
+
+
+# --- activation / activation_reduce: operands, dtypes, buffers --------------------------------
+
+
+def _activation(form: dict) -> Any:
+    """``activation(op=nl.exp)`` in the form ``form`` describes (keys below)."""
+
+    def k(x, b, s):
+        t = _load(x, form.get("x", nl.float32))
+        if form.get("data_psum"):
+            p = nl.ndarray(x.shape, t.dtype, buffer=nl.psum)
+            nisa.tensor_copy(dst=p, src=t)
+            t = p
+        kw: dict = {}
+        if form.get("bias") == "vector":
+            kw["bias"] = _load(b, form.get("bias_dtype", nl.float32))
+        elif form.get("bias") == "scalar":
+            kw["bias"] = 0.25
+        if form.get("scale") == "vector":
+            kw["scale"] = _load(s, form.get("scale_dtype", nl.float32))
+        elif form.get("scale") == "scalar":
+            kw["scale"] = 1.5
+        res = None
+        if form.get("reduce"):
+            res = nl.ndarray((x.shape[0], 1), nl.float32, buffer=nl.sbuf)
+            kw.update(reduce_op=nl.add, reduce_res=res, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        buf = nl.psum if form.get("dst_psum") else nl.sbuf
+        o = nl.ndarray(x.shape, form.get("dst", nl.float32), buffer=buf)
+        nisa.activation(dst=o, op=nl.exp, data=t, **kw)  # HERE
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=out, src=o)
+        return (_store(out), _store(res)) if res is not None else _store(out)
+
+    return k
+
+
+_ACT_NP = {nl.float32: np.float32, nl.bfloat16: BF16, nl.float16: np.float16}
+
+
+def _activation_reference(form: dict, x, b, s) -> np.ndarray:
+    # output = op(data * scale + bias) in float32, cast to dst's dtype (nki.isa.activation)
+    xx = x.astype(_ACT_NP[form.get("x", nl.float32)]).astype(np.float64)
+    scale = {"vector": s.astype(np.float64), "scalar": 1.5}.get(form.get("scale"), 1.0)
+    bias = {"vector": b.astype(_ACT_NP[form.get("bias_dtype", nl.float32)]).astype(np.float64),
+            "scalar": 0.25}.get(form.get("bias"), 0.0)  # fmt: skip
+    y = np.exp(xx * scale + bias).astype(np.float32)
+    return y.astype(_ACT_NP[form.get("dst", nl.float32)]).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        {"bias": "vector", "scale": "vector"},
+        {"bias": "vector", "bias_dtype": nl.bfloat16, "scale": "scalar"},  # any dtype but tf32
+        {"bias": "vector", "bias_dtype": nl.float16},
+        {"x": nl.bfloat16, "dst": nl.bfloat16, "scale": "vector"},
+        {"x": nl.float16, "dst": nl.float16},
+        {"data_psum": True, "scale": "scalar"},  # data and dst: SBUF or PSUM
+        {"dst_psum": True, "bias": "vector"},
+        {"data_psum": True, "dst_psum": True, "dst": nl.bfloat16},
+        {"reduce": True, "scale": "vector", "bias": "vector"},
+    ],
+)
+def test_activation_forms_of_the_page(target: str, form: dict) -> None:
+    _check_activation(form, target)
+
+
+def test_activation_scalar_bias_on_trn2() -> None:
+    # "starting NeuronCore-v3, bias can either be a compile-time constant scalar or a [N, 1] vector"
+    _check_activation({"bias": "scalar", "scale": "scalar"}, "trn2")
+
+
+def _check_activation(form: dict, target: str) -> None:
+    x, b, s = _f32(16, 10), _f32(16, 1), _f32(16, 1)
+    got = run_kernel(_activation(form), [x, b, s], target=target)
+    want = _activation_reference(form, x, b, s)
+    if form.get("reduce"):
+        got, red = got
+        np.testing.assert_allclose(red, want.sum(axis=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("form", "error", "rule", "targets"),
+    [
+        ({"scale": "vector", "scale_dtype": nl.bfloat16}, DtypeError, "activation-scale-dtype",
+         ("trn1", "trn2")),
+        ({"scale": "vector", "scale_dtype": nl.float16}, DtypeError, "activation-scale-dtype",
+         ("trn1", "trn2")),
+        ({"bias": "vector", "bias_dtype": nl.tfloat32}, DtypeError, "activation-bias-dtype",
+         ("trn1", "trn2")),
+        ({"bias": "scalar"}, TargetError, "activation-scalar-bias", ("trn1",)),
+    ],
+)  # fmt: skip
+def test_activation_neighbours_the_page_excludes(form: dict, error: type, rule: str, targets: tuple) -> None:
+    for target in targets:
+        _refused(_activation(form), [_f32(16, 10), _f32(16, 1), _f32(16, 1)], error, rule,
+                 target=target)  # fmt: skip
+
+
+def test_activation_reduce_op_is_add_only() -> None:
+    # nki.isa.activation (NKI 0.3.0, 0.6.0): "reduce_op must be nl.add" (activation_reduce adds
+    # "On NeuronCore-v2"; docs/emulator.md "Readings chosen": nl.add on every target)
+    from trncore.sim.errors import LanguageError
+
+    def k(x):
+        o = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), nl.float32, buffer=nl.sbuf)
+        nisa.activation_reduce(dst=o, op=nl.exp, data=_load(x), reduce_op=nl.maximum, reduce_res=r)  # HERE
+        return _store(r)
+
+    for target in ("trn1", "trn2"):
+        _refused(k, [_f32(8, 4)], LanguageError, "op-token", target=target)

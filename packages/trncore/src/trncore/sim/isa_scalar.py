@@ -129,6 +129,14 @@ def _activation(
             )
     scale = check_vector_operand(scale, data, name, "scale", site)
     if isinstance(scale, NkiTensor):
+        if scale.dtype != "float32":
+            # nki.isa.activation (NKI 0.3.0 and 0.6.0): "The scale parameter must have a float32
+            # data type" (a [N, 1] vector or a compile-time constant)
+            raise DtypeError(
+                "activation-scale-dtype",
+                f"{name} scale must be float32, got {scale.describe()}",
+                site,
+            )
         reads.append(scale)
     writes = [dst]
     if reduce_op is not None:
