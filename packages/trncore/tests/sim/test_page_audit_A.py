@@ -432,3 +432,83 @@ def test_activation_reduce_op_is_add_only() -> None:
 
     for target in ("trn1", "trn2"):
         _refused(k, [_f32(8, 4)], LanguageError, "op-token", target=target)
+
+
+# --- select_reduce: the page's operand rules and its accumulator ------------------------------
+
+
+def _select_reduce(pdt: Any = nl.uint8, tdt: Any = nl.float32, on_false: str = "scalar",
+                   cmds: tuple = ("reset_reduce",), res_dtype: Any = nl.float32) -> Any:  # fmt: skip
+    """One select_reduce per entry of ``cmds`` over column blocks of the data; the last writes
+    ``reduce_res``."""
+
+    def k(a, c, f):
+        p, n = a.shape
+        w = n // len(cmds)
+        pred, t = _load(c, pdt), _load(a, tdt)
+        fv = {"vector": _load(f) if on_false == "vector" else None, "tile": t}.get(on_false, -5.0)
+        o = nl.ndarray((p, n), nl.float32, buffer=nl.sbuf)
+        m = nl.ndarray((p, 1), res_dtype, buffer=nl.sbuf)
+        for i, cmd in enumerate(cmds):
+            last = i == len(cmds) - 1
+            cols = slice(i * w, (i + 1) * w)
+            nisa.select_reduce(  # HERE
+                dst=o[:, cols], predicate=pred[:, cols], on_true=t[:, cols],
+                on_false=fv[:, cols] if on_false == "tile" else fv,
+                reduce_res=m if last else None, reduce_cmd=getattr(nisa.reduce_cmd, cmd),
+                reduce_op=nl.maximum, reverse_pred=(i % 2 == 1),
+            )  # fmt: skip
+        return _store(o), _store(m)
+
+    return k
+
+
+def _select_reduce_reference(a, c, f, cmds, on_false):
+    n = a.shape[1]
+    w = n // len(cmds)
+    fill = f if on_false == "vector" else np.float32(-5.0)
+    outs, acc = [], np.full((a.shape[0], 1), -np.inf, np.float32)
+    for i, cmd in enumerate(cmds):
+        pred = c[:, i * w : (i + 1) * w] != 0
+        pred = ~pred if i % 2 == 1 else pred  # reverse_pred
+        y = np.where(pred, a[:, i * w : (i + 1) * w], fill).astype(np.float32)
+        outs.append(y)
+        if cmd == "reset_reduce":
+            acc = np.full_like(acc, -np.inf)
+        acc = np.maximum(acc, y.max(axis=1, keepdims=True))
+    return np.concatenate(outs, axis=1), acc
+
+
+@pytest.mark.parametrize(
+    ("pdt", "on_false", "cmds"),
+    [
+        (nl.uint8, "scalar", ("reset_reduce",)),
+        (nl.int8, "vector", ("reset_reduce",)),  # on_false: a (P, 1) vector
+        (nl.int16, "scalar", ("reset_reduce", "reduce", "reduce")),  # a chain, reduce_res=None between
+        (nl.uint16, "vector", ("reset_reduce", "reduce")),
+    ],
+)
+def test_select_reduce_forms_and_accumulator_chain(target: str, pdt: Any, on_false: str, cmds: tuple) -> None:
+    a, f = _f32(16, 24), _f32(16, 1)
+    c = (rng.random((16, 24)) > 0.4).astype(np.float32)
+    o, m = run_kernel(_select_reduce(pdt, on_false=on_false, cmds=cmds), [a, c, f])
+    want_o, want_m = _select_reduce_reference(a, c, f, cmds, on_false)
+    np.testing.assert_array_equal(o, want_o)
+    np.testing.assert_array_equal(m, want_m)
+
+
+@pytest.mark.parametrize(
+    ("kw", "error", "rule"),
+    [
+        ({"pdt": nl.float32}, DtypeError, "select-reduce-predicate"),
+        ({"pdt": nl.int32}, DtypeError, "select-reduce-predicate"),
+        ({"tdt": nl.int32}, DtypeError, "select-reduce-on-true"),
+        ({"tdt": nl.tfloat32}, DtypeError, "select-reduce-on-true"),
+        ({"on_false": "tile"}, ShapeError, "select-reduce-on-false"),
+        ({"res_dtype": nl.int32}, DtypeError, "select-reduce-reduce-res"),
+    ],
+)
+def test_select_reduce_neighbours_the_page_excludes(kw: dict, error: type, rule: str) -> None:
+    a, f = _f32(16, 24), _f32(16, 1)
+    c = np.ones((16, 24), np.float32)
+    _refused(_select_reduce(**kw), [a, c, f], error, rule)
