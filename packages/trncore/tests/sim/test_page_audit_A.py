@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl
-from trncore.sim.errors import DtypeError, ShapeError, TargetError
+from trncore.sim.errors import BufferError, DtypeError, ShapeError, TargetError
 from trncore.sim.runner import run_kernel
 from trncore.sim.testing import assert_reported_at
 
@@ -512,3 +512,83 @@ def test_select_reduce_neighbours_the_page_excludes(kw: dict, error: type, rule:
     a, f = _f32(16, 24), _f32(16, 1)
     c = np.ones((16, 24), np.float32)
     _refused(_select_reduce(**kw), [a, c, f], error, rule)
+
+
+# --- nc_transpose: both engines at the page's size edges --------------------------------------
+
+
+def _transpose(p: int, f: int, engine: Any, dst_buf: Any, dtype: Any = nl.float32) -> Any:
+    def k(x):
+        o = nl.ndarray((f, p), dtype, buffer=dst_buf)
+        nisa.nc_transpose(dst=o, data=_load(x, dtype), engine=engine)  # HERE
+        if dst_buf is nl.psum:
+            s = nl.ndarray((f, p), dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=s, src=o)
+            o = s
+        return _store(o)
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("p", "f", "engine", "dst_buf", "dtype"),
+    [
+        # nki.isa.nc_transpose: Tensor Engine up to [128, 128], SBUF -> PSUM, dst of data's dtype
+        (128, 128, E.tensor, nl.psum, nl.float32),
+        (128, 1, E.tensor, nl.psum, nl.bfloat16),
+        (7, 128, E.tensor, nl.psum, nl.float8_e4m3),
+        # Vector Engine up to [32, 32], SBUF or PSUM either side
+        (32, 32, E.vector, nl.sbuf, nl.int32),
+        (32, 32, E.vector, nl.psum, nl.float32),
+        (1, 32, E.vector, nl.sbuf, nl.bfloat16),
+        (5, 7, E.unknown, nl.sbuf, nl.int8),  # unknown: the compiler picks (VectorE here)
+    ],
+)
+def test_nc_transpose_at_the_size_edges(
+    target: str, p: int, f: int, engine: Any, dst_buf: Any, dtype: Any
+) -> None:
+    x = (_f32(p, f) * 8).astype(np.float32)
+    np_dtype = {nl.float32: np.float32, nl.bfloat16: BF16, nl.float8_e4m3: ml_dtypes.float8_e4m3,
+                nl.int32: np.int32, nl.int8: np.int8}[dtype]  # fmt: skip
+    want = x.astype(np_dtype) if dtype not in (nl.int32, nl.int8) else np.round(x).astype(np_dtype)
+    got = run_kernel(_transpose(p, f, engine, dst_buf, dtype), [want])
+    np.testing.assert_array_equal(got, want.T)
+
+
+@pytest.mark.parametrize(
+    ("p", "f", "engine", "dst_buf", "error", "rule"),
+    [
+        (32, 33, E.vector, nl.sbuf, ShapeError, "transpose-size"),
+        (33, 32, E.vector, nl.sbuf, ShapeError, "transpose-size"),
+        (16, 16, E.tensor, nl.sbuf, BufferError, "transpose-buffer"),  # TensorE writes PSUM
+    ],
+)
+def test_nc_transpose_neighbours(p: int, f: int, engine: Any, dst_buf: Any, error: type, rule: str) -> None:
+    _refused(_transpose(p, f, engine, dst_buf), [_f32(p, f)], error, rule)
+
+
+# --- affine_select: on_true dtypes cast through fp32, the comparison operators ----------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "cmp_op", "npop"),
+    [
+        (nl.bfloat16, nl.greater_equal, np.greater_equal),
+        (nl.float16, nl.less, np.less),
+        (nl.int32, nl.not_equal, np.not_equal),
+        (nl.float32, nl.equal, np.equal),
+    ],
+)
+def test_affine_select_dtypes_and_comparisons(target: str, dtype: Any, cmp_op: Any, npop: Any) -> None:
+    # predicate = cmp_op(offset + c*channel_multiplier + x*step, 0); on_true cast via fp32 to dst
+    def k(x):
+        o = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        nisa.affine_select(dst=o, pattern=[[-1, x.shape[1]]], channel_multiplier=1,
+                           on_true_tile=_load(x), on_false_value=-3.5, cmp_op=cmp_op, offset=2)  # fmt: skip
+        return _store(o)
+
+    np_dtype = {nl.bfloat16: BF16, nl.float16: np.float16, nl.int32: np.int32, nl.float32: np.float32}[dtype]
+    x = (_f32(8, 10) * 10).astype(np_dtype)
+    affine = 2 + np.arange(8)[:, None] - np.arange(10)[None, :]
+    want = np.where(npop(affine, 0), x.astype(np.float32), np.float32(-3.5))
+    np.testing.assert_array_equal(run_kernel(k, [x]), want)
