@@ -592,3 +592,100 @@ def test_affine_select_dtypes_and_comparisons(target: str, dtype: Any, cmp_op: A
     affine = 2 + np.arange(8)[:, None] - np.arange(10)[None, :]
     want = np.where(npop(affine, 0), x.astype(np.float32), np.float32(-3.5))
     np.testing.assert_array_equal(run_kernel(k, [x]), want)
+
+
+# --- dma_transpose: the page's examples (NKI 0.6.0) and its direct / indirect constraints -------
+
+
+def _gather_transpose(src_hbm, idx_hbm, mode=nisa.dge_mode.unknown):
+    # the page's "Indirect transpose example" (1-D [128, 1] and 2-D [128, N] indices)
+    n = idx_hbm.shape[1]
+    p, f = 128, 128 * n
+    output = nl.ndarray((p, f), dtype=src_hbm.dtype, buffer=nl.shared_hbm)
+    idx_sb = nl.load(idx_hbm)
+    dst_sb = nl.ndarray((p, f), dtype=src_hbm.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=dst_sb, value=0)
+    src_ap = src_hbm.ap(pattern=[[p, f], [1, p]], vector_offset=idx_sb, indirect_dim=0)
+    nisa.dma_transpose(dst=dst_sb, src=src_ap, axes=(1, 0), dge_mode=mode)  # HERE
+    nisa.dma_copy(dst=output, src=dst_sb)
+    return output
+
+
+def _gather_transpose_4d(src_hbm, idx_hbm):
+    # the page's "4D indirect transpose example with 2D indices"
+    _, d1, d2, d3 = src_hbm.shape
+    f = 128 * idx_hbm.shape[1]
+    idx_sb = nl.load(idx_hbm)
+    dst_sb = nl.ndarray((d3, d1, d2, f), dtype=src_hbm.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=dst_sb, value=0)
+    src_ap = src_hbm.ap(pattern=[[d1 * d2 * d3, f], [d2 * d3, d1], [d3, d2], [1, d3]],
+                        vector_offset=idx_sb, indirect_dim=0)  # fmt: skip
+    nisa.dma_transpose(dst=dst_sb, src=src_ap, axes=(3, 1, 2, 0))
+    output = nl.ndarray((d3, d1, d2, f), dtype=src_hbm.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=output, src=dst_sb)
+    return output
+
+
+@pytest.mark.parametrize("cols", [1, 2])
+def test_dma_transpose_indirect_examples_of_the_page(cols: int) -> None:
+    # flat_indices = indices.T.flatten()[:src.shape[0]]; gathered = src[flat_indices, :]; dst = gathered.T
+    src = _f32(512, 128).astype(BF16)
+    idx = rng.permutation(512)[: 128 * cols].astype(np.uint32).reshape(128, cols)
+    want = src[idx.T.flatten()].T
+    got = run_kernel(_gather_transpose, [src, idx], target="trn2")
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def test_dma_transpose_indirect_4d_example_of_the_page() -> None:
+    src = _f32(256, 2, 1, 16).astype(BF16)
+    idx = rng.permutation(256)[:128].astype(np.uint32).reshape(128, 1)
+    want = np.transpose(src[idx.T.flatten()], (3, 1, 2, 0))
+    got = run_kernel(_gather_transpose_4d, [src, idx], target="trn2")
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def _direct_transpose(mode: Any = nisa.dge_mode.unknown, oob: Any = nisa.oob_mode.error) -> Any:
+    def k(x):
+        t = nl.ndarray((x.shape[1], x.shape[0]), x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=t, src=x, dge_mode=mode, oob_mode=oob)  # HERE
+        return _store(t)
+
+    return k
+
+
+@pytest.mark.parametrize("mode", [nisa.dge_mode.unknown, nisa.dge_mode.hwdge])
+def test_dma_transpose_direct_dge_modes(mode: Any) -> None:
+    x = _f32(16, 128).astype(BF16)  # hwdge: 2-byte dtype, shape[0] == 16, shape[-1] <= 128
+    got = run_kernel(_direct_transpose(mode), [x], target="trn2")
+    np.testing.assert_array_equal(got.view(np.uint16), x.T.view(np.uint16))
+
+
+@pytest.mark.parametrize(
+    ("kernel", "args", "rule"),
+    [
+        # direct: "The only valid dge_modes are unknown and hwdge"; oob skip only with indirection
+        (_direct_transpose(nisa.dge_mode.swdge), "direct", "dma-transpose-dge"),
+        (_direct_transpose(nisa.dge_mode.none), "direct", "dma-transpose-dge"),
+        (_direct_transpose(oob=nisa.oob_mode.skip), "direct", "dma-transpose-oob"),
+        # indirect: unknown or swdge, uint32 indices, 2-byte src, indices rows in [16, 128] / 16
+        (lambda s, i: _gather_transpose(s, i, nisa.dge_mode.hwdge), "indirect", "dma-transpose-indirect"),
+        (_gather_transpose, "int32-indices", "dma-transpose-indirect"),
+        (_gather_transpose, "fp32-src", "dma-transpose-indirect"),
+    ],
+)
+def test_dma_transpose_neighbours_the_page_excludes(kernel: Any, args: str, rule: str) -> None:
+    from trncore.sim.errors import LanguageError
+
+    idx = rng.permutation(256)[:128].astype(np.uint32).reshape(128, 1)
+    src = _f32(256, 128).astype(BF16)
+    data = {
+        "direct": [_f32(16, 128).astype(BF16)],
+        "indirect": [src, idx],
+        "int32-indices": [src, idx.astype(np.int32)],
+        "fp32-src": [src.astype(np.float32), idx],
+    }[args]
+    error = LanguageError if rule in ("dma-transpose-dge", "dma-transpose-oob") else ShapeError
+    with pytest.raises(error, match=rule) as exc:
+        run_kernel(kernel, data, target="trn2")
+    marker = _gather_transpose if args != "direct" else kernel
+    assert_reported_at(exc.value, marker)

@@ -194,11 +194,32 @@ def dma_transpose(
             "dma-transpose-shape", f"dst {dst.describe()} must have shape {list(want)}", site
         )
     check_partitions(dst, "dma_transpose", "dst", site, start_rules=False)
+    from trncore.sim.dynamic import VectorOffset
+
+    if isinstance(src.dynamic, VectorOffset):
+        _check_indirect_transpose(src, src.dynamic.tensor, int(dge_mode), site)
+    else:
+        # nki.isa.dma_transpose (NKI 0.3.0, 0.6.0), "DMA Direct Transpose Constraints": "The only
+        # valid dge_modes are unknown and hwdge"; oob_mode.skip is "Only valid when src uses
+        # indirect indexing"
+        if int(dge_mode) not in (0, 2):
+            raise LanguageError(
+                "dma-transpose-dge",
+                f"dma_transpose without indirect indexing takes dge_mode unknown or hwdge, got "
+                f"{dge_mode!r}",
+                site,
+            )
+        if int(oob_mode) == 1:
+            raise LanguageError(
+                "dma-transpose-oob",
+                "dma_transpose oob_mode=skip is only valid when src uses indirect indexing "
+                "(.ap(vector_offset=...))",
+                site,
+            )
     if int(dge_mode) == 2:  # hwdge: the shape rules of the target NKI release
         from trncore.sim.release_rules import check_hwdge_transpose
 
         check_hwdge_transpose(src, site)
-    from trncore.sim.dynamic import VectorOffset
 
     # nki.isa.dma_transpose (NKI 0.3.0-0.6.0): ``oob_mode=skip`` skips out-of-bounds indirect
     # indices as dma_copy does, and an indirect transpose reads its [P, N] index tile column-major
@@ -218,6 +239,39 @@ def dma_transpose(
         "dst": dst.buffer.name,
     }
     ctx.emit("dma_transpose", "dma", site, [src], [dst], run, meta)
+
+
+def _check_indirect_transpose(src: NkiTensor, idx: NkiTensor, mode: int, site: Any) -> None:
+    """nki.isa.dma_transpose (NKI 0.3.0, 0.6.0), "DMA Indirect Transpose Constraints", at the
+    kernel's line (the target rule, TRN2+, is checked before)."""
+    problems = []
+    if mode not in (0, 1):
+        problems.append(f"dge_mode must be unknown or swdge, got {dge_mode(mode)!r}")
+    if src.ndim == 4 and 1 not in (src.shape[1], src.shape[2]):
+        problems.append(f"a 4-d src needs src.shape[1] or src.shape[2] == 1, got {list(src.shape)}")
+    if src.shape[-1] > 128:
+        problems.append(f"src.shape[-1]={src.shape[-1]} exceeds 128")
+    if dtypes.itemsize(src.dtype) != 2:
+        problems.append(f"src dtype {src.dtype} is not 2 bytes")
+    if not src.buffer.is_hbm:
+        problems.append(f"src must be in HBM, got {src.describe()}")
+    if src.shape[0] % 16:
+        problems.append(f"src.shape[0]={src.shape[0]} is not divisible by 16")
+    if idx.ndim != 2:
+        problems.append(f"indices must be 2-d, got {idx.describe()}")
+    else:
+        rows, cols = idx.shape
+        if rows * cols < src.shape[0]:
+            problems.append(f"indices hold {rows * cols} < src.shape[0]={src.shape[0]} rows")
+        if not (16 <= rows <= 128 and rows % 16 == 0):
+            problems.append(f"indices.shape[0]={rows} must be in [16, 128] and divisible by 16")
+        if cols > 1 and rows != 128:
+            problems.append(f"indices.shape[0] must be 128 when indices.shape[1] > 1, got {rows}")
+    if idx.dtype != "uint32":
+        problems.append(f"indices dtype must be uint32, got {idx.dtype}")
+    if problems:
+        raise ShapeError("dma-transpose-indirect", "indirect dma_transpose: " + "; ".join(problems),
+                         site)  # fmt: skip
 
 
 def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | None = None) -> None:
