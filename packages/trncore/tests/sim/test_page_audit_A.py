@@ -689,3 +689,186 @@ def test_dma_transpose_neighbours_the_page_excludes(kernel: Any, args: str, rule
         run_kernel(kernel, data, target="trn2")
     marker = _gather_transpose if args != "direct" else kernel
     assert_reported_at(exc.value, marker)
+
+
+# --- tensor_copy / memset / reciprocal / dma_copy / dma_compute: dtypes and buffers -------------
+
+_NPD = {nl.float32: np.float32, nl.bfloat16: BF16, nl.float16: np.float16, nl.int32: np.int32,
+        nl.int16: np.int16, nl.int8: np.int8, nl.uint8: np.uint8, nl.uint16: np.uint16,
+        nl.uint32: np.uint32, nl.float8_e4m3: ml_dtypes.float8_e4m3,
+        nl.float8_e5m2: ml_dtypes.float8_e5m2}  # fmt: skip
+
+
+def _to(x: np.ndarray, dtype: Any) -> np.ndarray:
+    """float32 ``x`` as the engines cast it to ``dtype``: to nearest even, ints saturating."""
+    np_dtype = _NPD[dtype]
+    if np.issubdtype(np_dtype, np.integer):
+        info = np.iinfo(np_dtype)
+        return np.clip(np.rint(x), info.min, info.max).astype(np_dtype)
+    return x.astype(np_dtype)
+
+
+@pytest.mark.parametrize(
+    ("src_dtype", "dst_dtype", "engine", "via_psum"),
+    [
+        # nki.isa.tensor_copy: bit-exact when the dtypes agree, else through float32
+        (nl.int32, nl.int32, E.vector, False),
+        (nl.int32, nl.int32, E.gpsimd, False),
+        (nl.uint16, nl.uint16, E.gpsimd, False),
+        (nl.float32, nl.float8_e4m3, E.vector, False),
+        (nl.float32, nl.float8_e5m2, E.gpsimd, False),
+        (nl.float32, nl.int8, E.vector, False),
+        (nl.bfloat16, nl.float16, E.unknown, True),  # PSUM: Vector (or Scalar) Engine
+        (nl.float32, nl.bfloat16, E.vector, True),
+    ],
+)
+def test_tensor_copy_dtypes_engines_buffers(target: str, src_dtype: Any, dst_dtype: Any,
+                                            engine: Any, via_psum: bool) -> None:  # fmt: skip
+    def k(x):
+        t = _load(x)
+        if via_psum:
+            p = nl.ndarray(x.shape, x.dtype, buffer=nl.psum)
+            nisa.tensor_copy(dst=p, src=t)
+            t = p
+        o = nl.ndarray(x.shape, dst_dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=o, src=t, engine=engine)
+        return _store(o)
+
+    raw = _f32(8, 16) * 40
+    if src_dtype in (nl.int32, nl.uint16):
+        x = rng.integers(0, 2**15 if src_dtype is nl.uint16 else 2**31 - 1, (8, 16)).astype(_NPD[src_dtype])
+        want = x  # bit-exact: int32 values beyond float32's 24 bits survive
+    else:
+        x = _to(raw, src_dtype)
+        want = _to(x.astype(np.float32), dst_dtype)
+    got = run_kernel(k, [x])
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [(nl.float32, 2.5), (nl.bfloat16, 1.1), (nl.float16, -3), (nl.float8_e4m3, 0.3),
+     (nl.int8, -7), (nl.uint32, 4000000000), (nl.int16, 0), (nl.uint8, 255)],
+)  # fmt: skip
+def test_memset_every_dtype(target: str, dtype: Any, value: Any) -> None:
+    # nki.isa.memset: "supports all valid NKI dtypes"; a float tile takes an int literal
+    def k(x):
+        t = nl.ndarray((4, 6), dtype, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=value)
+        return _store(t)
+
+    want = np.full((4, 6), value, np.float64).astype(np.float32) if isinstance(value, float) else None
+    got = run_kernel(k, [np.zeros(1, np.float32)])
+    expect = _to(want, dtype) if want is not None else np.full((4, 6), value, _NPD[dtype])
+    np.testing.assert_array_equal(got.view(np.uint8), expect.view(np.uint8))
+
+
+@pytest.mark.parametrize("psum", [False, True])
+@pytest.mark.parametrize("dtype", [nl.float32, nl.bfloat16, nl.float16])
+def test_reciprocal_dtypes_and_buffers(target: str, dtype: Any, psum: bool) -> None:
+    # nki.isa.reciprocal: data and dst in SBUF or PSUM; 1/x in float32, cast to dst's dtype
+    def k(x):
+        t = _load(x, dtype)
+        if psum:
+            p = nl.ndarray(x.shape, dtype, buffer=nl.psum)
+            nisa.tensor_copy(dst=p, src=t)
+            t = p
+        o = nl.ndarray(x.shape, dtype, buffer=nl.psum if psum else nl.sbuf)
+        nisa.reciprocal(dst=o, data=t)
+        s = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=s, src=o)
+        return _store(s)
+
+    x = _f32(8, 12) + 4.0
+    xin = _to(x, dtype).astype(np.float32)
+    want = _to((1.0 / xin).astype(np.float32), dtype).astype(np.float32)
+    np.testing.assert_allclose(run_kernel(k, [x]), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("pred_dtype", "src", "reverse"),
+    [(nl.uint8, "tile", False), (nl.uint16, "scalar", True), (nl.uint32, "psum", False)],
+)
+def test_tensor_copy_predicated_forms(target: str, pred_dtype: Any, src: str, reverse: bool) -> None:
+    # nki.isa.tensor_copy_predicated: where predicate (uint8/16/32) is true, dst = src (a tile, or
+    # a number); elsewhere dst is unmodified; src may be in PSUM
+    def k(x, c):
+        pred = _load(c, pred_dtype)
+        o = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=o, value=-7.0)
+        s: Any = 2.5
+        if src != "scalar":
+            s = _load(x)
+            if src == "psum":
+                p = nl.ndarray(x.shape, nl.float32, buffer=nl.psum)
+                nisa.tensor_copy(dst=p, src=s)
+                s = p
+        nisa.tensor_copy_predicated(dst=o, src=s, predicate=pred, reverse_pred=reverse)
+        return _store(o)
+
+    x = _f32(8, 12)
+    c = (rng.random((8, 12)) > 0.5).astype(np.float32)
+    mask = (c != 0) ^ reverse
+    want = np.where(mask, x if src != "scalar" else np.float32(2.5), np.float32(-7.0))
+    np.testing.assert_array_equal(run_kernel(k, [x, c]), want)
+
+
+def test_tensor_copy_predicated_neighbours() -> None:
+    def k(x, c):
+        o = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=o, value=0.0)
+        nisa.tensor_copy_predicated(dst=o, src=_load(x), predicate=_load(c, nl.int32))  # HERE
+        return _store(o)
+
+    _refused(k, [_f32(4, 4), np.ones((4, 4), np.float32)], DtypeError, "predicate-dtype")
+
+
+@pytest.mark.parametrize(("dtype", "release", "ints"), [
+    (nl.bfloat16, "0.6", None), (nl.float8_e5m2, "0.6", None),
+    (nl.int8, "0.6", [2, 2, -2, 127, -128]),  # 0.6.0 simulator: to nearest even, saturating
+    (nl.int8, "0.3", [1, 2, -2, 127, -128]),  # 0.3.0-0.5.0 simulator: truncation, saturating
+])  # fmt: skip
+def test_dma_copy_casts_through_fp32_per_release(dtype: Any, release: str, ints: Any) -> None:
+    # nki.isa.dma_copy: "first casting from src.dtype to float32, then from float32 to dst.dtype";
+    # HBM -> HBM and HBM -> SBUF; docs/emulator.md "NKI releases" (float to int casts)
+    def k(x):
+        o = nl.ndarray(x.shape, dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o, src=x)
+        return o
+
+    x = np.array([[1.5, 2.5, -2.5, 300.0, -300.0]], np.float32)
+    got = run_kernel(k, [x], nki_version=release)
+    want = np.array([ints], np.int8) if ints is not None else x.astype(_NPD[dtype])
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_dma_compute_sixteen_sources_and_the_seventeenth(target: str) -> None:
+    # nki.isa.dma_compute: dst = sum of srcs in float32, cast to dst; "The max number of source
+    # tensors in srcs is 16"; SBUF or HBM either side
+    def make(n: int) -> Any:
+        def k(stack):
+            srcs = tuple(_load(stack[i]) if i % 2 else stack[i] for i in range(n))
+            o = nl.ndarray(stack.shape[1:], nl.bfloat16, buffer=nl.sbuf)
+            nisa.dma_compute(o, srcs, reduce_op=nl.add)  # HERE
+            return _store(o)
+
+        return k
+
+    stack = _f32(17, 4, 8)
+    want = stack[:16].astype(np.float32).sum(axis=0, dtype=np.float32).astype(BF16)
+    got = run_kernel(make(16), [stack])
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-2, atol=1e-2)
+    _refused(make(17), [stack], ShapeError, "dma-compute-srcs")
+
+
+def test_get_nc_version_per_target() -> None:
+    # nki.isa.get_nc_version: "the nc_version of the current target context"
+    seen = {}
+
+    def k(x):
+        seen["v"] = nisa.get_nc_version()
+        return _store(_load(x))
+
+    for target, version in (("trn1", nisa.nc_version.gen2), ("trn2", nisa.nc_version.gen3)):
+        run_kernel(k, [_f32(2, 2)], target=target)
+        assert seen.pop("v") == version
