@@ -872,3 +872,45 @@ def test_get_nc_version_per_target() -> None:
     for target, version in (("trn1", nisa.nc_version.gen2), ("trn2", nisa.nc_version.gen3)):
         run_kernel(k, [_f32(2, 2)], target=target)
         assert seen.pop("v") == version
+
+
+# --- activation: the rest of the "Supported Activation Functions" table -------------------------
+
+_ERF = np.vectorize(__import__("math").erf)
+
+
+def _sig(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+_ACT_TABLE = [
+    # (op, NumPy meaning in float64, input range inside the table's Valid Input Range)
+    ("copy", lambda x: x, (-4, 4)),
+    ("gelu", lambda x: 0.5 * x * (1 + _ERF(x / np.sqrt(2))), (-4, 4)),
+    ("gelu_dx", lambda x: 0.5 * (1 + _ERF(x / np.sqrt(2))) + x * np.exp(-x * x / 2) / np.sqrt(2 * np.pi),
+     (-4, 4)),
+    ("gelu_apprx_sigmoid", lambda x: x * _sig(1.702 * x), (-4, 4)),
+    ("gelu_apprx_sigmoid_dx", lambda x: _sig(1.702 * x) * (1 + 1.702 * x * (1 - _sig(1.702 * x))), (-4, 4)),
+    ("silu_dx", lambda x: _sig(x) * (1 + x * (1 - _sig(x))), (-4, 4)),
+    ("mish", lambda x: x * np.tanh(np.log1p(np.exp(x))), (-4, 4)),
+    ("erf_dx", lambda x: 2 / np.sqrt(np.pi) * np.exp(-x * x), (-3, 3)),
+    ("sign", np.sign, (-4, 4)),
+    ("abs", np.abs, (-4, 4)),
+    ("log", np.log, (2.0**-10, 1e4)),
+    ("sin", np.sin, (-np.pi, np.pi)),
+    ("arctan", np.arctan, (-np.pi / 2, np.pi / 2)),
+    ("sqrt", np.sqrt, (2.0**-20, 1e6)),
+    ("rsqrt", lambda x: 1 / np.sqrt(x), (2.0**-20, 1e6)),
+    ("reciprocal", lambda x: 1 / x, (0.01, 1e4)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "ref", "bounds"), _ACT_TABLE, ids=[t[0] for t in _ACT_TABLE])
+def test_activation_function_table(target: str, name: str, ref: Any, bounds: tuple) -> None:
+    def k(x):
+        o = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=o, op=getattr(nl, name), data=_load(x))
+        return _store(o)
+
+    x = rng.uniform(bounds[0], bounds[1], (8, 32)).astype(np.float32)
+    np.testing.assert_allclose(run_kernel(k, [x]), ref(x.astype(np.float64)), rtol=2e-5, atol=2e-6)
