@@ -914,3 +914,27 @@ def test_activation_function_table(target: str, name: str, ref: Any, bounds: tup
 
     x = rng.uniform(bounds[0], bounds[1], (8, 32)).astype(np.float32)
     np.testing.assert_allclose(run_kernel(k, [x]), ref(x.astype(np.float64)), rtol=2e-5, atol=2e-6)
+
+
+def _activation_reduce_chain(x):
+    # NKI 0.6.0 nki.isa.activation_reduce: reduce_res=None keeps the sum in the ScalarE
+    # accumulator; a later activation(reduce_cmd=reduce) adds to it and reads it out
+    t = _load(x)
+    o = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(dst=o, op=nl.square, data=t, reduce_op=nl.add, reduce_res=None)  # HERE
+    r = nl.ndarray((x.shape[0], 1), nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=o, op=nl.copy, data=t, reduce_op=nl.add, reduce_res=r,
+                    reduce_cmd=nisa.reduce_cmd.reduce)  # fmt: skip
+    return _store(r)
+
+
+def test_activation_reduce_without_reduce_res_chains_under_0_6(target: str) -> None:
+    x = _f32(8, 6)
+    want = (x.astype(np.float64) ** 2).sum(axis=1, keepdims=True) + x.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(run_kernel(_activation_reduce_chain, [x], nki_version="0.6"), want, rtol=1e-5)
+
+
+def test_activation_reduce_without_reduce_res_needs_0_6() -> None:
+    from trncore.sim.versions import VersionError
+
+    _refused(_activation_reduce_chain, [_f32(8, 6)], VersionError, "activation_reduce", nki_version="0.3")

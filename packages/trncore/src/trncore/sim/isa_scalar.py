@@ -73,8 +73,8 @@ def activation_reduce(
     """AWS NKI docs, nki.isa.activation_reduce (NKI 0.3.0): ``activation`` with ``reduce_cmd=reset_reduce``
     over all free axes."""
     ctx, site = _begin()
-    if reduce_res is None:
-        raise LanguageError("activation-reduce-res", "activation_reduce needs reduce_res", site)
+    # reduce_res=None (NKI 0.6.0 page: "Pass None to keep the reduction result in the Scalar
+    # Engine's internal accumulator") is gated to 0.6.0 by the release table (trncore.sim.versions)
     _activation(
         ctx, site, "activation_reduce", dst, op, data, bias, scale, reduce_op, reduce_res, 3
     )
