@@ -938,3 +938,39 @@ def test_activation_reduce_without_reduce_res_needs_0_6() -> None:
     from trncore.sim.versions import VersionError
 
     _refused(_activation_reduce_chain, [_f32(8, 6)], VersionError, "activation_reduce", nki_version="0.3")
+
+
+# --- dma_copy: the page's indirect gather and scatter examples (NKI 0.3.0 and 0.6.0) -----------
+
+
+def _indirect_gather(data, indices):
+    p, f = indices.shape[0], data.shape[1]
+    output = nl.ndarray((p, f), dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray((p, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    dst = nl.ndarray((p, f), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=dst, src=data.ap(pattern=[[f, p], [1, f]], vector_offset=idx, indirect_dim=0))
+    nisa.dma_copy(dst=output, src=dst)
+    return output
+
+
+def _indirect_scatter(src_data, indices, output):
+    p, f = src_data.shape
+    src = nl.ndarray((p, f), dtype=src_data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=src_data)
+    idx = nl.ndarray((p, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=indices)
+    nisa.dma_copy(dst=output.ap(pattern=[[f, p], [1, f]], vector_offset=idx, indirect_dim=0), src=src)
+    return output
+
+
+@pytest.mark.parametrize("release", ["0.3", "0.6"])
+def test_dma_copy_indirect_examples_of_the_page(target: str, release: str) -> None:
+    data = _f32(64, 16)
+    rows = rng.permutation(64)[:32].astype(np.uint32).reshape(32, 1)
+    got = run_kernel(_indirect_gather, [data, rows], nki_version=release)
+    np.testing.assert_array_equal(got, data[rows[:, 0]])
+    src, out = _f32(32, 16), np.zeros((64, 16), np.float32)
+    want = out.copy()
+    want[rows[:, 0]] = src
+    np.testing.assert_array_equal(run_kernel(_indirect_scatter, [src, rows, out], nki_version=release), want)
