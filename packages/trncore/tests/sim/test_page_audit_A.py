@@ -974,3 +974,30 @@ def test_dma_copy_indirect_examples_of_the_page(target: str, release: str) -> No
     want = out.copy()
     want[rows[:, 0]] = src
     np.testing.assert_array_equal(run_kernel(_indirect_scatter, [src, rows, out], nki_version=release), want)
+
+
+# --- nc_matmul double_row with PE tiling (NeuronCore-v3) --------------------------------------
+
+
+def _double_row(position: tuple, size: tuple) -> Any:
+    def k(a, b):
+        s, v = _load(a, nl.float8_e4m3), _load(b, nl.float8_e5m2)
+        p = nl.ndarray((a.shape[2], b.shape[2]), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=p, stationary=s, moving=v, perf_mode=nisa.matmul_perf_mode.double_row,  # HERE
+                       tile_position=position, tile_size=size)  # fmt: skip
+        o = nl.ndarray(p.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=o, src=p)
+        return _store(o)
+
+    return k
+
+
+def test_double_row_with_row_tiling_and_not_column_tiling() -> None:
+    # nki.isa.nc_matmul: double_row splits K over the partitions and a first free dim of 2 (e4m3
+    # and e5m2 may mix); "cannot be combined with Tensor Engine column tiling mode"
+    a, b = _f32(64, 2, 4), _f32(64, 2, 8)
+    fa = a.astype(ml_dtypes.float8_e4m3).astype(np.float64)
+    fb = b.astype(ml_dtypes.float8_e5m2).astype(np.float64)
+    got = run_kernel(_double_row((64, 0), (64, 128)), [a, b], target="trn2")
+    np.testing.assert_allclose(got, np.einsum("pjm,pjn->mn", fa, fb), rtol=1e-5, atol=1e-5)
+    _refused(_double_row((0, 64), (64, 64)), [a, b], ShapeError, "matmul-double-row-tiling", target="trn2")
