@@ -1001,3 +1001,21 @@ def test_double_row_with_row_tiling_and_not_column_tiling() -> None:
     got = run_kernel(_double_row((64, 0), (64, 128)), [a, b], target="trn2")
     np.testing.assert_allclose(got, np.einsum("pjm,pjn->mn", fa, fb), rtol=1e-5, atol=1e-5)
     _refused(_double_row((0, 64), (64, 64)), [a, b], ShapeError, "matmul-double-row-tiling", target="trn2")
+
+
+def _iota_with(offset: Any, step: Any) -> Any:
+    def k(x):
+        t = nl.ndarray((4, 6), nl.int32, buffer=nl.sbuf)
+        nisa.iota(t, [[step, 6]], offset=offset, channel_multiplier=6)  # HERE
+        return _store(t)
+
+    return k
+
+
+def test_iota_int32_parameters() -> None:
+    # nki.isa.iota: "an int32 offset", "an int32 multiplier"; integral values of other types are ints
+    want = -3 + 6 * np.arange(4)[:, None] + 2 * np.arange(6)[None, :]
+    for offset, step in [(-3, 2), (np.int32(-3), np.int64(2)), (-3.0, 2)]:
+        np.testing.assert_array_equal(run_kernel(_iota_with(offset, step), [np.zeros(1, np.float32)]), want)
+    for offset, step in [(2.5, 1), (0, 1.5), (2**31, 1)]:
+        _refused(_iota_with(offset, step), [np.zeros(1, np.float32)], ShapeError, "pattern-int32")

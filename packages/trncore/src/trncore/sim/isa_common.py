@@ -208,6 +208,22 @@ def affine_values(
     """The int32 values ``offset + (start + c) * cm + sum(index * step)`` of an iota-style
     ``pattern`` over ``p`` partitions of ``free`` elements (``nisa.iota``, ``nisa.affine_select``);
     a pattern that does not cover ``free`` is a ShapeError naming ``op``."""
+    # the pages: "an int32 offset", "an int32 multiplier", integer [step, num] pairs; a
+    # fractional value would be truncated here, computing what no page describes
+    for what, value in [("offset", offset), ("channel_multiplier", cm)] + [
+        (f"pattern {pattern}", v) for pair in pattern for v in pair
+    ]:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float, np.integer, np.floating))
+            or not float(value).is_integer()
+            or not -(2**31) <= value < 2**31
+        ):
+            raise ShapeError(
+                "pattern-int32",
+                f"{op} {what} value {value!r} is not an int32 (nki.isa.{op}: int32 values)",
+                site,
+            )
     dims = [(int(s), int(n)) for s, n in pattern]
     if len(dims) > 4:
         # nki.isa.iota / nki.isa.affine_select (NKI 0.3.0 and 0.6.0): "a list of [step, num] to
