@@ -653,8 +653,9 @@ def _direct_transpose(mode: Any = nisa.dge_mode.unknown, oob: Any = nisa.oob_mod
     return k
 
 
-@pytest.mark.parametrize("mode", [nisa.dge_mode.unknown, nisa.dge_mode.hwdge])
+@pytest.mark.parametrize("mode", [nisa.dge_mode.unknown, nisa.dge_mode.hwdge, nisa.dge_mode.none])
 def test_dma_transpose_direct_dge_modes(mode: Any) -> None:
+    # none: the DGE deep dive's table (docs/emulator.md "Readings chosen")
     x = _f32(16, 128).astype(BF16)  # hwdge: 2-byte dtype, shape[0] == 16, shape[-1] <= 128
     got = run_kernel(_direct_transpose(mode), [x], target="trn2")
     np.testing.assert_array_equal(got.view(np.uint16), x.T.view(np.uint16))
@@ -665,7 +666,6 @@ def test_dma_transpose_direct_dge_modes(mode: Any) -> None:
     [
         # direct: "The only valid dge_modes are unknown and hwdge"; oob skip only with indirection
         (_direct_transpose(nisa.dge_mode.swdge), "direct", "dma-transpose-dge"),
-        (_direct_transpose(nisa.dge_mode.none), "direct", "dma-transpose-dge"),
         (_direct_transpose(oob=nisa.oob_mode.skip), "direct", "dma-transpose-oob"),
         # indirect: unknown or swdge, uint32 indices, 2-byte src, indices rows in [16, 128] / 16
         (lambda s, i: _gather_transpose(s, i, nisa.dge_mode.hwdge), "indirect", "dma-transpose-indirect"),
@@ -1019,3 +1019,30 @@ def test_iota_int32_parameters() -> None:
         np.testing.assert_array_equal(run_kernel(_iota_with(offset, step), [np.zeros(1, np.float32)]), want)
     for offset, step in [(2.5, 1), (0, 1.5), (2**31, 1)]:
         _refused(_iota_with(offset, step), [np.zeros(1, np.float32)], ShapeError, "pattern-int32")
+
+
+def _gather_with(mode: Any) -> Any:
+    def k(data, indices):
+        idx = nl.ndarray((indices.shape[0], 1), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=indices)
+        dst = nl.ndarray((indices.shape[0], data.shape[1]), dtype=data.dtype, buffer=nl.sbuf)
+        f, p = data.shape[1], indices.shape[0]
+        view = data.ap(pattern=[[f, p], [1, f]], vector_offset=idx, indirect_dim=0)
+        nisa.dma_copy(dst=dst, src=view, dge_mode=mode)  # HERE
+        return _store(dst)
+
+    return k
+
+
+def test_dma_copy_gather_dge_modes() -> None:
+    # NKI DGE deep dive (SDK 2.29, 2.32): with vector_offset, dma_copy takes unknown or swdge;
+    # hardware DGE "does not support indirect (gather/scatter) operations"
+    from trncore.sim.errors import LanguageError
+
+    data = _f32(64, 16)
+    rows = rng.permutation(64)[:32].astype(np.uint32).reshape(32, 1)
+    for mode in (nisa.dge_mode.unknown, nisa.dge_mode.swdge):
+        got = run_kernel(_gather_with(mode), [data, rows], target="trn2")
+        np.testing.assert_array_equal(got, data[rows[:, 0]])
+    for mode in (nisa.dge_mode.hwdge, nisa.dge_mode.none):
+        _refused(_gather_with(mode), [data, rows], LanguageError, "dma-copy-indirect-dge", target="trn2")

@@ -77,6 +77,16 @@ def dma_copy(
             site,
         )
     mode = int(dge_mode)
+    if mode in (2, 3) and any(isinstance(t.dynamic, VectorOffset) for t in (src, dst)):
+        # NKI DGE deep dive (SDK 2.29 and 2.32), "How .ap() Affects DGE Mode": with vector_offset
+        # dma_copy takes unknown or swdge; hwdge "does not support indirect (gather/scatter)
+        # operations" (also the Trainium2 architecture guide), none cannot handle runtime indices
+        raise LanguageError(
+            "dma-copy-indirect-dge",
+            f"dma_copy with .ap(vector_offset=...) (gather/scatter) takes dge_mode unknown or swdge, "
+            f"got {dge_mode!r}",
+            site,
+        )
     eng_enum = globals()["engine"]
     eng = _pick_engine(engine, eng_enum.unknown)
     if eng != eng_enum.unknown:
@@ -198,15 +208,17 @@ def dma_transpose(
 
     if isinstance(src.dynamic, VectorOffset):
         _check_indirect_transpose(src, src.dynamic.tensor, int(dge_mode), site)
-    else:
+    elif src.dynamic is None and dst.dynamic is None:
         # nki.isa.dma_transpose (NKI 0.3.0, 0.6.0), "DMA Direct Transpose Constraints": "The only
-        # valid dge_modes are unknown and hwdge"; oob_mode.skip is "Only valid when src uses
-        # indirect indexing"
-        if int(dge_mode) not in (0, 2):
+        # valid dge_modes are unknown and hwdge"; the DGE deep dive (SDK 2.29, same in 2.32) lists
+        # none as well for a static transpose: docs/emulator.md "Readings chosen" (swdge refused,
+        # none accepted). A .ap(scalar_offset=...) access takes any mode (the deep dive's table).
+        # oob_mode.skip is "Only valid when src uses indirect indexing".
+        if int(dge_mode) == 1:
             raise LanguageError(
                 "dma-transpose-dge",
-                f"dma_transpose without indirect indexing takes dge_mode unknown or hwdge, got "
-                f"{dge_mode!r}",
+                f"dma_transpose without indirect indexing takes dge_mode unknown, hwdge or none, "
+                f"got {dge_mode!r} (software DGE is for indirect transposes)",
                 site,
             )
         if int(oob_mode) == 1:
