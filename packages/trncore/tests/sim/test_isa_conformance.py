@@ -421,7 +421,7 @@ def test_select_reduce_row_max(target: str) -> None:
         m = nl.ndarray((a.shape[0], 1), nl.float32, buffer=nl.sbuf)
         nisa.select_reduce(
             dst=o,
-            predicate=_load(c),
+            predicate=_load(c, nl.uint8),  # nki.isa.select_reduce: an 8/16-bit integer predicate
             on_true=_load(a),
             on_false=-5.0,
             reduce_res=m,

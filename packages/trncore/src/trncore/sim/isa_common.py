@@ -144,6 +144,20 @@ def pick_engine(requested: Any, default: engine) -> engine:
     return eng
 
 
+def check_engine(eng: engine, allowed: tuple[engine, ...], op: str, page: str, site: Any) -> None:
+    """An ``engine=`` the instruction's page does not list is a LanguageError ``<op>-engine`` (dashes) at
+    ``site`` naming the argument (``eng`` as :func:`pick_engine` resolved it; ``page`` cites the
+    list, e.g. "nki.isa.memset, NKI 0.3.0 and 0.6.0: vector or gpsimd")."""
+    if eng not in allowed:
+        names = ", ".join(f"nisa.engine.{e.name}" for e in allowed)
+        raise LanguageError(
+            f"{op.replace('_', '-')}-engine",
+            f"{op} engine={eng.name} is not supported; engine must be one of "
+            f"{names} or nisa.engine.unknown ({page})",
+            site,
+        )
+
+
 def check_gpsimd_psum(eng: engine, op: str, site: Any, *tensors: NkiTensor) -> None:
     """GpSimd has no PSUM access: a BufferError at ``site`` when ``eng`` is GpSimd and a tensor is in PSUM."""
     if eng == engine.gpsimd:
@@ -196,7 +210,31 @@ def affine_values(
     """The int32 values ``offset + (start + c) * cm + sum(index * step)`` of an iota-style
     ``pattern`` over ``p`` partitions of ``free`` elements (``nisa.iota``, ``nisa.affine_select``);
     a pattern that does not cover ``free`` is a ShapeError naming ``op``."""
+    # the pages: "an int32 offset", "an int32 multiplier", integer [step, num] pairs; a
+    # fractional value would be truncated here, computing what no page describes
+    for what, value in [("offset", offset), ("channel_multiplier", cm)] + [
+        (f"pattern {pattern}", v) for pair in pattern for v in pair
+    ]:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float, np.integer, np.floating))
+            or not float(value).is_integer()
+            or not -(2**31) <= value < 2**31
+        ):
+            raise ShapeError(
+                "pattern-int32",
+                f"{op} {what} value {value!r} is not an int32 (nki.isa.{op}: int32 values)",
+                site,
+            )
     dims = [(int(s), int(n)) for s, n in pattern]
+    if len(dims) > 4:
+        # nki.isa.iota / nki.isa.affine_select (NKI 0.3.0 and 0.6.0): "a list of [step, num] to
+        # describe up to 4D tensor sizes and strides"
+        raise ShapeError(
+            "pattern-rank",
+            f"{op} pattern {pattern} has {len(dims)} [step, num] pairs; the pattern is up to 4D",
+            site,
+        )
     if math.prod(n for _, n in dims) != free:
         raise ShapeError(
             "pattern-size",

@@ -20,6 +20,7 @@ from trncore.sim.checks import (
 from trncore.sim.errors import (
     BufferError,
     DtypeError,
+    LanguageError,
     ShapeError,
     TargetError,
     site_suffix,
@@ -27,6 +28,7 @@ from trncore.sim.errors import (
 from trncore.sim.isa_common import DIRECT_CASTS as _DIRECT_CASTS
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
 from trncore.sim.isa_common import dge_mode, engine, oob_mode
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
@@ -35,7 +37,7 @@ from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor, Operand
 
 
-def _dma_copy_checks(ctx: Any, site: Any, dst: Any, src: Any, dge_mode: Any) -> int:
+def _dma_copy_checks(ctx: Any, site: Any, dst: Any, src: Any, dge_mode: Any, engine: Any) -> int:
     """dma_copy's static checks; the DGE mode (an int) when they pass."""
     dst = as_tensor(dst, "dma_copy", "dst", site)
     src = as_tensor(src, "dma_copy", "src", site)
@@ -67,6 +69,30 @@ def _dma_copy_checks(ctx: Any, site: Any, dst: Any, src: Any, dge_mode: Any) -> 
             site,
         )
     mode = int(dge_mode)
+    if mode in (2, 3) and any(isinstance(t.dynamic, VectorOffset) for t in (src, dst)):
+        # NKI DGE deep dive (SDK 2.29 and 2.32), "How .ap() Affects DGE Mode": with vector_offset
+        # dma_copy takes unknown or swdge; hwdge "does not support indirect (gather/scatter)
+        # operations" (also the Trainium2 architecture guide), none cannot handle runtime indices
+        raise LanguageError(
+            "dma-copy-indirect-dge",
+            f"dma_copy with .ap(vector_offset=...) (gather/scatter) takes dge_mode unknown or swdge, "
+            f"got {dge_mode!r}",
+            site,
+        )
+    eng_enum = globals()["engine"]
+    eng = _pick_engine(engine, eng_enum.unknown)
+    if eng != eng_enum.unknown:
+        # nki.isa.dma_copy (NKI 0.3.0 and 0.6.0): engine is "the engine to use for HWDGE
+        # descriptor generation: sync or scalar. Only valid when dge_mode=nisa.dge_mode.hwdge"
+        if mode != 2:
+            raise LanguageError(
+                "dma-copy-engine",
+                f"dma_copy engine={eng.name} is only valid with dge_mode=nisa.dge_mode.hwdge "
+                f"(it picks the HWDGE queue), got dge_mode={dge_mode!r}",
+                site,
+            )
+        _check_engine(eng, (eng_enum.sync, eng_enum.scalar), "dma_copy",
+                      "nki.isa.dma_copy, NKI 0.3.0 and 0.6.0: HWDGE on sync or scalar", site)  # fmt: skip
     if mode == 2:  # hwdge
         if ctx.rules.nc_version < 3:
             raise TargetError("hwdge", "dge_mode=hwdge needs NeuronCore-v3 (trn2)", site)
@@ -103,9 +129,9 @@ def dma_copy(
     ctx, site = _begin()
     # static checks once per kernel line and operand signature (trncore.sim.checks.static_lookup);
     # a dynamic (register or vector offset) operand has no signature and is checked every time
-    key, mode = static_lookup(ctx, "dma_copy", site, (dst, src), (dge_mode,))
+    key, mode = static_lookup(ctx, "dma_copy", site, (dst, src), (dge_mode, engine))
     if mode is MISS:
-        mode = _dma_copy_checks(ctx, site, dst, src, dge_mode)
+        mode = _dma_copy_checks(ctx, site, dst, src, dge_mode, engine)
         if key is not None:
             ctx.static_checks[key] = mode
     skip = int(oob_mode) == 1
@@ -193,11 +219,34 @@ def dma_transpose(
             "dma-transpose-shape", f"dst {dst.describe()} must have shape {list(want)}", site
         )
     check_partitions(dst, "dma_transpose", "dst", site, start_rules=False)
+    from trncore.sim.dynamic import VectorOffset
+
+    if isinstance(src.dynamic, VectorOffset):
+        _check_indirect_transpose(src, src.dynamic.tensor, int(dge_mode), site)
+    elif src.dynamic is None and dst.dynamic is None:
+        # nki.isa.dma_transpose (NKI 0.3.0, 0.6.0), "DMA Direct Transpose Constraints": "The only
+        # valid dge_modes are unknown and hwdge"; the DGE deep dive (SDK 2.29, same in 2.32) lists
+        # none as well for a static transpose: docs/emulator.md "Readings chosen" (swdge refused,
+        # none accepted). A .ap(scalar_offset=...) access takes any mode (the deep dive's table).
+        # oob_mode.skip is "Only valid when src uses indirect indexing".
+        if int(dge_mode) == 1:
+            raise LanguageError(
+                "dma-transpose-dge",
+                f"dma_transpose without indirect indexing takes dge_mode unknown, hwdge or none, "
+                f"got {dge_mode!r} (software DGE is for indirect transposes)",
+                site,
+            )
+        if int(oob_mode) == 1:
+            raise LanguageError(
+                "dma-transpose-oob",
+                "dma_transpose oob_mode=skip is only valid when src uses indirect indexing "
+                "(.ap(vector_offset=...))",
+                site,
+            )
     if int(dge_mode) == 2:  # hwdge: the shape rules of the target NKI release
         from trncore.sim.release_rules import check_hwdge_transpose
 
         check_hwdge_transpose(src, site)
-    from trncore.sim.dynamic import VectorOffset
 
     # nki.isa.dma_transpose (NKI 0.3.0-0.6.0): ``oob_mode=skip`` skips out-of-bounds indirect
     # indices as dma_copy does, and an indirect transpose reads its [P, N] index tile column-major
@@ -219,13 +268,49 @@ def dma_transpose(
     ctx.emit("dma_transpose", "dma", site, [src], [dst], run, meta)
 
 
+def _check_indirect_transpose(src: NkiTensor, idx: NkiTensor, mode: int, site: Any) -> None:
+    """nki.isa.dma_transpose (NKI 0.3.0, 0.6.0), "DMA Indirect Transpose Constraints", at the
+    kernel's line (the target rule, TRN2+, is checked before)."""
+    problems = []
+    if mode not in (0, 1):
+        problems.append(f"dge_mode must be unknown or swdge, got {dge_mode(mode)!r}")
+    if src.ndim == 4 and 1 not in (src.shape[1], src.shape[2]):
+        problems.append(f"a 4-d src needs src.shape[1] or src.shape[2] == 1, got {list(src.shape)}")
+    if src.shape[-1] > 128:
+        problems.append(f"src.shape[-1]={src.shape[-1]} exceeds 128")
+    if dtypes.itemsize(src.dtype) != 2:
+        problems.append(f"src dtype {src.dtype} is not 2 bytes")
+    if not src.buffer.is_hbm:
+        problems.append(f"src must be in HBM, got {src.describe()}")
+    if src.shape[0] % 16:
+        problems.append(f"src.shape[0]={src.shape[0]} is not divisible by 16")
+    if idx.ndim != 2:
+        problems.append(f"indices must be 2-d, got {idx.describe()}")
+    else:
+        rows, cols = idx.shape
+        if rows * cols < src.shape[0]:
+            problems.append(f"indices hold {rows * cols} < src.shape[0]={src.shape[0]} rows")
+        if not (16 <= rows <= 128 and rows % 16 == 0):
+            problems.append(f"indices.shape[0]={rows} must be in [16, 128] and divisible by 16")
+        if cols > 1 and rows != 128:
+            problems.append(f"indices.shape[0] must be 128 when indices.shape[1] > 1, got {rows}")
+    if idx.dtype != "uint32":
+        problems.append(f"indices dtype must be uint32, got {idx.dtype}")
+    if problems:
+        raise ShapeError("dma-transpose-indirect", "indirect dma_transpose: " + "; ".join(problems),
+                         site)  # fmt: skip
+
+
 def _tensor_copy_checks(ctx: Any, site: Any, dst: Any, src: Any, engine: Any) -> Any:
     """tensor_copy's static checks; the engine it runs on when they pass."""
     dst = check_compute_operand(dst, "tensor_copy", "dst", site)
     src = check_compute_operand(src, "tensor_copy", "src", site)
     check_same_layout(src, dst, "tensor_copy", "src and dst", site)
-    eng = _pick_engine(engine, globals()["engine"].vector)
-    if eng == globals()["engine"].scalar and ctx.rules.nc_version < 3:
+    eng_enum = globals()["engine"]
+    eng = _pick_engine(engine, eng_enum.vector)
+    _check_engine(eng, (eng_enum.vector, eng_enum.scalar, eng_enum.gpsimd), "tensor_copy",
+                  "nki.isa.tensor_copy, NKI 0.3.0 and 0.6.0", site)  # fmt: skip
+    if eng == eng_enum.scalar and ctx.rules.nc_version < 3:
         raise TargetError(
             "tensor-copy-scalar",
             "tensor_copy is not supported on ScalarE on NeuronCore-v2; "
@@ -291,7 +376,10 @@ def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None 
             f"memset of packed {dst.describe()} takes only value=0, got {value!r}",
             site,
         )
-    eng = _pick_engine(engine, globals()["engine"].vector)
+    eng_enum = globals()["engine"]
+    eng = _pick_engine(engine, eng_enum.vector)
+    _check_engine(eng, (eng_enum.vector, eng_enum.gpsimd), "memset",
+                  "nki.isa.memset, NKI 0.3.0 and 0.6.0: Vector or GpSimd Engine", site)  # fmt: skip
     _check_gpsimd_psum(eng, "memset", site, dst)
     filled = dtypes.cast(np.full(dst.shape, value, dtype=np.float64), dst.dtype)
     d_op = dst.operand(site)

@@ -76,8 +76,8 @@ def activation_reduce(
     """AWS NKI docs, nki.isa.activation_reduce (NKI 0.3.0): ``activation`` with ``reduce_cmd=reset_reduce``
     over all free axes."""
     ctx, site = _begin()
-    if reduce_res is None:
-        raise LanguageError("activation-reduce-res", "activation_reduce needs reduce_res", site)
+    # reduce_res=None (NKI 0.6.0 page: "Pass None to keep the reduction result in the Scalar
+    # Engine's internal accumulator") is gated to 0.6.0 by the release table (trncore.sim.versions)
     _activation(
         ctx, site, "activation_reduce", dst, op, data, bias, scale, reduce_op, reduce_res, 3
     )
@@ -121,6 +121,14 @@ def _activation_checks(
                 site,
             )
     scale = check_vector_operand(scale, data, name, "scale", site)
+    if isinstance(scale, NkiTensor) and scale.dtype != "float32":
+        # nki.isa.activation (NKI 0.3.0 and 0.6.0): "The scale parameter must have a float32
+        # data type" (a [N, 1] vector or a compile-time constant)
+        raise DtypeError(
+            "activation-scale-dtype",
+            f"{name} scale must be float32, got {scale.describe()}",
+            site,
+        )
     if reduce_op is not None:
         _op_token(reduce_op, "reduce_op", site, {"add": BINARY["add"]})  # activation_reduce: nl.add only
     if reduce_res is not None:

@@ -16,8 +16,10 @@ from trncore.sim.errors import (
     CapacityError,
     DtypeError,
     ShapeError,
+    TargetError,
 )
 from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import engine, matmul_perf_mode
 from trncore.sim.isa_common import pick_engine as _pick_engine
 from trncore.sim.matmul_modes import check_pe_tiling, double_row_dims, is_double_row
@@ -115,6 +117,15 @@ def _matmul_checks(
             raise DtypeError(
                 "matmul-input-dtype",
                 f"nc_matmul {what} dtype {t.dtype} is not one of {sorted(_MM_DTYPES)}",
+                site,
+            )
+        if t.dtype == "float8_e4m3fn" and rules.nc_version < 4:
+            # nki.isa.nc_matmul, NKI 0.6.0: "Starting NeuronCore-v4, float8_e4m3fn (OCP FP8) is
+            # also supported"; the NKI 0.3.0 page lists float8_e4m3/float8_e5m2 only
+            raise TargetError(
+                "matmul-e4m3fn",
+                f"nc_matmul {what} dtype float8_e4m3fn (OCP FP8) needs NeuronCore-v4; on "
+                f"{ctx.target} the fp8 inputs are float8_e4m3 and float8_e5m2 ({t.describe()})",
                 site,
             )
     if (stat.dtype in _WIDE) != (mov.dtype in _WIDE):
@@ -215,9 +226,33 @@ def nc_matmul(
     # an overwriting product goes straight into a dst view of its (M, N) shape (no temporary)
     direct = mode == "overwrite" and d_arr.shape == (m, n)
 
+    # nki.isa.nc_matmul (NKI 0.3.0 and 0.6.0): "Starting NeuronCore-v3, turning on transpose mode
+    # by setting is_transpose=True enables bit-accurate data transpose, which can transpose tensors
+    # with NaN/Inf values properly" (the moving tile is an identity). Where the moving tile is a
+    # 0/1 matrix with one 1 per column, each output column is that stationary row, moved, not
+    # multiplied; any other moving tile is a product. NeuronCore-v2 multiplies (not bit-accurate).
+    bit_transpose = is_transpose and ctx.rules.nc_version >= 3 and not double
+
+    def moved(s: np.ndarray, v: np.ndarray) -> np.ndarray | None:
+        ones = v == 1
+        if not (np.all(ones | (v == 0)) and np.all(ones.sum(axis=0) == 1)):
+            return None
+        return np.ascontiguousarray(s[np.argmax(ones, axis=0)].T)
+
     def run() -> None:
         s = dtypes.to_f32(s_arr).reshape(k, m)
         v = dtypes.to_f32(m_arr).reshape(k, n)
+        if bit_transpose:
+            res_t = moved(s, v)
+            if res_t is not None:
+                if mode == "overwrite":
+                    d_arr[...] = res_t.reshape(dshape)
+                elif mode == "accumulate":
+                    d_arr[...] += res_t.reshape(dshape)
+                else:
+                    assert first is not None
+                    d_arr[...] = np.where(first, res_t.reshape(dshape), d_arr + res_t.reshape(dshape))
+                return
         if direct:
             np.matmul(s.T, v, out=d_arr)
             return
@@ -246,6 +281,8 @@ def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> 
     p, f = data.partitions, data.free_size
     eng_enum = globals()["engine"]
     eng = _pick_engine(engine, eng_enum.tensor if dst.buffer.name == "psum" else eng_enum.vector)
+    _check_engine(eng, (eng_enum.tensor, eng_enum.vector), "nc_transpose",
+                  "nki.isa.nc_transpose, NKI 0.3.0 and 0.6.0: Tensor or Vector Engine", site)  # fmt: skip
     if eng == eng_enum.tensor:
         if data.buffer.name != "sbuf" or dst.buffer.name != "psum":
             raise BufferError(

@@ -603,6 +603,33 @@ def select_reduce(
     )
 
 
+def _check_select_reduce_page(
+    site: Any, pred: NkiTensor, on_true: Any, on_false: Any, reduce_res: Any
+) -> None:
+    """The operand rules of nki.isa.select_reduce (NKI 0.3.0 and 0.6.0, "Memory constraints",
+    "Shape and data type constraints"), at the kernel's line."""
+    if pred.dtype not in ("int8", "uint8", "int16", "uint16"):
+        raise DtypeError("select-reduce-predicate", "select_reduce predicate must be int8, uint8, "
+                         f"int16 or uint16, got {pred.describe()}", site)  # fmt: skip
+    if isinstance(on_true, NkiTensor):
+        if on_true.dtype in ("tfloat32", "int32", "uint32"):
+            raise DtypeError("select-reduce-on-true", "select_reduce on_true can be any dtype "
+                             f"except tfloat32, int32, uint32, got {on_true.describe()}", site)  # fmt: skip
+        if on_true.buffer.name == "psum" and pred.buffer.name == "psum":
+            raise BufferError("select-reduce-two-psum", "select_reduce on_true and predicate "
+                              "cannot both be in PSUM", site)  # fmt: skip
+    if isinstance(on_false, NkiTensor) and on_false.free_size != 1:
+        raise ShapeError("select-reduce-on-false", "select_reduce on_false is a scalar or a "
+                         f"(P, 1) vector, got {on_false.describe()}", site)  # fmt: skip
+    if isinstance(reduce_res, NkiTensor):
+        if reduce_res.partitions != pred.partitions or reduce_res.free_size != 1:
+            raise ShapeError("select-reduce-reduce-res", "select_reduce reduce_res must be "
+                             f"({pred.partitions}, 1), got {reduce_res.describe()}", site)  # fmt: skip
+        if not dtypes.is_float(reduce_res.dtype):
+            raise DtypeError("select-reduce-reduce-res", "select_reduce reduce_res must be a "
+                             f"float dtype, got {reduce_res.describe()}", site)  # fmt: skip
+
+
 def select(dst: Any, predicate: Any, on_true: Any, on_false: Any, name: str | None = None) -> None:
     """``dst = on_true where predicate else on_false`` (``select_reduce`` without the reduction).
 
@@ -629,6 +656,8 @@ def _select(
     dst = check_compute_operand(dst, name, "dst", site)
     pred = check_compute_operand(predicate, name, "predicate", site)
     check_same_layout(pred, dst, name, "predicate and dst", site)
+    if name == "select_reduce":
+        _check_select_reduce_page(site, pred, on_true, on_false, reduce_res)
     reads, readers = [pred], []
     for x, what in ((on_true, "on_true"), (on_false, "on_false")):
         if isinstance(x, NkiTensor):
@@ -649,11 +678,25 @@ def _select(
     if reduce_res is not None:
         reduce_res = check_compute_operand(reduce_res, name, "reduce_res", site)
         writes.append(reduce_res)
-    if cmd not in (0, 3) or (cmd == 3 and reduce_res is None):
-        raise NotImplementedError(f"nisa.{name} reduce_cmd={cmd} (accumulator registers)")
+    if cmd == int(reduce_cmd.load_reduce):
+        raise NotImplementedError(f"nisa.{name} reduce_cmd=load_reduce (the page gives no value "
+                                  "to load)")  # fmt: skip
     p_op, write, p = pred.operand(site), _writer(dst, site), dst.partitions
     res_write = _writer(reduce_res, site) if reduce_res is not None else None
     t_r, f_r = readers
+    # nki.isa.select_reduce (NKI 0.3.0, 0.6.0), "Accumulator behavior": the Vector Engine
+    # accumulator registers (the ones range_select / tensor_scalar_reduce use): reset_reduce resets
+    # them to -inf and takes this call's row maxima, reduce keeps accumulating, idle leaves them
+    # (reduce_res then gets this call's row maxima); reduce_res=None keeps the result in the
+    # registers for a later call (the 0.6.0 page). reset (the nki.isa.reduce_cmd page) only resets.
+    acc = None
+    if cmd != int(reduce_cmd.idle):
+        from trncore.sim.isa_reduce_chain import ACC_KEY
+
+        regs = ctx.engine_state.get(ACC_KEY)
+        if regs is None:
+            regs = ctx.engine_state[ACC_KEY] = np.zeros((ctx.rules.pmax, 1), dtype=F32)
+        acc = regs[:p]
 
     def run() -> None:
         mask = np.asarray(p_op.read()).reshape(p, -1) != 0
@@ -661,7 +704,15 @@ def _select(
             mask = ~mask
         y = np.where(mask, t_r(), f_r()).astype(F32)
         write(y)
+        rowmax = y.max(axis=1, keepdims=True) if (res_write is not None or acc is not None) else None
+        if acc is not None:
+            if cmd in (int(reduce_cmd.reset), int(reduce_cmd.reset_reduce)):
+                acc[...] = -np.inf
+            if cmd != int(reduce_cmd.reset):
+                assert rowmax is not None
+                acc[...] = np.maximum(acc, rowmax)
+            rowmax = acc
         if res_write is not None:
-            res_write(y.max(axis=1, keepdims=True))
+            res_write(rowmax)
 
     ctx.emit(name, "vector", site, reads, writes, run, _elementwise_meta(dst))
