@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -16,6 +17,7 @@ __all__ = [
     "check_compute_operand",
     "check_same_layout",
     "check_vector_operand",
+    "memoised_checks",
     "read_f32",
     "static_lookup",
     "static_sig",
@@ -23,6 +25,7 @@ __all__ = [
 ]
 
 F32 = np.float32
+T = TypeVar("T")
 FREE_MAX = 65536
 
 
@@ -88,6 +91,21 @@ def static_lookup(
     if hit is MISS and len(memo) > _MEMO_MAX:
         memo.clear()  # bound the memory (a kernel naming ever new offsets only misses)
     return key, hit
+
+
+def memoised_checks(
+    ctx: Any, op: str, site: Any, operands: tuple[Any, ...], extra: tuple[Any, ...],
+    run: Callable[[], T],
+) -> T:
+    """``run()``, an instruction's static checks, unless this trace already passed them under
+    the same :func:`static_lookup` key; its result is remembered only once it has returned, so an
+    invalid call raises at its own line every time."""
+    key, hit = static_lookup(ctx, op, site, operands, extra)
+    if hit is MISS:
+        hit = run()
+        if key is not None:
+            ctx.static_checks[key] = hit
+    return cast(T, hit)
 
 
 def as_tensor(x: Any, op: str, what: str, site: Any) -> NkiTensor:

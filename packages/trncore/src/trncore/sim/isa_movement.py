@@ -10,12 +10,11 @@ import numpy as np
 
 from trncore.sim import dtypes, hooks
 from trncore.sim.checks import (
-    MISS,
     as_tensor,
     check_compute_operand,
     check_partitions,
     check_same_layout,
-    static_lookup,
+    memoised_checks,
 )
 from trncore.sim.errors import (
     BufferError,
@@ -129,11 +128,8 @@ def dma_copy(
     ctx, site = _begin()
     # static checks once per kernel line and operand signature (trncore.sim.checks.static_lookup);
     # a dynamic (register or vector offset) operand has no signature and is checked every time
-    key, mode = static_lookup(ctx, "dma_copy", site, (dst, src), (dge_mode, engine))
-    if mode is MISS:
-        mode = _dma_copy_checks(ctx, site, dst, src, dge_mode, engine)
-        if key is not None:
-            ctx.static_checks[key] = mode
+    mode = memoised_checks(ctx, "dma_copy", site, (dst, src), (dge_mode, engine),
+                           lambda: _dma_copy_checks(ctx, site, dst, src, dge_mode, engine))  # fmt: skip
     skip = int(oob_mode) == 1
     s_op = src.operand(site, skip)
     d_op = dst.operand(site, skip)
@@ -325,11 +321,8 @@ def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | No
     """AWS NKI docs, nki.isa.tensor_copy (NKI 0.3.0): on-chip copy (the PSUM to SBUF eviction), bit-exact or
     cast via float32."""
     ctx, site = _begin()
-    key, eng = static_lookup(ctx, "tensor_copy", site, (dst, src), (engine,))
-    if eng is MISS:
-        eng = _tensor_copy_checks(ctx, site, dst, src, engine)
-        if key is not None:
-            ctx.static_checks[key] = eng
+    eng = memoised_checks(ctx, "tensor_copy", site, (dst, src), (engine,),
+                          lambda: _tensor_copy_checks(ctx, site, dst, src, engine))  # fmt: skip
     s_op = src.operand(site)
     write = _writer(dst, site)
     d_op = dst.operand(site)

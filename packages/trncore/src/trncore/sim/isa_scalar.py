@@ -14,13 +14,12 @@ from trncore.sim.alu import (
 )
 from trncore.sim.checks import (
     F32,
-    MISS,
     check_compute_operand,
     check_same_layout,
     check_vector_operand,
+    memoised_checks,
     read_f32,
     scalar_reader,
-    static_lookup,
     value_key,
 )
 from trncore.sim.errors import (
@@ -165,13 +164,10 @@ def _activation(
     # scalar bias / scale (trncore.sim.checks.static_lookup); the accumulator registers are not
     tensors = (data, dst, *(x for x in (bias, scale, reduce_res) if isinstance(x, NkiTensor)))
     extra = (op, value_key(bias), value_key(scale), reduce_op, value_key(reduce_res), cmd)
-    key, token = static_lookup(ctx, name, site, tensors, extra)
-    if token is MISS:
-        token = _activation_checks(
-            ctx, site, name, dst, op, data, bias, scale, reduce_op, reduce_res, cmd
-        )
-        if key is not None:
-            ctx.static_checks[key] = token
+    token = memoised_checks(
+        ctx, name, site, tensors, extra,
+        lambda: _activation_checks(ctx, site, name, dst, op, data, bias, scale, reduce_op, reduce_res, cmd),
+    )  # fmt: skip
     p = data.partitions
     reads = [data, *(x for x in (bias, scale) if isinstance(x, NkiTensor))]
     writes = [dst] if reduce_res is None else [dst, reduce_res]

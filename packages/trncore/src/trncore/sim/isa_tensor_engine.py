@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.checks import MISS, check_compute_operand, static_lookup
+from trncore.sim.checks import check_compute_operand, memoised_checks
 from trncore.sim.errors import (
     AccumulationError,
     BufferError,
@@ -168,13 +168,12 @@ def nc_matmul(
     # the static checks (operands, shapes, dtypes, tiling, the one-bank rule) read only the
     # operands' static signatures and these keywords: decided once per kernel line and
     # signature (trncore.sim.checks.static_lookup); the accumulation state below is not
-    key, hit = static_lookup(ctx, "nc_matmul", site, (stationary, moving, dst),
-                             (perf_mode, tile_position, tile_size, is_transpose))  # fmt: skip
-    if hit is MISS:
-        hit = _matmul_checks(ctx, site, dst, stationary, moving, is_transpose, tile_position,
-                             tile_size, perf_mode)  # fmt: skip
-        if key is not None:
-            ctx.static_checks[key] = hit
+    keywords = (perf_mode, tile_position, tile_size, is_transpose)
+    hit = memoised_checks(
+        ctx, "nc_matmul", site, (stationary, moving, dst), keywords,
+        lambda: _matmul_checks(ctx, site, dst, stationary, moving, is_transpose, tile_position, tile_size,
+                               perf_mode),
+    )  # fmt: skip
     stat, mov, dst = stationary, moving, dst
     double, k, m, n = hit
     # accumulate bookkeeping (docs/emulator.md, What is checked): data independent, so decided at trace time.
@@ -334,11 +333,8 @@ def nc_transpose(
     """AWS NKI docs, nki.isa.nc_transpose (NKI 0.3.0): ``dst[f, p] = data[p, f]``; TensorE (SBUF -> PSUM,
     <=128x128) or VectorE (<=32x32)."""
     ctx, site = _begin()
-    key, hit = static_lookup(ctx, "nc_transpose", site, (data, dst), (engine,))
-    if hit is MISS:
-        hit = _transpose_checks(ctx, site, dst, data, engine)
-        if key is not None:
-            ctx.static_checks[key] = hit
+    hit = memoised_checks(ctx, "nc_transpose", site, (data, dst), (engine,),
+                          lambda: _transpose_checks(ctx, site, dst, data, engine))  # fmt: skip
     eng, p, f = hit
     s_op, d_op = data.operand(site), dst.operand(site)
 

@@ -18,13 +18,12 @@ from trncore.sim.alu import (
 )
 from trncore.sim.checks import (
     F32,
-    MISS,
     check_compute_operand,
     check_same_layout,
     check_vector_operand,
+    memoised_checks,
     read_f32,
     scalar_reader,
-    static_lookup,
     value_key,
 )
 from trncore.sim.errors import (
@@ -93,11 +92,8 @@ def tensor_tensor(
     broadcasting; not both inputs in PSUM."""
     ctx, site = _begin()
     # static checks once per kernel line, operand signature and keyword (checks.static_lookup)
-    key, hit = static_lookup(ctx, "tensor_tensor", site, (data1, data2, dst), (op, engine))
-    if hit is MISS:
-        hit = _tensor_tensor_checks(site, dst, data1, data2, op, engine)
-        if key is not None:
-            ctx.static_checks[key] = hit
+    hit = memoised_checks(ctx, "tensor_tensor", site, (data1, data2, dst), (op, engine),
+                          lambda: _tensor_tensor_checks(site, dst, data1, data2, op, engine))  # fmt: skip
     token, eng = hit
     d1, d2 = data1, data2
     eng_enum = globals()["engine"]
@@ -301,11 +297,10 @@ def tensor_scalar(
     # values of scalar operands (trncore.sim.checks.static_lookup)
     tensors = (dst, data, *(x for x in (operand0, operand1) if isinstance(x, NkiTensor)))
     extra = (op0, op1, engine, value_key(operand0), value_key(operand1))
-    key, hit = static_lookup(ctx, "tensor_scalar", site, tensors, extra)
-    if hit is MISS:
-        hit = _tensor_scalar_checks(ctx, site, dst, data, op0, operand0, op1, operand1, engine)
-        if key is not None:
-            ctx.static_checks[key] = hit
+    hit = memoised_checks(
+        ctx, "tensor_scalar", site, tensors, extra,
+        lambda: _tensor_scalar_checks(ctx, site, dst, data, op0, operand0, op1, operand1, engine),
+    )  # fmt: skip
     t0, t1, eng = hit
     if operand0 is None and _is_unary(t0):
         operand0 = 0  # a unary op0's operand0 may be None, read as 0 (release_rules.check_unary_operand)
