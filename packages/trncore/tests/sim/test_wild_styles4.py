@@ -164,13 +164,51 @@ def memset_from_tensor(x):
     return out
 
 
-def test_plain_type_errors_name_the_kernel_line_as_file_and_line() -> None:
+def copy_from_a_list(x):
+    """dma_copy with a Python list as its source (an operand must be an NKI tensor)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=[0.0])  # HERE
+    return out
+
+
+def scale_by_a_string(x):
+    """tensor_scalar with a string operand (a number or a (P, 1) tensor)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0="2")  # HERE
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def replace_with_a_string(x):
+    """nc_match_replace8 with a string imm (a number)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    v = nl.ndarray((x.shape[0], 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.max8(dst=v, src=t)
+    nisa.nc_match_replace8(dst=t, data=t, vals=v, imm="0")  # HERE
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kernel", "message"),
+    [
+        (memset_from_tensor, "compile-time constant"),
+        (copy_from_a_list, "src must be an NKI tensor"),
+        (scale_by_a_string, "operand0 must be a number or a"),
+        (replace_with_a_string, "imm must be a number"),
+    ],
+)
+def test_plain_type_errors_name_the_kernel_line_as_file_and_line(kernel, message) -> None:  # type: ignore[no-untyped-def]
     # The TypeErrors that name the kernel's line printed it as a Python tuple, "(at ('k.py', 7))";
     # they now end as the rule errors do, "(at k.py:7)".
-    x = rng.standard_normal((8, 4)).astype(np.float32)
-    with pytest.raises(TypeError, match="compile-time constant") as info:
-        jit(memset_from_tensor)(x)
-    assert str(info.value).endswith(f"(at {__file__}:{marked_line(memset_from_tensor)})")
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    with pytest.raises(TypeError, match=message) as info:
+        jit(kernel)(x)
+    assert str(info.value).endswith(f"(at {__file__}:{marked_line(kernel)})")
 
 
 def row_sums(w):

@@ -9,7 +9,14 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.errors import BufferError, DtypeError, PartitionError, ShapeError, TargetError
+from trncore.sim.errors import (
+    BufferError,
+    DtypeError,
+    PartitionError,
+    ShapeError,
+    TargetError,
+    site_suffix,
+)
 from trncore.sim.tensor import NkiTensor
 
 __all__ = [
@@ -111,7 +118,7 @@ def memoised_checks(
 def as_tensor(x: Any, op: str, what: str, site: Any) -> NkiTensor:
     """``x`` itself when it is an NKI tensor; a ``TypeError`` naming ``op``/``what`` otherwise."""
     if not isinstance(x, NkiTensor):
-        raise TypeError(f"{op}: {what} must be an NKI tensor, got {type(x).__name__} (at {site})")
+        raise TypeError(f"{op}: {what} must be an NKI tensor, got {type(x).__name__}{site_suffix(site)}")
     return x
 
 
@@ -228,7 +235,7 @@ def check_vector_operand(x: Any, data: NkiTensor, op: str, what: str, site: Any)
             )
         return x
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.number)):
-        raise TypeError(f"{op}: {what} must be a number or a (P, 1) tensor, got {x!r} (at {site})")
+        raise TypeError(f"{op}: {what} must be a number or a (P, 1) tensor, got {x!r}{site_suffix(site)}")
     return x
 
 

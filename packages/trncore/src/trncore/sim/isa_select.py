@@ -24,7 +24,7 @@ import numpy as np
 
 from trncore.sim import dtypes
 from trncore.sim.checks import check_compute_operand, read_f32
-from trncore.sim.errors import BoundsError, DtypeError, PartitionError, ShapeError
+from trncore.sim.errors import BoundsError, DtypeError, PartitionError, ShapeError, site_suffix
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import writer as _writer
@@ -126,7 +126,7 @@ def nc_match_replace8(
         raise ShapeError("nc_match_replace8-dst-shape", f"nc_match_replace8 dst must have the "
                          f"data's layout: {data.describe()} -> {dst.describe()}", site)  # fmt: skip
     if isinstance(imm, bool) or not isinstance(imm, (int, float, np.number)):
-        raise TypeError(f"nc_match_replace8: imm must be a number, got {imm!r} (at {site})")
+        raise TypeError(f"nc_match_replace8: imm must be a number, got {imm!r}{site_suffix(site)}")
     outs = [dst]
     idx_write = None
     sentinel = 0
