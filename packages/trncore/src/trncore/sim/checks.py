@@ -24,10 +24,10 @@ __all__ = [
     "check_compute_operand",
     "check_same_layout",
     "check_vector_operand",
+    "memoised",
     "memoised_checks",
     "read_f32",
     "static_lookup",
-    "static_sig",
     "value_key",
 ]
 
@@ -43,25 +43,9 @@ MISS: Any = object()
 _MEMO_MAX = 1 << 16
 
 
-def static_sig(t: Any) -> tuple[Any, ...] | None:
-    """The static signature of an operand: everything a memoised operand check may read.
-
-    The allocation's buffer, dtype, shape, partition start and explicit byte address (the
-    partition, bank and bounds rules read these, and ``row_elems`` / ``partition_bytes`` are
-    functions of them) and the view's dtype, element offset and access pattern. ``None`` for an
-    operand that is never memoised: anything but a plain :class:`NkiTensor` (the type errors
-    stay on their path), and a dynamic view (register or vector offsets are decided at run time).
-    :func:`static_lookup` makes the same tuple inline: change both together.
-    """
-    if type(t) is not NkiTensor or t.dynamic is not None:
-        return None
-    a = t.alloc
-    return (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype, t.offset, t.dims)
-
-
 def value_key(x: Any) -> Any:
     """What a memo key holds of an operand that may be a tensor or a value: ``"tensor"`` for a
-    tensor (its :func:`static_sig` is among the key's operands), else the value's type and the
+    tensor (its signature is among the key's operands, :func:`static_lookup`), else the value's type and the
     value (``1``, ``1.0`` and ``True`` are told apart: a bool is refused where a number is not)."""
     return "tensor" if isinstance(x, NkiTensor) else (type(x), x)
 
@@ -72,24 +56,28 @@ def static_lookup(
     """``(key, result)`` of an instruction's static checks, memoised per trace (docs/emulator.md,
     Benchmark, seventh round).
 
-    The key is the instruction, the kernel's line, each operand's :func:`static_sig` and
+    The key is the instruction, the kernel's line, each operand's static signature (the
+    allocation's buffer, dtype, shape, partition start and explicit byte address, the view's
+    dtype, element offset and access pattern: what the partition, bank and bounds rules read) and
     ``extra`` (the static keyword values the checks read); the target's rules and the NKI release
     are fixed for the trace that holds the memo (``ctx.static_checks``). ``result`` is
     :data:`MISS` when the checks must run: the first call with this key, or a key that cannot
-    be made (``key`` None: an operand without a static signature, an unhashable keyword value),
-    which then runs every check on every call. The caller records a result under ``key`` only
-    after every check passed, so a memo hit stands for a call that raised nothing; a call that
-    differs in anything the checks read has another key and runs them all again.
+    be made (``key`` None: an operand that is not a plain tensor or has a dynamic offset, decided
+    at run time; an unhashable keyword value), which then runs every check on every call.
     """
     sigs = []
-    for t in operands:  # (static_sig inlined: every instruction of a loop comes here)
+    for t in operands:  # every instruction of a loop comes here: the signature is built inline
         if type(t) is not NkiTensor or t.dynamic is not None:
             return None, MISS
         a = t.alloc
         sigs.append(
             (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype, t.offset, t.dims)
         )
-    key = (op, site, *sigs, *extra)
+    return _lookup(ctx, (op, site, *sigs, *extra))
+
+
+def _lookup(ctx: Any, key: Any) -> tuple[Any, Any]:
+    """``(key, memoised result or MISS)``; ``key`` None when it is unhashable (never memoised)."""
     memo = ctx.static_checks
     try:
         hit = memo.get(key, MISS)
@@ -100,14 +88,24 @@ def static_lookup(
     return key, hit
 
 
+def memoised(ctx: Any, key: Any, run: Callable[[], T]) -> T:
+    """``run()``, static checks, unless this trace already passed them under ``key`` (a tuple;
+    an unhashable one is never memoised); the result is remembered only once ``run`` has
+    returned, so an invalid call raises at its own line every time."""
+    key, hit = _lookup(ctx, key)
+    return _run_and_record(ctx, key, hit, run)
+
+
 def memoised_checks(
     ctx: Any, op: str, site: Any, operands: tuple[Any, ...], extra: tuple[Any, ...],
     run: Callable[[], T],
 ) -> T:
-    """``run()``, an instruction's static checks, unless this trace already passed them under
-    the same :func:`static_lookup` key; its result is remembered only once it has returned, so an
-    invalid call raises at its own line every time."""
+    """:func:`memoised` under the :func:`static_lookup` key of an instruction's operands."""
     key, hit = static_lookup(ctx, op, site, operands, extra)
+    return _run_and_record(ctx, key, hit, run)
+
+
+def _run_and_record(ctx: Any, key: Any, hit: Any, run: Callable[[], T]) -> T:
     if hit is MISS:
         hit = run()
         if key is not None:

@@ -16,14 +16,12 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
+from trncore.sim.checks import memoised
 from trncore.sim.context import current, user_site
 from trncore.sim.errors import CapacityError, LanguageError, PartitionError
 from trncore.sim.tensor import PSUM, SBUF, Buffer, NkiTensor
 
 __all__ = ["allocate", "fill", "fill_array"]
-
-#: entries a trace's static-check memo holds at most before it starts again
-_MEMO_MAX = 1 << 16
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
@@ -42,17 +40,9 @@ def allocate(
     site = user_site()
     # the checks read only these arguments and the target: decided once per kernel line and
     # arguments (a loop allocating the same tile each iteration), strictly by type and value
-    key: Any = ("nl.ndarray", site, type(shape), shape, type(dtype), dtype, buffer, address)
-    try:
-        hit = ctx.static_checks.get(key)
-    except TypeError:  # an unhashable argument (a list shape): checked on every call
-        key, hit = None, None
-    if hit is None:
-        hit = _checks(ctx, site, shape, dtype, buffer, address)
-        if key is not None:
-            if len(ctx.static_checks) > _MEMO_MAX:
-                ctx.static_checks.clear()  # bound the memory (as trncore.sim.checks does)
-            ctx.static_checks[key] = hit
+    # (an unhashable argument, a list shape, is checked on every call)
+    key = ("nl.ndarray", site, type(shape), shape, type(dtype), dtype, buffer, address)
+    hit = memoised(ctx, key, lambda: _checks(ctx, site, shape, dtype, buffer, address))
     shape, name_dt, placed, start, address_bytes = hit
     tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site, placed)
     if placed is not None:
