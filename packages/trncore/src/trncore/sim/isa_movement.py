@@ -24,7 +24,6 @@ from trncore.sim.errors import (
     TargetError,
     site_suffix,
 )
-from trncore.sim.isa_common import DIRECT_CASTS as _DIRECT_CASTS
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import check_engine as _check_engine
@@ -149,21 +148,21 @@ def dma_copy(
                     # elements through ml_dtypes' loop; the same bytes
                     got = got.view(word).reshape(dshape).view(got.dtype)
                 d_op.write(got.reshape(dshape))
-    elif dname in _DIRECT_CASTS and type(d_op) is Operand:
-        d_arr = d_op.arr
-
-        def run() -> None:
-            got = s_op.read()
-            if got is not None:
-                # float32 straight into the bf16/fp16 view: the cast dtypes.cast runs (see
-                # isa_common.writer), without its temporary and a second copy
-                d_arr[...] = dtypes.to_f32(np.asarray(got)).reshape(d_arr.shape)
     else:
+        # a cast through float32: a static dst takes the instruction writer (isa_common.writer,
+        # which casts straight into a bf16/fp16 view); a dynamic one writes through d_op, which
+        # may skip out-of-bounds rows
+        if type(d_op) is Operand:
+            write = _writer(dst, site)
+        else:
+
+            def write(values: np.ndarray) -> None:
+                d_op.write(dtypes.cast(values.reshape(dshape), dname))
 
         def run() -> None:
             got = s_op.read()
             if got is not None:
-                d_op.write(dtypes.cast(dtypes.to_f32(np.asarray(got)).reshape(dshape), dname))
+                write(dtypes.to_f32(np.asarray(got)))
 
     nbytes = src.size * dtypes.itemsize(src.dtype)
     meta = {"bytes": nbytes, "src": src.buffer.name, "dst": dst.buffer.name, "dge": mode}

@@ -241,21 +241,13 @@ def nc_matmul(
     def run() -> None:
         s = dtypes.to_f32(s_arr).reshape(k, m)
         v = dtypes.to_f32(m_arr).reshape(k, n)
-        if bit_transpose:
-            res_t = moved(s, v)
-            if res_t is not None:
-                if mode == "overwrite":
-                    d_arr[...] = res_t.reshape(dshape)
-                elif mode == "accumulate":
-                    d_arr[...] += res_t.reshape(dshape)
-                else:
-                    assert first is not None
-                    d_arr[...] = np.where(first, res_t.reshape(dshape), d_arr + res_t.reshape(dshape))
+        product = moved(s, v) if bit_transpose else None
+        if product is None:
+            if direct:
+                np.matmul(s.T, v, out=d_arr)
                 return
-        if direct:
-            np.matmul(s.T, v, out=d_arr)
-            return
-        res = (s.T @ v).reshape(dshape)
+            product = s.T @ v
+        res = product.reshape(dshape)
         if mode == "overwrite":
             d_arr[...] = res
         elif mode == "accumulate":

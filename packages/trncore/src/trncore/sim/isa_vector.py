@@ -34,6 +34,7 @@ from trncore.sim.errors import (
 )
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import engine, reduce_cmd
@@ -67,14 +68,8 @@ def _tensor_tensor_checks(
         eng_enum.gpsimd if (token.name == "power" or (ints and not any_psum)) else eng_enum.vector
     )
     eng = _pick_engine(engine, default)
-    # nki.isa.tensor_tensor, NKI 0.3.0 and 0.6.0: engine is vector, gpsimd or unknown
-    if eng is not eng_enum.vector and eng is not eng_enum.gpsimd:
-        raise LanguageError(
-            "tensor-tensor-engine",
-            f"tensor_tensor engine={eng.name} is not supported; engine must be one of "
-            "nisa.engine.vector, nisa.engine.gpsimd or nisa.engine.unknown (nki.isa.tensor_tensor)",
-            site,
-        )
+    _check_engine(eng, (eng_enum.vector, eng_enum.gpsimd), "tensor_tensor",
+                  "nki.isa.tensor_tensor, NKI 0.3.0 and 0.6.0", site)  # fmt: skip
     _check_gpsimd_psum(eng, "tensor_tensor", site, d1, d2, dst)
     if token.kind == "bitvec" and not all(dtypes.is_int(t.dtype) for t in (d1, d2, dst)):
         raise DtypeError(
@@ -235,15 +230,8 @@ def _tensor_scalar_checks(
             )
     eng_enum = globals()["engine"]
     eng = _pick_engine(engine, eng_enum.vector)
-    # nki.isa.tensor_scalar, NKI 0.3.0 and 0.6.0: engine is vector, scalar, gpsimd or unknown
-    if eng not in (eng_enum.vector, eng_enum.scalar, eng_enum.gpsimd):
-        raise LanguageError(
-            "tensor-scalar-engine",
-            f"tensor_scalar engine={eng.name} is not supported; engine must be one of "
-            "nisa.engine.vector, nisa.engine.scalar, nisa.engine.gpsimd or nisa.engine.unknown "
-            "(nki.isa.tensor_scalar)",
-            site,
-        )
+    _check_engine(eng, (eng_enum.vector, eng_enum.scalar, eng_enum.gpsimd), "tensor_scalar",
+                  "nki.isa.tensor_scalar, NKI 0.3.0 and 0.6.0", site)  # fmt: skip
     if eng == eng_enum.gpsimd and t0.name != "rsqrt":
         raise LanguageError(
             "tensor-scalar-gpsimd", "tensor_scalar engine=gpsimd is only allowed for rsqrt", site
