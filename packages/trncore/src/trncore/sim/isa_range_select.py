@@ -36,7 +36,7 @@ from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import reduce_cmd
 from trncore.sim.isa_common import reduce_cmd as _ReduceCmd
 from trncore.sim.isa_common import writer as _writer
-from trncore.sim.isa_reduce_chain import ACC_KEY
+from trncore.sim.isa_reduce_chain import accumulator, chain_row_max
 from trncore.sim.tensor import NkiTensor
 
 __all__ = ["range_select"]
@@ -49,14 +49,6 @@ _COMPARE_BOOL = {
     "equal": np.equal, "less": np.less, "less_equal": np.less_equal, "greater": np.greater,
     "greater_equal": np.greater_equal,
 }  # fmt: skip
-
-
-def _accumulator(ctx: Any) -> np.ndarray:
-    """The Vector Engine accumulator registers of the trace ((pmax, 1) float32, zeroed on replay)."""
-    acc = ctx.engine_state.get(ACC_KEY)
-    if acc is None:
-        acc = ctx.engine_state[ACC_KEY] = np.zeros((ctx.rules.pmax, 1), dtype=np.float32)
-    return acc
 
 
 def range_select(
@@ -133,7 +125,7 @@ def range_select(
     index = (int(range_start) + np.arange(f)).astype(np.float32)[None, :]
     fill = np.float32(_FP32_MIN)
 
-    acc = _accumulator(ctx)[:p] if cmd != "idle" else None
+    acc = accumulator(ctx)[:p] if cmd != "idle" else None
     cmp0, cmp1 = _COMPARE_BOOL[op0.name], _COMPARE_BOOL[op1.name]
 
     def run() -> None:
@@ -144,13 +136,7 @@ def range_select(
         mask &= cmp1(index, b1)
         out = np.where(mask, x, fill)  # float32: x and fill are
         write(out)
-        rowmax = out.max(axis=1, keepdims=True)
-        if acc is not None:
-            if cmd in ("reset", "reset_reduce"):
-                acc[...] = -np.inf
-            if cmd != "reset":
-                acc[...] = np.maximum(acc, rowmax)
-            rowmax = acc
+        rowmax = chain_row_max(acc, cmd, out.max(axis=1, keepdims=True))
         if res_write is not None:
             res_write(rowmax)
 

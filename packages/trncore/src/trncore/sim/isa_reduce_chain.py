@@ -37,7 +37,7 @@ from trncore.sim.isa_common import writer as _writer
 from trncore.sim.release_rules import check_unary_operand, unary_alu_ops
 from trncore.sim.tensor import NkiTensor
 
-__all__ = ["ACC_KEY", "tensor_scalar_cumulative", "tensor_scalar_reduce"]
+__all__ = ["ACC_KEY", "accumulator", "chain_row_max", "tensor_scalar_cumulative", "tensor_scalar_reduce"]
 
 #: ``TraceContext.engine_state`` key of the VectorE accumulator (a (128, 1) float32 array).
 ACC_KEY = "vector_acc"
@@ -54,10 +54,27 @@ def _arithmetic_ops() -> dict[str, Any]:
     return {k: v for k, v in BINARY.items() if v.kind in ("arith", "compare")}
 
 
-def _accumulator(ctx: Any) -> np.ndarray:
+def accumulator(ctx: Any) -> np.ndarray:
+    """The Vector Engine accumulator registers of the trace ((pmax, 1) float32, zeroed on replay),
+    shared by the instructions that chain through them (``tensor_scalar_reduce``,
+    ``tensor_scalar_cumulative``, ``range_select``, ``select_reduce``)."""
     acc = ctx.engine_state.get(ACC_KEY)
     if acc is None:
         acc = ctx.engine_state[ACC_KEY] = np.zeros((ctx.rules.pmax, 1), dtype=_F32)
+    return acc
+
+
+def chain_row_max(acc: np.ndarray | None, cmd: str, rowmax: np.ndarray) -> np.ndarray:
+    """The row maxima a max-chaining instruction (``range_select``, ``select_reduce``) reports:
+    with the accumulator in use (``acc``, None for ``idle``), ``reset`` / ``reset_reduce``
+    restart it at -inf, every command but ``reset`` folds this call's ``rowmax`` in, and the
+    result is the accumulator; without it, this call's ``rowmax``."""
+    if acc is None:
+        return rowmax
+    if cmd in ("reset", "reset_reduce"):
+        acc[...] = -np.inf
+    if cmd != "reset":
+        acc[...] = np.maximum(acc, rowmax)
     return acc
 
 
@@ -140,7 +157,7 @@ def tensor_scalar_reduce(
         fn = op_fn
     x_op, write = data.operand(site), _writer(dst, site)
     res_write = _writer(res, site) if res is not None else None
-    acc = _accumulator(ctx)[:p]
+    acc = accumulator(ctx)[:p]
     sign = _F32(-1.0 if reduce_res_negate else 1.0)
 
     def run() -> None:
@@ -218,7 +235,7 @@ def tensor_scalar_cumulative(
     assert imm0_read is not None
     p = src.partitions
     x_op, write = src.operand(site), _writer(dst, site)
-    acc = _accumulator(ctx)[:p]
+    acc = accumulator(ctx)[:p]
     fn0, name1 = t0.fn, t1.name
     identity = 0.0 if name1 == "subtract" else _IDENTITY[name1]
 

@@ -672,14 +672,10 @@ def _select(
     # them to -inf and takes this call's row maxima, reduce keeps accumulating, idle leaves them
     # (reduce_res then gets this call's row maxima); reduce_res=None keeps the result in the
     # registers for a later call (the 0.6.0 page). reset (the nki.isa.reduce_cmd page) only resets.
-    acc = None
-    if cmd != int(reduce_cmd.idle):
-        from trncore.sim.isa_reduce_chain import ACC_KEY
+    from trncore.sim.isa_reduce_chain import accumulator, chain_row_max
 
-        regs = ctx.engine_state.get(ACC_KEY)
-        if regs is None:
-            regs = ctx.engine_state[ACC_KEY] = np.zeros((ctx.rules.pmax, 1), dtype=F32)
-        acc = regs[:p]
+    acc = accumulator(ctx)[:p] if cmd != int(reduce_cmd.idle) else None
+    cmd_name = reduce_cmd(cmd).name
 
     def run() -> None:
         mask = np.asarray(p_op.read()).reshape(p, -1) != 0
@@ -687,15 +683,9 @@ def _select(
             mask = ~mask
         y = np.where(mask, t_r(), f_r()).astype(F32)
         write(y)
-        rowmax = y.max(axis=1, keepdims=True) if (res_write is not None or acc is not None) else None
-        if acc is not None:
-            if cmd in (int(reduce_cmd.reset), int(reduce_cmd.reset_reduce)):
-                acc[...] = -np.inf
-            if cmd != int(reduce_cmd.reset):
-                assert rowmax is not None
-                acc[...] = np.maximum(acc, rowmax)
-            rowmax = acc
-        if res_write is not None:
-            res_write(rowmax)
+        if res_write is not None or acc is not None:
+            rowmax = chain_row_max(acc, cmd_name, y.max(axis=1, keepdims=True))
+            if res_write is not None:
+                res_write(rowmax)
 
     ctx.emit(name, "vector", site, reads, writes, run, _elementwise_meta(dst))
