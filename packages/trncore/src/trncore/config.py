@@ -279,7 +279,8 @@ def env_settings(library: str) -> EnvSettings:
 #: "NKI 0.3.0 update guide" and the ``nki.simulate`` API page, Neuron SDK 2.29; ``inf2``, also
 #: NeuronCore-v2, from the NKI 0.6.0 ``nki.jit`` page: "trn1|inf2|gen2").
 TARGET_ENV = "NEURON_PLATFORM_TARGET_OVERRIDE"
-_TARGET_ALIASES = {"trn1": "trn1", "gen2": "trn1", "inf2": "trn1", "trn2": "trn2", "gen3": "trn2"}
+#: every spelling of a target, to the name the emulator uses (trncore.sim.rules reads it too)
+TARGET_ALIASES = {"trn1": "trn1", "gen2": "trn1", "inf2": "trn1", "trn2": "trn2", "gen3": "trn2"}
 
 
 def current_target() -> str:
@@ -291,12 +292,12 @@ def current_target() -> str:
     raw = read_text(TARGET_ENV)
     if not raw:
         return "trn2"
-    if raw not in _TARGET_ALIASES:
+    if raw not in TARGET_ALIASES:
         raise ValueError(
             f"{TARGET_ENV}={raw!r} is not a supported target; allowed values: "
-            + ", ".join(sorted(_TARGET_ALIASES))
+            + ", ".join(sorted(TARGET_ALIASES))
         )
-    return _TARGET_ALIASES[raw]
+    return TARGET_ALIASES[raw]
 
 
 #: How the emulator treats the known issues of the targeted NKI release (trncore.sim.known_issues):

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from trncore.sim import context
-from trncore.sim.errors import LanguageError
+from trncore.sim.errors import LanguageError, site_suffix
 
 __all__ = ["NO_REORDER_DEPTH", "NkiInstruction", "dynamic_scope", "refuse_in_no_reorder", "returning_handle"]
 
@@ -142,10 +142,8 @@ def _signature_error(
         signature.bind(*args, **kwargs)
     except TypeError:
         names = ", ".join(signature.parameters)
-        site = context.user_site()
-        where = f" (at {site[0]}:{site[1]})" if site else ""
         return TypeError(
-            f"nki.isa.{fn.__name__}: {exc}; its parameters are ({names}){where}"
+            f"nki.isa.{fn.__name__}: {exc}; its parameters are ({names}){site_suffix(context.user_site())}"
         )
     return None
 

@@ -357,9 +357,7 @@ def sendrecv(
         nbytes = src.free_size * dtypes.itemsize(src.dtype)
         # the multiple-of-16 partition rule is in the NKI 0.3.0 page only; the 0.4.0-0.6.0
         # pages (SDK 2.30-2.32) keep just the bytes per partition (versions.CHANGES)
-        rows16 = not versions.at_least(
-            versions.change("nisa.sendrecv gpsimd_dma partitions").introduced or ""
-        )
+        rows16 = not versions.has_change("nisa.sendrecv gpsimd_dma partitions")
         if (rows16 and src.partitions % 16) or nbytes > limit:
             need = "a multiple of 16 partitions and " if rows16 else ""
             raise ShapeError("sendrecv-gpsimd-dma", f"sendrecv src with dma_engine=gpsimd_dma "

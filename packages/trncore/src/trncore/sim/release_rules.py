@@ -30,7 +30,7 @@ def psum_overlap_accumulates() -> bool:
     """Whether an ``nc_matmul`` (``accumulate=None``) into a PSUM region that earlier matmuls
     partly wrote accumulates the overlap (NKI 0.6.0's simulator fix, the hardware behaviour) or,
     as the simulator of NKI 0.3.0-0.5.0 did, overwrites the whole region."""
-    return versions.at_least(versions.change("nisa.nc_matmul overlapping PSUM").introduced or "")
+    return versions.has_change("nisa.nc_matmul overlapping PSUM")
 
 
 def stable_copy_applies() -> bool:
@@ -77,7 +77,7 @@ def unary_alu_ops() -> dict[str, Op]:
     """The arithmetic unary ALU operators of the target release ("Supported Math Operators for NKI
     ISA", nki.api.shared): ``abs``, ``rsqrt``, ``reciprocal`` in NKI 0.3.0 (SDK 2.29); ``square``
     and ``relu`` join them in NKI 0.4.0 (SDK 2.30, the table's "Arithmetic Unary" group)."""
-    if versions.at_least(versions.change("ALU unary square / relu").introduced or ""):
+    if versions.has_change("ALU unary square / relu"):
         return {**UNARY_ALU, **UNARY_ALU_0_4}
     return UNARY_ALU
 
@@ -98,7 +98,7 @@ def check_unary_operand(operand: Any, api: str, site: Any) -> Any:
                 site,
             )
         return operand
-    if versions.at_least(versions.change("unary op0 operand0").introduced or ""):
+    if versions.has_change("unary op0 operand0"):
         raise LanguageError(
             "unary-operand",
             f"{api}: operand0 must be None or 0 when op0 is a unary operator, got {operand!r} "
@@ -111,8 +111,7 @@ def check_unary_operand(operand: Any, api: str, site: Any) -> Any:
 def check_source_rank(t: NkiTensor, api: str, what: str, site: Any) -> None:
     """The rank limit of ``max8``'s ``src`` / ``nc_find_index8``'s ``data``: up to 5 dims in the NKI
     0.3.0 pages (SDK 2.29), up to 3 from NKI 0.4.0 (SDK 2.30 to 2.32)."""
-    limit = 3 if versions.at_least(versions.change("max8 / nc_find_index8 source rank").introduced
-                                   or "") else 5  # fmt: skip
+    limit = 3 if versions.has_change("max8 / nc_find_index8 source rank") else 5
     if t.ndim > limit:
         raise ShapeError(
             f"{api}-rank",

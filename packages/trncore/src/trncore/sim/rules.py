@@ -93,8 +93,9 @@ TARGETS: dict[str, TargetRules] = {
 
 def rules_for(target: str) -> TargetRules:
     """The rules of ``target`` (``trn1``/``inf2``/``gen2`` or ``trn2``/``gen3``)."""
-    aliases = {"gen2": "trn1", "inf2": "trn1", "gen3": "trn2"}  # inf2: the NKI 0.6.0 nki.jit page
-    name = aliases.get(target, target)
+    from trncore.config import TARGET_ALIASES  # the spellings NEURON_PLATFORM_TARGET_OVERRIDE takes
+
+    name = TARGET_ALIASES.get(target, target)
     if name not in TARGETS:
         raise ValueError(f"unsupported target {target!r}; the emulator knows trn1 and trn2")
     return TARGETS[name]

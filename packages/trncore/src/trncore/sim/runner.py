@@ -24,7 +24,7 @@ from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
 from trncore.sim.context import user_site
-from trncore.sim.errors import LanguageError, TargetError
+from trncore.sim.errors import LanguageError, TargetError, site_suffix
 from trncore.sim.lnc import run_instances, run_world
 from trncore.sim.program import Program, TraceContext
 from trncore.sim.rules import rules_for
@@ -655,11 +655,9 @@ class Kernel:
             # nki.language.program_id / num_programs / program_ndim (NKI 0.6.0) describe an N-D SPMD
             # launch grid, so kernel[(a, b)] is not an error of the kernel; the emulator runs only
             # the LNC grid (kernel[1] / kernel[2], "LNC Overview", NKI 0.6.0).
-            site = user_site()
-            where = f" (at {site[0]}:{site[1]})" if site else ""
             raise NotImplementedError(
                 f"kernel[{grid}]: an N-D SPMD launch grid is not emulated by trncore.sim; it runs the "
-                f"LNC grid kernel[1] or kernel[2] (docs/emulator.md){where}"
+                f"LNC grid kernel[1] or kernel[2] (docs/emulator.md){site_suffix(user_site())}"
             )
         return Kernel(self.func, int(grid), self.schedule)
 

@@ -749,7 +749,7 @@ class NkiTensor:
         name = self.dtype if dtype is None else dtypes.dtype_name(dtype)
         dims = [(int(s), int(n)) for s, n in pattern]
         scale = dtypes.itemsize(self.dtype) / dtypes.itemsize(name)
-        base_offset = int((self.offset) * scale) + int(offset or 0)
+        base_offset = int(self.offset * scale) + int(offset or 0)
         # Which tensor a dynamic offset's ``indirect_dim`` refers to. nki.language.NkiTensor.ap
         # (SDK 2.31 and 2.32, NKI 0.5.0-0.6.0): "offset: ... When None (default), inherits the
         # current view's storage offset"; "indirect_dim: dimension in self.shape whose stride
@@ -767,8 +767,7 @@ class NkiTensor:
             # With no offset given, the same page keeps the view's storage offset, and the
             # indirect dimension is the view's own (``x[h].ap(pattern, vector_offset=rows)``
             # gathers rows of ``x[h]``); an explicit offset addresses the storage.
-            if offset is None:
-                base_offset = int(self.offset * scale)
+            if offset is None:  # base_offset above: the view's own
                 own_stride = True
             else:
                 base_offset = int(offset)
@@ -777,10 +776,9 @@ class NkiTensor:
             raise LanguageError(
                 "ap-dynamic", "scalar_offset and vector_offset are mutually exclusive", site
             )
-        view_shape = row_shape
         dynamic: ScalarOffset | VectorOffset | None = None
         if scalar_offset is not None:
-            row = int(self._indirect_stride(view_shape, indirect_dim, own_stride) * scale)
+            row = int(self._indirect_stride(row_shape, indirect_dim, own_stride) * scale)
             if isinstance(scalar_offset, NkiTensor):
                 dynamic = ScalarOffset(scalar_offset, row, site)
             elif hasattr(scalar_offset, "__index__") or hasattr(scalar_offset, "as_scalar_offset"):
@@ -797,7 +795,7 @@ class NkiTensor:
         if vector_offset is not None:
             if indirect_dim != 0:
                 raise LanguageError("ap-vector-offset", "vector_offset needs indirect_dim=0", site)
-            row = int(self._indirect_stride(view_shape, 0, own_stride) * scale)
+            row = int(self._indirect_stride(row_shape, 0, own_stride) * scale)
             dims[0] = (row, dims[0][1])
             dynamic = VectorOffset(vector_offset, row, site)
         result = NkiTensor(self.alloc, name, base_offset, dims, indexed=True, dynamic=dynamic)

@@ -27,14 +27,13 @@ import functools
 import inspect
 import types
 import warnings
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from trncore.sim import context
 from trncore.sim.context import maybe_current, user_site
-from trncore.sim.errors import NkiValidationError, TargetError
+from trncore.sim.errors import NkiValidationError, TargetError, site_suffix
 
 __all__ = [
     "CHANGES",
@@ -357,6 +356,12 @@ def at_least(version: str) -> bool:
     return _index(current()) >= _index(version)
 
 
+def has_change(api: str) -> bool:
+    """Whether the target release has the :data:`CHANGES` row ``api`` (a behaviour or rule row):
+    it is the release that introduced it, or a later one."""
+    return at_least(change(api).introduced or "")
+
+
 # ------------------------------------------------------------------------------ the check
 #: What :func:`require` does for (api, release), decided once: (the row, the reason it raises or
 #: None, the deprecation warning's text up to the kernel's line or ""). A gated ``nl.tile_size``
@@ -381,11 +386,11 @@ def _verdict(row: ApiChange, now: str) -> tuple[ApiChange, str | None, str]:
     return row, (row.emulated if row.emulated in ("trn3", "no") else None), deprecation
 
 
-#: (api, kernel line) pairs already warned about, per live trace context: a deprecated
+#: ``engine_state`` key of the (api, kernel line) pairs a trace has warned about: a deprecated
 #: attribute read in a loop (``nl.tile_size.psum_fmax`` in AWS's qkv kernel, 4 224 reads of one
 #: line) warns once per line and trace, as Python's default filter would; pytest records every
 #: DeprecationWarning ("always"), which had made such a trace carry 12 938 identical warnings.
-_WARNED: weakref.WeakKeyDictionary[Any, set[tuple[str, tuple[str, int] | None]]] = weakref.WeakKeyDictionary()
+_WARNED = "deprecations_warned"
 
 
 def _first_warning(api: str, where: tuple[str, int] | None) -> bool:
@@ -393,9 +398,7 @@ def _first_warning(api: str, where: tuple[str, int] | None) -> bool:
     ctx = maybe_current()
     if ctx is None:
         return True  # outside a kernel: every call warns, Python's filters decide
-    seen = _WARNED.get(ctx)
-    if seen is None:
-        seen = _WARNED[ctx] = set()
+    seen = ctx.engine_state.setdefault(_WARNED, set())
     if (api, where) in seen:
         return False
     seen.add((api, where))
@@ -414,8 +417,7 @@ def require(api: str, site: tuple[str, int] | None = None) -> None:
         return
     where = site or user_site()
     if deprecation and _first_warning(api, where):
-        at = f" (at {where[0]}:{where[1]})" if where else ""
-        warnings.warn(deprecation + at, NkiDeprecationWarning, stacklevel=3)
+        warnings.warn(deprecation + site_suffix(where), NkiDeprecationWarning, stacklevel=3)
     if fails == "introduced":
         assert row.introduced is not None
         raise VersionError(
