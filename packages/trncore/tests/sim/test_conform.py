@@ -71,6 +71,7 @@ def test_classify_follows_the_cause_chain() -> None:
     assert classify(wrapped(rule)) == ("RULE", str(rule))
     assert classify(wrapped(NotImplementedError("nisa.x is not emulated")))[0] == "NOTIMPL"
     assert classify(wrapped(CaseTimeout("slow")))[0] == "TIMEOUT"
+    assert classify(wrapped(CaseTimeout("inputs", "DATA")))[0] == "DATA"
     assert classify(wrapped(MemoryError()))[0] == "MEMORY"
     assert classify(AssertionError("mismatch"))[0] == "FAIL"
     outcome, reason = classify(wrapped(KeyError("k")))
@@ -249,7 +250,9 @@ def test_runner_on_a_miniature_checkout(tmp_path: Path, capsys: pytest.CaptureFi
     assert got["test_never_ends"].outcome == "TIMEOUT" and got["test_never_ends"].seconds < 5
     assert got["test_process_dies"].outcome == "CRASH"
     stuck = got["test_stuck_in_one_call"]  # killed by the runner, the next child carried on
-    assert stuck.outcome == "TIMEOUT" and stuck.reason.startswith("killed after")
+    # it never reached the emulator: the test's own work took the time
+    assert stuck.outcome == "DATA" and stuck.reason.startswith("killed after")
+    assert "building the test's inputs" in stuck.reason
     assert [e.nodeid for e in run.collect_errors] == ["test/integration/test_broken_import.py"]
     assert run.passed == 6 and len(run.counted) == 13
     assert lines[-2] == run.summary() and lines[-2].startswith("conformance: 6 of 13 counted")
@@ -258,5 +261,5 @@ def test_runner_on_a_miniature_checkout(tmp_path: Path, capsys: pytest.CaptureFi
     for case in (c for c in run.cases if c.outcome == "PASS"):
         inside = case.emulator_seconds
         assert inside is not None and 0 < inside <= case.seconds
-    assert sum(line.startswith(("PASS", "FAIL", "RULE", "NOTIMPL", "TIMEOUT", "CRASH", "SKIP",
+    assert sum(line.startswith(("PASS", "FAIL", "RULE", "NOTIMPL", "TIMEOUT", "DATA", "CRASH", "SKIP",
                                 "ERROR")) for line in lines) == 14  # fmt: skip

@@ -8,7 +8,7 @@ import pytest
 
 import trncore.sim as sim
 from trncore.sim import nisa, nl, simulate
-from trncore.sim.conform_meter import RETAINED_SLACK, CaseMeter, memory_verdict
+from trncore.sim.conform_meter import RETAINED_SLACK, CaseMeter, memory_verdict, time_verdict
 
 
 def test_tiles_at_one_address_share_their_bytes(target: str) -> None:
@@ -95,3 +95,18 @@ def test_memory_verdict_blames_the_phase_that_passed_the_limit() -> None:
                      output_bytes=gib)  # fmt: skip
     outcome, reason = memory_verdict(limit, held)
     assert outcome == "MEMORY" and "still holding" in reason
+
+
+def test_time_verdict_blames_the_emulator_once_it_has_run() -> None:
+    # the limit passed before the kernel ran: the test's own inputs took the time
+    outcome, reason = time_verdict(30, CaseMeter(phase="inputs"))
+    assert outcome == "DATA" and "building the test's inputs" in reason
+    # inside the emulator, or in the reference after it: the emulator's seconds counted
+    inside = CaseMeter(phase="emulator", calls=1, emulator_seconds=12.5, data_seconds=4.0)
+    outcome, reason = time_verdict(30, inside)
+    assert outcome == "TIMEOUT" and "inside the emulator" in reason
+    after = CaseMeter(phase="reference", calls=1, emulator_seconds=5.0)
+    outcome, reason = time_verdict(30, after)
+    assert outcome == "TIMEOUT" and "reference" in reason and "5.0 s inside the emulator" in reason
+    # a second kernel call's inputs: the emulator has run once already
+    assert time_verdict(30, CaseMeter(phase="inputs", calls=1, emulator_seconds=3.0))[0] == "TIMEOUT"

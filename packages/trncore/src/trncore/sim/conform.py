@@ -31,8 +31,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trncore import platform
+
+if TYPE_CHECKING:
+    from trncore.sim.conform_meter import CaseMeter
 
 __all__ = ["CaseResult", "ConformRun", "add_arguments", "main", "run_conformance", "select"]
 
@@ -236,15 +240,30 @@ def _rss(pid: int) -> int:
     return rss_bytes(pid)
 
 
+def _last_meter(last_meter: dict[str, object] | None) -> CaseMeter:
+    """The meter of the case's last ``phase`` record (none: it never reached the emulator)."""
+    from trncore.sim.conform_meter import CaseMeter
+
+    if last_meter is None:
+        return CaseMeter(phase="inputs")
+    fields = {k: v for k, v in last_meter.items() if k in CaseMeter.__dataclass_fields__}
+    return CaseMeter(**fields)  # type: ignore[arg-type]
+
+
 def _killed_for_memory(rss: int, last_meter: dict[str, object] | None, limit: int) -> str:
     """``OUTCOME:reason`` for a child killed past the hard memory limit, judged by its last phase."""
-    from trncore.sim.conform_meter import CaseMeter, memory_verdict
+    from trncore.sim.conform_meter import memory_verdict
 
-    if last_meter is None:  # the case never reached the emulator
-        last_meter = {"phase": "inputs"}
-    fields = {k: v for k, v in last_meter.items() if k in CaseMeter.__dataclass_fields__}
-    outcome, reason = memory_verdict(limit, CaseMeter(**fields))  # type: ignore[arg-type]
+    outcome, reason = memory_verdict(limit, _last_meter(last_meter))
     return f"{outcome}:killed at {rss / 2**30:.1f} GiB resident; {reason}"
+
+
+def _killed_for_time(elapsed: float, last_meter: dict[str, object] | None, limit: float) -> str:
+    """``OUTCOME:reason`` for a child killed stuck in one call, judged by its last phase."""
+    from trncore.sim.conform_meter import time_verdict
+
+    outcome, reason = time_verdict(limit, _last_meter(last_meter))
+    return f"{outcome}:killed after {elapsed:.0f} s (stuck in one call); {reason}"
 
 
 class _Watch:
@@ -296,7 +315,7 @@ class _Watch:
                 if started is not None:
                     elapsed = time.monotonic() - started[1]
                     if hard_time is not None and elapsed > hard_time:
-                        killed = f"TIMEOUT:killed after {elapsed:.0f} s (stuck in one call)"
+                        killed = _killed_for_time(elapsed, last_meter, self.args.timeout)
                     elif hard_mem is not None and (rss := _rss(proc.pid)) > hard_mem:
                         limit = int(self.args.memory * 2**30)
                         killed = _killed_for_memory(rss, last_meter, limit)

@@ -239,6 +239,20 @@ def _gib(n: int) -> str:
     return f"{n / GIB:.1f} GiB"
 
 
+def time_verdict(limit: float, m: CaseMeter | None = None) -> tuple[str, str]:
+    """``(outcome, reason)`` for a case that ran past ``limit`` seconds.
+
+    ``DATA`` when the case never reached the emulator: the time went to the test's own work
+    (building its inputs), which no emulator speed changes; ``TIMEOUT`` otherwise, even when the
+    limit fell during the test's reference: the emulator's seconds counted towards it. The
+    reason says where the case was and its seconds inside the emulator either way.
+    """
+    m = m or _meter
+    if m.phase == "inputs" and m.calls == 0:
+        return "DATA", f"case ran longer than {limit:g} s building the test's inputs, before the kernel ran"
+    return "TIMEOUT", f"case ran longer than {limit:g} s ({m.where()})"
+
+
 def memory_verdict(limit: int, m: CaseMeter | None = None) -> tuple[str, str]:
     """``(outcome, reason)`` for a case whose resident memory passed ``limit`` bytes.
 

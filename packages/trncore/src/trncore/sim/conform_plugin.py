@@ -58,7 +58,15 @@ SELECT_ENV = "TRNCORE_CONFORM_SELECT"
 
 
 class CaseTimeout(BaseException):
-    """The case ran past the runner's per-case wall-clock limit."""
+    """The case ran past the runner's per-case wall-clock limit.
+
+    ``outcome`` is ``TIMEOUT`` (the emulator had run) or ``DATA`` (the test's own inputs took
+    the time), see :func:`trncore.sim.conform_meter.time_verdict`.
+    """
+
+    def __init__(self, reason: str, outcome: str = "TIMEOUT") -> None:
+        super().__init__(reason)
+        self.outcome = outcome
 
 
 class CaseMemoryExceeded(BaseException):
@@ -89,10 +97,9 @@ def classify(exc: BaseException | None) -> tuple[str, str]:
         return "PASS", ""
     chain = list(_chain(exc))
     for e in chain:
-        if isinstance(e, CaseMemoryExceeded):
+        if isinstance(e, (CaseMemoryExceeded, CaseTimeout)):
             return e.outcome, _first_line(e)
     for kind, label in (
-        (CaseTimeout, "TIMEOUT"),
         (MemoryError, "MEMORY"),
         (NkiValidationError, "RULE"),
         (NotImplementedError, "NOTIMPL"),
@@ -147,8 +154,8 @@ class _Guard:
         self.hit_memory = False
 
     def _on_alarm(self, signum: int, frame: Any) -> None:
-        where = conform_meter.meter().where()
-        raise CaseTimeout(f"case ran longer than {self.timeout:g} s ({where})")
+        outcome, reason = conform_meter.time_verdict(self.timeout)
+        raise CaseTimeout(reason, outcome)
 
     def _on_memory(self, signum: int, frame: Any) -> None:
         outcome, reason = conform_meter.memory_verdict(self.memory)
