@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from trncore.sim import jit, nisa, nl
-from trncore.sim.errors import BoundsError
-from trncore.sim.testing import assert_reported_at
+from trncore.sim.errors import BoundsError, PartitionError
+from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -60,3 +60,130 @@ def test_nc_matmul_operand_index_past_the_tile_is_reported_at_the_matmul() -> No
     with pytest.raises(BoundsError, match="scalar_offset value 9") as info:
         jit(matmul_at_runtime_slices)(w, x, idx)
     assert_reported_at(info.value, matmul_at_runtime_slices)
+
+
+def gather_slots_by_register(blob, idx, cnt):
+    """A device loop over ``cnt`` slots: ``buf <- blob[idx[u]]`` through ``select(0, register)``
+    with ``oob_mode=skip`` (an index past the blob leaves ``buf`` as the slot before left it), then
+    ``out[:, u, :] = 2 * buf`` and ``acc[:, idx[u] % 4, :] += buf`` (a register-selected SBUF
+    operand of compute instructions)."""
+    e_n, _, f = blob.shape
+    u_n = idx.shape[1]
+    out = nl.ndarray((128, u_n, f), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_sb = nl.ndarray((1, u_n), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i_sb, src=idx)
+    m_sb = nl.ndarray((1, u_n), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=m_sb, data=i_sb, op0=nl.bitwise_and, operand0=3)
+    c_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=c_sb, src=cnt)
+    o_sb = nl.ndarray((128, u_n, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=o_sb, value=0.0)
+    acc = nl.ndarray((128, 4, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    buf = nl.ndarray((128, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=buf, value=7.0)
+    n = nisa.register_alloc()
+    nisa.register_load(n, c_sb)
+    for u in nl.dynamic_range(n):
+        e = nisa.register_alloc()
+        nisa.register_load(e, i_sb.ap(pattern=[[u_n, 1], [1, 1]], offset=u))
+        nisa.dma_copy(dst=buf, src=blob.select(0, e), oob_mode=nisa.oob_mode.skip)
+        nisa.tensor_scalar(dst=o_sb.select(1, u), data=buf, op0=nl.multiply, operand0=2.0)
+        r = nisa.register_alloc()
+        nisa.register_load(r, m_sb.ap(pattern=[[u_n, 1], [1, 1]], offset=u))
+        nisa.tensor_tensor(dst=acc.select(1, r), data1=acc.select(1, r), data2=buf, op=nl.add)
+    nisa.tensor_tensor(dst=o_sb[:, 0:4, :], data1=o_sb[:, 0:4, :], data2=acc, op=nl.add)
+    nisa.dma_copy(dst=out, src=o_sb)
+    return out
+
+
+def _gather_slots_reference(blob: np.ndarray, idx: np.ndarray, cnt: int) -> np.ndarray:
+    u_n, f = idx.shape[1], blob.shape[2]
+    out = np.zeros((128, u_n, f))
+    acc = np.zeros((128, 4, f))
+    buf = np.full((128, f), 7.0)
+    for u in range(cnt):
+        e = int(idx[0, u])
+        if e < blob.shape[0]:
+            buf = blob[e].astype(np.float64)
+        out[:, u] = 2 * buf
+        acc[:, e & 3] += buf
+    out[:, 0:4] += acc
+    return out
+
+
+@pytest.mark.filterwarnings("ignore:nl.dynamic_range is deprecated")
+def test_select_at_a_register_indexes_dmas_and_compute_operands() -> None:
+    # The deep dive (NKI 0.6.0): select builds "the same access pattern that the .ap() forms
+    # produce", and .ap's scalar_offset may be "a VirtualRegister"; nki.isa.dma_copy (NKI
+    # 0.3.0-0.6.0) skips a transfer whose dynamic address is out of bounds under oob_mode=skip.
+    # select(dim, register) raised TypeError, and a register-offset DMA past the tensor raised
+    # even under oob_mode=skip.
+    blob = rng.standard_normal((5, 128, 16)).astype(np.float32)
+    idx = np.array([[4, 1, 9, 2, 6, 0]], np.int32)
+    for cnt in (6, 2):
+        got = jit(gather_slots_by_register)(blob, idx, np.array([[cnt]], np.int32))
+        np.testing.assert_allclose(got, _gather_slots_reference(blob, idx, cnt), rtol=1e-5, atol=1e-6)
+
+
+def copy_by_register(blob, idx, skip):
+    """``blob.select(0, register)`` copied out, with or without ``oob_mode=skip``."""
+    _, p, f = blob.shape
+    out = nl.ndarray((p, f), dtype=blob.dtype, buffer=nl.shared_hbm)
+    i_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i_sb, src=idx)
+    buf = nl.ndarray((p, f), dtype=blob.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=buf, value=-1.0)
+    e = nisa.register_alloc()
+    nisa.register_load(e, i_sb)
+    mode = nisa.oob_mode.skip if skip else nisa.oob_mode.error
+    nisa.dma_copy(dst=buf, src=blob.select(0, e), oob_mode=mode)  # HERE
+    nisa.dma_copy(dst=out, src=buf)
+    return out
+
+
+def test_register_select_out_of_bounds_is_skipped_or_reported_at_the_dma() -> None:
+    # The neighbour: without oob_mode=skip an out-of-bounds register index is an error of the
+    # instruction that reads the view (nki.isa.dma_copy: oob_mode.error is the default).
+    blob = rng.standard_normal((3, 8, 4)).astype(np.float32)
+    got = jit(copy_by_register)(blob, np.array([[5]], np.int32), True)
+    np.testing.assert_array_equal(got, np.full((8, 4), -1.0, np.float32))
+    np.testing.assert_array_equal(jit(copy_by_register)(blob, np.array([[2]], np.int32), False), blob[2])
+    with pytest.raises(BoundsError, match="reaches flat elements") as info:
+        jit(copy_by_register)(blob, np.array([[5]], np.int32), False)
+    assert_reported_at(info.value, copy_by_register)
+
+
+def register_select_on_partitions(x):
+    """``select(0, register)`` on an SBUF tile: dim 0 is its partition dim."""
+    out = nl.ndarray((1, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((4, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nisa.register_alloc(2)
+    row = t.select(0, r)  # HERE
+    nisa.dma_copy(dst=out, src=row)
+    return out
+
+
+def test_register_select_of_an_on_chip_partition_dim_is_refused_at_its_line() -> None:
+    # nki.language.NkiTensor.select (NKI 0.5.0-0.6.0): "Dynamic on-chip: dim must not be 0
+    # (partition dim)".
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    with pytest.raises(PartitionError, match="partition dim") as info:
+        jit(register_select_on_partitions)(x)
+    assert_reported_at(info.value, register_select_on_partitions)
+
+
+def select_by_a_float(x):
+    t = nl.ndarray((4, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    out = nl.ndarray((4,), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t.select(1, 2.0))  # HERE
+    return out
+
+
+def test_select_with_a_float_index_names_the_accepted_kinds_and_the_line() -> None:
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    with pytest.raises(TypeError, match="int, an NkiTensor .* or a VirtualRegister") as info:
+        jit(select_by_a_float)(x)
+    assert f"test_wild_styles5.py:{marked_line(select_by_a_float)})" in str(info.value)
