@@ -4,12 +4,14 @@ invalid neighbour."""
 
 from __future__ import annotations
 
+import warnings
+
 import ml_dtypes
 import numpy as np
 import pytest
 
-from trncore.sim import jit, nisa, nl
-from trncore.sim.errors import BoundsError, PartitionError
+from trncore.sim import jit, nisa, nl, strict_mode
+from trncore.sim.errors import BoundsError, PartitionError, UninitializedReadError
 from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
@@ -187,3 +189,43 @@ def test_select_with_a_float_index_names_the_accepted_kinds_and_the_line() -> No
     with pytest.raises(TypeError, match="int, an NkiTensor .* or a VirtualRegister") as info:
         jit(select_by_a_float)(x)
     assert f"test_wild_styles5.py:{marked_line(select_by_a_float)})" in str(info.value)
+
+
+def row_softmax(x, cmd):
+    """Row softmax whose row sums come from ``activation``'s ``reduce_res`` under ``cmd``."""
+    p, f = x.shape
+    out = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.shared_hbm)
+    s = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=x)
+    nm = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=nm, op=nl.maximum, data=s, axis=1, negate=True, keepdims=True)
+    e = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    total = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    add, exp = nl.add, nl.exp
+    nisa.activation(dst=e, op=exp, data=s, bias=nm, reduce_op=add, reduce_res=total, reduce_cmd=cmd)  # HERE
+    nisa.reciprocal(dst=total, data=total)
+    nisa.tensor_scalar(dst=e, data=e, op0=nl.multiply, operand0=total)
+    nisa.dma_copy(dst=out, src=e)
+    return out
+
+
+def test_activation_reduce_res_with_reset_reduce_is_the_row_sum() -> None:
+    # nki.isa.activation (NKI 0.3.0-0.6.0) pseudo-code: reset_reduce zeroes reduce_regs and adds
+    # this call's reduction; reduce_res then reads reduce_regs.
+    x = rng.standard_normal((64, 40)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = jit(row_softmax)(x, nisa.reduce_cmd.reset_reduce)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_activation_reduce_res_with_idle_and_unset_registers_is_flagged_at_its_line() -> None:
+    # The neighbour a public router kernel wrote: the default reduce_cmd=idle leaves reduce_regs
+    # alone, so reduce_res reads registers nothing set (it got no row sums, and divided by them).
+    x = rng.standard_normal((16, 8)).astype(np.float32)
+    with pytest.warns(UserWarning, match="reduce_cmd=idle reads the Scalar Engine's reduce registers"):
+        jit(row_softmax)(x, nisa.reduce_cmd.idle)
+    with strict_mode(), pytest.raises(UninitializedReadError, match="scalar-regs-unset") as info:
+        jit(row_softmax)(x, nisa.reduce_cmd.idle)
+    assert_reported_at(info.value, row_softmax)
