@@ -229,3 +229,39 @@ def test_activation_reduce_res_with_idle_and_unset_registers_is_flagged_at_its_l
     with strict_mode(), pytest.raises(UninitializedReadError, match="scalar-regs-unset") as info:
         jit(row_softmax)(x, nisa.reduce_cmd.idle)
     assert_reported_at(info.value, row_softmax)
+
+
+def predicated_copy_into_a_runtime_slot(x, idx, mask):
+    """``t[:, idx, :] = where(mask, x, t[:, idx, :])`` with ``t`` all -1 and ``idx`` read from SBUF."""
+    p, s, d = x.shape
+    out = nl.ndarray((p, s, d), dtype=x.dtype, buffer=nl.shared_hbm)
+    xs = nl.ndarray((p, d), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=xs, src=x[:, 0, :])
+    m = nl.ndarray((p, d), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.dma_copy(dst=m, src=mask)
+    i_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i_sb, src=idx)
+    t = nl.ndarray((p, s, d), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=-1.0)
+    nisa.tensor_copy_predicated(dst=t.select(1, i_sb), src=xs, predicate=m)  # HERE
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_tensor_copy_predicated_writes_a_dynamic_dst_at_its_runtime_index() -> None:
+    # Found while checking the nc_matmul fix's class: tensor_copy_predicated wrote its dst through
+    # .array(), the storage view without the runtime index, so the copy landed in slot 0.
+    x = rng.standard_normal((32, 3, 8)).astype(np.float32)
+    mask = (rng.random((32, 8)) < 0.5).astype(np.uint8)
+    got = jit(predicated_copy_into_a_runtime_slot)(x, np.array([[2]], np.int32), mask)
+    want = np.full(x.shape, -1.0, np.float32)
+    want[:, 2, :] = np.where(mask != 0, x[:, 0, :], -1.0)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_tensor_copy_predicated_dst_index_past_the_tile_is_reported_at_the_copy() -> None:
+    x = rng.standard_normal((32, 3, 8)).astype(np.float32)
+    mask = np.ones((32, 8), np.uint8)
+    with pytest.raises(BoundsError, match="scalar_offset value 3") as info:
+        jit(predicated_copy_into_a_runtime_slot)(x, np.array([[3]], np.int32), mask)
+    assert_reported_at(info.value, predicated_copy_into_a_runtime_slot)
