@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import jit, nisa, nl, strict_mode
-from trncore.sim.errors import BoundsError, PartitionError, UninitializedReadError
+from trncore.sim.errors import BoundsError, LanguageError, PartitionError, UninitializedReadError
 from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
@@ -265,3 +265,44 @@ def test_tensor_copy_predicated_dst_index_past_the_tile_is_reported_at_the_copy(
     with pytest.raises(BoundsError, match="scalar_offset value 3") as info:
         jit(predicated_copy_into_a_runtime_slot)(x, np.array([[3]], np.int32), mask)
     assert_reported_at(info.value, predicated_copy_into_a_runtime_slot)
+
+
+def norms_with_nl_max(x, part_op):
+    """Row max by ``tensor_scalar_reduce(reduce_op=nl.max)``, row min by ``tensor_reduce(op=nl.min)``,
+    their elementwise max by ``tensor_tensor(op=nl.max)``, and a column reduction by
+    ``tensor_partition_reduce(op=part_op)``."""
+    p, f = x.shape
+    out = nl.ndarray((p, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    col = nl.ndarray((1, f), dtype=nl.float32, buffer=nl.shared_hbm)
+    s = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=x)
+    r = nl.ndarray((p, 3), dtype=nl.float32, buffer=nl.sbuf)
+    d = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(dst=d, data=s, op0=nl.multiply, operand0=1.0, reduce_op=nl.max,
+                              reduce_res=r[:, 0:1])
+    nisa.tensor_reduce(dst=r[:, 1:2], op=nl.min, data=s, axis=1, keepdims=True)
+    nisa.tensor_tensor(dst=r[:, 2:3], data1=r[:, 0:1], data2=r[:, 1:2], op=nl.max)
+    c = nl.ndarray((1, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_partition_reduce(dst=c, op=part_op, data=s)  # HERE
+    nisa.dma_copy(dst=out, src=r)
+    nisa.dma_copy(dst=col, src=c)
+    return out, col
+
+
+def test_nl_max_and_nl_min_are_the_maximum_and_minimum_operators() -> None:
+    # nki.isa.tensor_scalar_reduce (NKI 0.3.0 and 0.6.0): "The reduce_op can be any of nl.add,
+    # nl.multiply, nl.max or nl.min"; AWS's later nki-library foreach norm kernels pass nl.max as
+    # tensor_reduce / tensor_tensor / tensor_partition_reduce op. They were refused as not operators.
+    x = rng.standard_normal((16, 24)).astype(np.float32)
+    got, col = jit(norms_with_nl_max)(x, nl.max)
+    want = np.stack([x.max(1), x.min(1), np.maximum(x.max(1), x.min(1))], axis=1)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(col, x.max(0, keepdims=True))
+
+
+def test_nl_min_where_minimum_is_not_an_operator_of_the_instruction_is_refused() -> None:
+    # The neighbour: tensor_partition_reduce takes no minimum (its operator list), so neither nl.min.
+    x = rng.standard_normal((16, 24)).astype(np.float32)
+    with pytest.raises(LanguageError, match="op-token") as info:
+        jit(norms_with_nl_max)(x, nl.min)
+    assert_reported_at(info.value, norms_with_nl_max)
