@@ -177,6 +177,20 @@ def require_sbuf(op: str, rule: str, site: Any, **operands: NkiTensor) -> None:
                               f"{t.describe()}", site)  # fmt: skip
 
 
+# ``nl.max`` / ``nl.min`` passed as an ISA operator: the nki.isa.tensor_scalar_reduce page (NKI 0.3.0
+# and 0.6.0) names them as operators ("The reduce_op can be any of nl.add, nl.multiply, nl.max or
+# nl.min", identities "-inf for nl.max and +inf for nl.min"), and AWS's later nki-library foreach
+# norm kernels pass nl.max as tensor_reduce / tensor_tensor / tensor_partition_reduce ``op``. They
+# are the operator table's maximum / minimum wherever those are legal (docs/emulator.md, Readings
+# chosen); nl.sum, nl.prod and the other reduction functions are not operators.
+_REDUCTION_ALIASES = {"max": "maximum", "min": "minimum"}
+
+
+def _is_nl_reduction(op: Any) -> bool:
+    """Whether ``op`` is the emulator's ``nl.max`` / ``nl.min`` reduction function."""
+    return callable(op) and getattr(op, "__module__", "") == "trncore.sim.wrappers"
+
+
 def op_token(op: Any, name: str, site: Any, allowed: dict[str, Op]) -> Op:
     """The operator token ``op`` if ``allowed`` for parameter ``name``, else a LanguageError at ``site``.
 
@@ -196,6 +210,9 @@ def op_token(op: Any, name: str, site: Any, allowed: dict[str, Op]) -> Op:
         return op
     if isinstance(op, Op) and op.name in allowed:
         return allowed[op.name]
+    alias = _REDUCTION_ALIASES.get(getattr(op, "__qualname__", "")) if _is_nl_reduction(op) else None
+    if alias is not None and alias in allowed:
+        return allowed[alias]
     raise LanguageError(
         "op-token",
         f"{name}={op!r} is not legal here; allowed: "

@@ -3,6 +3,7 @@ nki.isa.activation_reduce (NKI 0.3.0))."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,8 @@ from trncore.sim.errors import (
     LanguageError,
     ShapeError,
     TargetError,
+    UninitializedReadError,
+    site_suffix,
 )
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
@@ -41,6 +44,33 @@ def _scalar_regs(ctx: Any) -> np.ndarray:
     if regs is None:
         regs = ctx.engine_state["scalar_regs"] = np.zeros((128, 1), dtype=F32)
     return regs
+
+
+def _check_regs_read(ctx: Any, site: Any, name: str, cmd: int, reduce_res: Any) -> None:
+    """A ``reduce_res`` read-out with ``reduce_cmd=idle`` before any instruction of the trace set
+    the Scalar Engine's ``reduce_regs``: nki.isa.activation's pseudo-code (NKI 0.3.0-0.6.0) adds
+    this call's reduction only under ``reduce`` / ``reset_reduce`` and then copies ``reduce_regs``
+    into ``reduce_res``, so with ``idle`` the kernel reads registers nothing wrote (a third-party
+    router kernel divided by that read-out, expecting this call's row sums). Warned at the
+    kernel's line; an ``UninitializedReadError`` in strict mode, as unwritten memory is."""
+    state = ctx.engine_state
+    if cmd != 0:
+        state["scalar_regs_set"] = True
+        return
+    if reduce_res is None or state.get("scalar_regs_set"):
+        return
+    message = (
+        f"{name}(reduce_res=...) with reduce_cmd=idle reads the Scalar Engine's reduce registers, "
+        "which no instruction of this kernel has set: idle does not add this call's reduction "
+        "(nki.isa.activation pseudo-code, NKI 0.3.0-0.6.0); pass "
+        "reduce_cmd=nisa.reduce_cmd.reset_reduce or use nisa.activation_reduce"
+    )
+    if ctx.strict:
+        raise UninitializedReadError("scalar-regs-unset", message, site)
+    if site:
+        warnings.warn_explicit(f"{message}{site_suffix(site)}", UserWarning, site[0], site[1])
+    else:
+        warnings.warn(message, stacklevel=4)
 
 
 def activation(
@@ -172,6 +202,7 @@ def _activation(
     reads = [data, *(x for x in (bias, scale) if isinstance(x, NkiTensor))]
     writes = [dst] if reduce_res is None else [dst, reduce_res]
     regs = _scalar_regs(ctx)
+    _check_regs_read(ctx, site, name, cmd, reduce_res)
     fn = token.fn
     # a one-ufunc activation (exp, tanh, ...) computes into x, which is always the
     # instruction's own buffer by then (the converted copy or the scaled product): the same

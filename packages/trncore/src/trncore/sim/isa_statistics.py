@@ -100,13 +100,16 @@ def tensor_copy_predicated(
         def source() -> np.ndarray:
             return value
 
-    p_op, d_arr = pred.operand(site), dst.array()
+    # dst through its operand: a dynamic (tensor- or register-indexed) dst is resolved when the
+    # instruction runs, as every instruction's (an .array() is the storage view without the index)
+    p_op, d_op, dshape = pred.operand(site), dst.operand(site), dst.shape
 
     def run() -> None:
-        mask = np.asarray(p_op.read()).reshape(d_arr.shape) != 0
+        old = np.asarray(d_op.read())
+        mask = np.asarray(p_op.read()).reshape(old.shape) != 0
         if reverse_pred:
             mask = ~mask
-        d_arr[...] = np.where(mask, np.broadcast_to(source(), d_arr.shape), d_arr)
+        d_op.write(np.where(mask, np.broadcast_to(source(), old.shape), old).reshape(dshape))
 
     ctx.emit("tensor_copy_predicated", "vector", site, reads, [dst], run, _elementwise_meta(dst))
 

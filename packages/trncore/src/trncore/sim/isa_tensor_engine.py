@@ -217,7 +217,10 @@ def nc_matmul(
     dst.set_matmul_flags(True)
     dst.alloc.read_since_matmul = False
 
-    s_arr, m_arr, d_arr = stat.array(), mov.array(), dst.array()
+    # a dynamic (register- or tensor-indexed) stationary/moving view is resolved when the
+    # instruction runs (AWS NKI Access Patterns deep dive, NKI 0.3.0-0.6.0: select / .ap with a
+    # scalar_offset addresses the slice at the runtime index), as every other engine's operands
+    s_op, m_op, d_arr = stat.operand(site), mov.operand(site), dst.array()
     dshape = dst.shape
     if double:
         k = 2 * k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows
@@ -239,8 +242,8 @@ def nc_matmul(
         return np.ascontiguousarray(s[np.argmax(ones, axis=0)].T)
 
     def run() -> None:
-        s = dtypes.to_f32(s_arr).reshape(k, m)
-        v = dtypes.to_f32(m_arr).reshape(k, n)
+        s = dtypes.to_f32(s_op.read()).reshape(k, m)
+        v = dtypes.to_f32(m_op.read()).reshape(k, n)
         product = moved(s, v) if bit_transpose else None
         if product is None:
             if direct:

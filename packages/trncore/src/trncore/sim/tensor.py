@@ -251,9 +251,12 @@ class NkiTensor:
     """
 
     __slots__ = (
-        "_array", "_life", "_shape", "_unchecked", "alloc", "dims", "dtype", "dynamic", "indexed",
-        "offset",
+        "_array", "_life", "_oob_skippable", "_shape", "_unchecked", "alloc", "dims", "dtype",
+        "dynamic", "indexed", "offset",
     )  # fmt: skip
+    #: True on a view offset by a VirtualRegister (set by ``.ap``/``select``; unset elsewhere, read
+    #: with getattr): its bounds are a runtime address, skipped under ``oob_mode=skip``.
+    _oob_skippable: bool
 
     def __init__(
         self,
@@ -277,6 +280,7 @@ class NkiTensor:
         self._array: np.ndarray | None = None
         #: Set on an .ap() view whose bounds are checked when it is first read or written.
         self._unchecked: tuple[str, int] | None = None
+        # (``_oob_skippable``, set only on views offset by a register, is read with getattr)
         # a view of a recyclable tile keeps the tile's lifetime token alive (Allocation.die_with_views)
         life = alloc._life
         self._life = life() if life is not None else None
@@ -464,6 +468,16 @@ class NkiTensor:
         """A read/write accessor; dynamic views compute their offsets at run time."""
         if self.dynamic is None:
             if self._unchecked is not None:
+                if oob_skip and getattr(self, "_oob_skippable", False):
+                    # A view offset by a VirtualRegister addresses memory at a runtime value:
+                    # under oob_mode=skip an access out of bounds is skipped, as nki.isa.dma_copy
+                    # (NKI 0.3.0-0.6.0) skips "the DMA transfer for a given dynamic address or
+                    # index when it is out of bound" (the deep dive's scalar_offset may be "an
+                    # SBUF tensor of shape (1, 1) or a VirtualRegister", NKI 0.6.0).
+                    try:
+                        self._check_bounds(site)
+                    except BoundsError:
+                        return SKIPPED  # type: ignore[return-value]
                 self._checked_at(site)
             return Operand(self.array())
         return self.dynamic.operand(self, site, oob_skip)
@@ -777,6 +791,7 @@ class NkiTensor:
                 "ap-dynamic", "scalar_offset and vector_offset are mutually exclusive", site
             )
         dynamic: ScalarOffset | VectorOffset | None = None
+        register = False
         if scalar_offset is not None:
             row = int(self._indirect_stride(row_shape, indirect_dim, own_stride) * scale)
             if isinstance(scalar_offset, NkiTensor):
@@ -788,6 +803,7 @@ class NkiTensor:
                 # "a scalar_offset in a tensor access pattern for dynamic indexing")
                 as_offset = getattr(scalar_offset, "as_scalar_offset", None)
                 base_offset += (as_offset() if as_offset else int(scalar_offset)) * row
+                register = as_offset is not None and not isinstance(scalar_offset, int)
             else:
                 raise NotImplementedError(
                     f"ap(scalar_offset={type(scalar_offset).__name__}): registers are not emulated"
@@ -813,6 +829,8 @@ class NkiTensor:
             # Bounds are checked where the view is read or written, not where it is built: AWS's
             # NKI library builds views it only uses under a guard (an .ap() is a description).
             result._unchecked = site
+            if register:
+                result._oob_skippable = True  # a runtime address: oob_mode=skip applies (operand)
         else:
             dynamic.check_static(result)
         return result
@@ -887,6 +905,21 @@ def _static_int(value: Any, what: str) -> int:
     if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
         raise TypeError(f"{what} must be an int, got {value!r}")
     return int(value)
+
+
+class _Skipped:
+    """The operand of an access skipped under ``oob_mode=skip``: reads nothing, writes nothing."""
+
+    __slots__ = ()
+
+    def read(self) -> None:
+        return None
+
+    def write(self, values: np.ndarray) -> None:
+        return None
+
+
+SKIPPED = _Skipped()
 
 
 class Operand:

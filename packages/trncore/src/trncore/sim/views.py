@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trncore.sim.context import user_site
-from trncore.sim.errors import BoundsError, LanguageError, PartitionError
+from trncore.sim.errors import BoundsError, LanguageError, PartitionError, site_suffix
 from trncore.sim.tensor import NkiTensor
 
 __all__ = ["METHODS", "attach"]
@@ -78,10 +78,15 @@ def select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
     holding it (dynamic, read when the instruction using the view runs)."""
     if isinstance(index, NkiTensor):
         return _dynamic_select(self, dim, index)
+    if hasattr(index, "as_scalar_offset") and not isinstance(index, int):
+        return _register_select(self, dim, index)
     _static(self, "select")
     d = _dim(self, dim, "select")
     if isinstance(index, bool) or not isinstance(index, int):
-        raise TypeError(f"NkiTensor.select: index must be an int, got {index!r}")
+        raise TypeError(
+            "NkiTensor.select: index must be an int, an NkiTensor holding it (SBUF) or a "
+            f"VirtualRegister, got {index!r}{site_suffix(user_site())}"
+        )
     _no_partition(self, d, "select")
     step, num = self.dims[d]
     if not 0 <= index < num:
@@ -114,6 +119,28 @@ def _dynamic_select(self: NkiTensor, dim: int, index: NkiTensor) -> NkiTensor:
     result = NkiTensor(self.alloc, self.dtype, self.offset, dims, indexed=True, dynamic=dynamic)
     dynamic.check_static(result)
     return result
+
+
+def _register_select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
+    """``select`` at a ``VirtualRegister``'s value. The ``nki.language.NkiTensor.select`` page
+    (NKI 0.5.0-0.6.0) names an int or an NkiTensor; the Access Patterns deep dive (NKI 0.6.0) says
+    select "build[s] the same access pattern that the .ap() forms produce", whose
+    ``scalar_offset`` may be "an SBUF tensor of shape (1, 1) or a VirtualRegister". Read as that
+    access (docs/emulator.md, Readings chosen): the register's value (as ``.ap(scalar_offset=reg,
+    indirect_dim=dim)`` reads it), dim removed, on-chip never the partition dim, bounds checked
+    where the view is read or written (an out-of-bounds DMA under ``oob_mode=skip`` is skipped)."""
+    _static(self, "select")
+    d = _dim(self, dim, "select")
+    if self.on_chip and d == 0:
+        raise PartitionError("view-partition-dim", "a dynamic select on an on-chip tensor cannot "
+                             f"take dim 0 (the partition dim) of {self.describe()}",
+                             user_site())  # fmt: skip
+    step = self.dims[d][0]
+    dims = [x for i, x in enumerate(self.dims) if i != d]
+    view = _view(self, self.offset + index.as_scalar_offset() * step, dims)
+    view._unchecked = user_site()
+    view._oob_skippable = True
+    return view
 
 
 def permute(self: NkiTensor, dims: Sequence[int]) -> NkiTensor:
