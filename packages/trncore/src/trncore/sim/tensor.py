@@ -884,6 +884,10 @@ def _static_int(value: Any, what: str) -> int:
         raise NotImplementedError(
             f"a tensor as {what} (dynamic indexing) is not emulated; use .ap(scalar_offset=...)"
         )
+    if hasattr(value, "as_scalar_offset") and not isinstance(value, int):
+        # a VirtualRegister: "Register values can be used to index tensors" (NKI language guide,
+        # "Dynamic Control Flow", NKI 0.3.0 and 0.6.0); its value at this point of the trace
+        return int(value.as_scalar_offset())
     if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
         raise TypeError(f"{what} must be an int, got {value!r}")
     return int(value)
