@@ -31,6 +31,7 @@ from trncore.sim.errors import (
     DtypeError,
     LanguageError,
     ShapeError,
+    site_suffix,
 )
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
@@ -424,7 +425,11 @@ def tensor_reduce(
     data = check_compute_operand(data, "tensor_reduce", "data", site)
     dst = check_compute_operand(dst, "tensor_reduce", "dst", site)
     if isinstance(op, Op) and op.name == "subtract":
-        raise NotImplementedError("nisa.tensor_reduce(op=nl.subtract): semantics undocumented")
+        raise NotImplementedError(
+            "nisa.tensor_reduce(op=nl.subtract) is not emulated: the nki.isa.tensor_reduce page "
+            "(NKI 0.3.0 to 0.6.0) names subtract among the arithmetic reduction operators but no "
+            f"page defines what a subtract reduction computes{site_suffix(site)}"
+        )
     token = _op_token(op, "op", site, {k: BINARY[k] for k in REDUCIBLE})
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     axes = tuple(sorted(int(a) for a in axes))
