@@ -73,6 +73,11 @@ def not_emulated(a, which: str):
                         reduce_cmd=nisa.reduce_cmd.load_reduce)  # fmt: skip
     elif which == "copy_dynamic":
         nisa.tensor_copy_dynamic_src(x, a)
+    elif which == "matmul_dst":
+        i = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=i, value=1)
+        acc = nl.ndarray((a.shape[1], 2, a.shape[1]), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc.select(1, i), stationary=x, moving=x)
     return a
 
 
@@ -81,6 +86,7 @@ def not_emulated(a, which: str):
     [
         ("tensor_reduce", "0.6.0", r"nisa.tensor_reduce\(op=nl.subtract\) is not emulated: .*no page"),
         ("activation", "0.3.0", r"nisa.activation reduce_cmd=load_reduce is not emulated: .*takes no value"),
+        ("matmul_dst", "0.6.0", r"nisa.nc_matmul with a dynamic-offset \(indirect\) dst is not emulated"),
         ("copy_dynamic", "0.3.0", r"nisa.tensor_copy_dynamic_src is not emulated by trncore.sim: NKI 0.3.0 .*"
                                   r"no API page .*use tensor_copy with .ap\(scalar_offset"),
     ],
