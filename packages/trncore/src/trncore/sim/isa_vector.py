@@ -667,8 +667,8 @@ def _select(
         reduce_res = check_compute_operand(reduce_res, name, "reduce_res", site)
         writes.append(reduce_res)
     if cmd == int(reduce_cmd.load_reduce):
-        raise NotImplementedError(f"nisa.{name} reduce_cmd=load_reduce (the page gives no value "
-                                  "to load)")  # fmt: skip
+        raise NotImplementedError(f"nisa.{name} reduce_cmd=load_reduce is not emulated (the page "
+                                  f"gives no value to load){site_suffix(site)}")  # fmt: skip
     p_op, write, p = pred.operand(site), _writer(dst, site), dst.partitions
     res_write = _writer(reduce_res, site) if reduce_res is not None else None
     t_r, f_r = readers
