@@ -93,3 +93,18 @@ def test_tensor_start_and_register_size_are_refused() -> None:
         run_kernel(tensor_start, [x], target="trn2")
     with pytest.raises(TypeError, match=r"nl.ds: size must be a compile-time int.*test_register_indexing.py"):
         run_kernel(register_size, [x], target="trn2")
+
+
+def tensor_index(x):
+    out = nl.ndarray((1, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    s = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    t = nl.ndarray((1, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[s])
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_tensor_index_names_the_alternatives_and_the_line() -> None:
+    with pytest.raises(NotImplementedError, match=r"a tensor as .* not emulated.*\.select\(dim, tensor\).*"
+                       r"test_register_indexing.py:\d+\)"):  # fmt: skip
+        run_kernel(tensor_index, [np.zeros((4, 4), np.float32)], target="trn2")
