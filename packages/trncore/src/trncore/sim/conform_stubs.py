@@ -191,12 +191,13 @@ def _attr() -> types.ModuleType:
 class _CpuSimulate:
     """``nki.cpu_simulate(kernel)[lnc](**inputs)`` as the harness calls it, on trncore.sim."""
 
-    def __init__(self, kernel: Any, grid: int | None = None) -> None:
+    def __init__(self, kernel: Any, grid: int | tuple[int, ...] | None = None) -> None:
         self.kernel = kernel
         self.grid = grid if grid is not None else getattr(kernel, "grid", None)
 
     def __getitem__(self, grid: Any) -> _CpuSimulate:
-        return _CpuSimulate(self.kernel, int(grid))
+        # one number: the LNC launch; several: an N-D SPMD grid (trncore.sim.grid)
+        return _CpuSimulate(self.kernel, grid if isinstance(grid, tuple) else int(grid))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from trncore.sim.conform_meter import emulator_call

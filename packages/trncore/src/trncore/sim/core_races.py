@@ -598,7 +598,8 @@ class RaceTracker:
                 return
             hit = _overlap(prev.changed, rec.fp)
         if hit.size:
-            raise RaceError("lnc-race", self._message(alloc, prev, rec, int(hit.min())), rec.site)
+            rule = getattr(self.sched, "race_rule", "lnc-race")  # "grid-race": trncore.sim.grid
+            raise RaceError(rule, self._message(alloc, prev, rec, int(hit.min())), rec.site)
 
     def _message(self, alloc: Any, prev: _Record, rec: _Record, byte: int) -> str:
         isz = dtypes.storage_dtype(alloc.dtype).itemsize
@@ -608,6 +609,9 @@ class RaceTracker:
         verb = "writes" if rec.write else "reads"
         was = "wrote" if prev.write else "read"
         what = "different values into " if rec.write and prev.write else ""
+        if hasattr(self.sched, "race_reason"):  # the programs of an N-D grid (trncore.sim.grid)
+            return (f"{me} {verb} {what}{alloc.label()} (element {list(index)}) that {other} {was} "
+                    f"at {where} ({prev.op}): {self.sched.race_reason()}")  # fmt: skip
         return (
             f"{me} {verb} {what}{alloc.label()} (element {list(index)}) that {other} {was} at "
             f"{where} ({prev.op}) with no core_barrier, sendrecv or collective of both cores "

@@ -119,6 +119,7 @@ class LanguageError(NkiValidationError):
 
 class RaceError(NkiValidationError):
     """The two cores of an LNC=2 launch touch the same shared HBM bytes, at least one writing,
-    with nothing ordering the two accesses (rule ``lnc-race``, :mod:`trncore.sim.core_races`)."""
+    with nothing ordering the two accesses (rule ``lnc-race``, :mod:`trncore.sim.core_races`), or
+    two programs of an N-D SPMD grid do (rule ``grid-race``, :mod:`trncore.sim.grid`)."""
 
     family = "race"

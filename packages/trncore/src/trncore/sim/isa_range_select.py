@@ -108,8 +108,8 @@ def range_select(
         raise TypeError(f"range_select: reduce_cmd must be a nisa.reduce_cmd member, got {reduce_cmd!r}")
     cmd = reduce_cmd.name
     if cmd == "load_reduce":
-        raise NotImplementedError("nisa.range_select reduce_cmd=load_reduce (the page gives no "
-                                  "value to load)")  # fmt: skip
+        raise NotImplementedError("nisa.range_select reduce_cmd=load_reduce is not emulated (the "
+                                  f"page gives no value to load){site_suffix(site)}")  # fmt: skip
     writes = [dst]
     res_write = None
     if reduce_res is not None:

@@ -27,7 +27,7 @@ from trncore.sim.checks import (
     read_f32,
     scalar_reader,
 )
-from trncore.sim.errors import DtypeError, ShapeError
+from trncore.sim.errors import DtypeError, ShapeError, site_suffix
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import op_token as _op_token
@@ -128,7 +128,7 @@ def tensor_scalar_reduce(
         # reduction accumulates, and the 0.4.0-0.6.0 pages drop it (then an op-token error)
         raise NotImplementedError(
             "nisa.tensor_scalar_reduce(reduce_op=nl.subtract): listed by the NKI 0.3.0 page, "
-            "but no AWS page defines the reduction (dropped from NKI 0.4.0)"
+            f"but no AWS page defines the reduction (dropped from NKI 0.4.0){site_suffix(site)}"
         )
     tr = _op_token(reduce_op, "reduce_op", site, {k: BINARY[k] for k in _REDUCERS})
     cmd_name = _reduce_cmd_name(reduce_cmd, "tensor_scalar_reduce")

@@ -169,7 +169,11 @@ def _activation_checks(
                 site,
             )
     if cmd == 4:
-        raise NotImplementedError("nisa.activation reduce_cmd=load_reduce")
+        raise NotImplementedError(
+            "nisa.activation reduce_cmd=load_reduce is not emulated: the nki.isa.activation page "
+            "(NKI 0.3.0 to 0.6.0) defines idle, reset, reduce and reset_reduce only, and takes no "
+            f"value to load{site_suffix(site)}"
+        )
     if cmd in (2, 3) and reduce_op is None:
         raise LanguageError(
             "activation-reduce-op", f"{name} with reduce_cmd needs reduce_op=nl.add", site

@@ -17,6 +17,7 @@ from trncore.sim.errors import (
     DtypeError,
     ShapeError,
     TargetError,
+    site_suffix,
 )
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import check_engine as _check_engine
@@ -84,7 +85,11 @@ def _matmul_checks(
     mov = check_compute_operand(moving, "nc_matmul", "moving", site, buffers=("sbuf",))
     dst = check_compute_operand(dst, "nc_matmul", "dst", site, buffers=("psum",))
     if dst.dynamic is not None:
-        raise NotImplementedError("nisa.nc_matmul with a dynamic-offset dst")
+        raise NotImplementedError(
+            "nisa.nc_matmul with a dynamic-offset (indirect) dst is not emulated: no nc_matmul page "
+            "(NKI 0.3.0 to 0.6.0) defines it, and which PSUM elements start or join an accumulation "
+            f"group would depend on the run-time offset{site_suffix(site)}"
+        )
     k, m, n = stat.partitions, stat.free_size, mov.free_size
     if double:
         m, n = double_row_dims(stat, mov, site)[1:]

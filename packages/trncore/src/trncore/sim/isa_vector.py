@@ -31,6 +31,7 @@ from trncore.sim.errors import (
     DtypeError,
     LanguageError,
     ShapeError,
+    site_suffix,
 )
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
@@ -424,7 +425,11 @@ def tensor_reduce(
     data = check_compute_operand(data, "tensor_reduce", "data", site)
     dst = check_compute_operand(dst, "tensor_reduce", "dst", site)
     if isinstance(op, Op) and op.name == "subtract":
-        raise NotImplementedError("nisa.tensor_reduce(op=nl.subtract): semantics undocumented")
+        raise NotImplementedError(
+            "nisa.tensor_reduce(op=nl.subtract) is not emulated: the nki.isa.tensor_reduce page "
+            "(NKI 0.3.0 to 0.6.0) names subtract among the arithmetic reduction operators but no "
+            f"page defines what a subtract reduction computes{site_suffix(site)}"
+        )
     token = _op_token(op, "op", site, {k: BINARY[k] for k in REDUCIBLE})
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     axes = tuple(sorted(int(a) for a in axes))
@@ -662,8 +667,8 @@ def _select(
         reduce_res = check_compute_operand(reduce_res, name, "reduce_res", site)
         writes.append(reduce_res)
     if cmd == int(reduce_cmd.load_reduce):
-        raise NotImplementedError(f"nisa.{name} reduce_cmd=load_reduce (the page gives no value "
-                                  "to load)")  # fmt: skip
+        raise NotImplementedError(f"nisa.{name} reduce_cmd=load_reduce is not emulated (the page "
+                                  f"gives no value to load){site_suffix(site)}")  # fmt: skip
     p_op, write, p = pred.operand(site), _writer(dst, site), dst.partitions
     res_write = _writer(reduce_res, site) if reduce_res is not None else None
     t_r, f_r = readers

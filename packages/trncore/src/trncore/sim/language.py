@@ -27,6 +27,8 @@ from trncore.sim.creation import allocate as _allocate
 from trncore.sim.creation import fill as _fill
 from trncore.sim.creation import fill_array as _fill_array
 from trncore.sim.errors import LanguageError as _LanguageError
+from trncore.sim.grid import GRID_KEY as _GRID_KEY
+from trncore.sim.grid import program_ids as _grid_ids
 from trncore.sim.isa_instruction import NO_REORDER_DEPTH as _NO_REORDER_DEPTH
 from trncore.sim.nki_object import NKIObject  # noqa: F401  (nl.NKIObject)
 from trncore.sim.tensor import PRIVATE_HBM as private_hbm
@@ -253,10 +255,24 @@ def dynamic_range(*args: Any, **kwargs: Any) -> Any:
 
 
 # -------------------------------------------------------- indexing helpers (AWS NKI docs, Indexing overview)
-def ds(start: int, size: int) -> slice:
-    """``nl.ds(start, size)`` = ``start:start+size``."""
+def ds(start: Any, size: int) -> slice:
+    """``nl.ds(start, size)`` = ``start:start+size`` (nki.language.ds, NKI 0.3.0: "a dynamic slice
+    for tensor indexing"). ``start`` may be a register (``nisa.register_alloc``, a loop's
+    induction variable): "Register values can be used to index tensors" (NKI language guide,
+    "Dynamic Control Flow", NKI 0.3.0 and 0.6.0); the slice starts at its value at this point of
+    the trace (a register loaded from device data makes the program trace again on every call).
+    A tensor start is not defined by any page (its value exists only on the device)."""
     if isinstance(start, NkiTensor) or isinstance(size, NkiTensor):
-        raise NotImplementedError("nl.ds with a tensor (dynamic) start is not emulated")
+        raise NotImplementedError(
+            "nl.ds with a tensor start or size is not emulated: no NKI page (0.3.0 to 0.6.0) "
+            "defines one; load the value into a register (nisa.register_load) or use "
+            f".ap(scalar_offset=...) (docs/emulator.md) (at {_site_text()})"
+        )
+    if hasattr(start, "as_scalar_offset") and not isinstance(start, int):
+        start = start.as_scalar_offset()
+    if hasattr(size, "as_scalar_offset") and not isinstance(size, int):
+        raise TypeError(f"nl.ds: size must be a compile-time int, got {size!r} (a tile's shape is "
+                        f"static) (at {_site_text()})")  # fmt: skip
     return slice(int(start), int(start) + int(size))
 
 
@@ -304,22 +320,60 @@ mgrid = _RemovedGrid()
 
 
 # ----------------------------------------------------------- SPMD (AWS NKI docs, Using Logical Neuron Cores)
-def program_id(axis: int = 0) -> int:
-    """``nl.program_id``: this instance's index on ``axis`` of the launch grid (0/1 under LNC=2, else 0)."""
+def _grid_axis(value: _typing.Any, api: str, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, _np.integer)) or int(value) < 0:
+        raise TypeError(f"nl.{api}: {what} must be a non-negative int (an axis of the launch "
+                        f"grid), got {value!r} (at {_site_text()})")  # fmt: skip
+    return int(value)
+
+
+def _site_text() -> str:
+    site = _site()
+    return f"{site[0]}:{site[1]}" if site else "an unknown line"
+
+
+def _grid_extents() -> tuple[int, ...]:
+    """The launch grid's extent on each axis: an N-D grid's shape, ``(lnc,)`` for ``kernel[n]``,
+    ``()`` without a grid."""
     ctx = _current()
+    shape = ctx.engine_state.get(_GRID_KEY)
+    if shape is not None:
+        return tuple(shape)
+    return (ctx.lnc,) if ctx.grid else ()
+
+
+def program_id(axis: int = 0) -> int:
+    """``nl.program_id``: this program's index on ``axis`` of the launch grid (NKI 0.3.0 to 0.6.0):
+    0/1 under LNC=2, its id on that axis in an N-D grid (trncore.sim.grid); 0 on an axis the grid
+    does not have (docs/emulator.md, "Readings chosen")."""
+    axis = _grid_axis(axis, "program_id", "axis")
+    ctx = _current()
+    ids = _grid_ids(ctx)
+    if ids is not None:
+        return ids[axis] if axis < len(ids) else 0
     return ctx.program_id if axis == 0 else 0
 
 
-def num_programs(axes: int = 0) -> int:
-    """``nl.num_programs``: instances on ``axes`` of the launch grid (LNC core count; 1 without a grid)."""
-    ctx = _current()
-    return ctx.lnc if axes == 0 else 1
+def num_programs(axes: _typing.Any = 0) -> int:
+    """``nl.num_programs``: programs along ``axes`` of the launch grid (an axis, a tuple of axes,
+    or None for the whole grid, NKI 0.3.0 to 0.6.0): the LNC core count on axis 0 of ``kernel[n]``,
+    an N-D grid's extents; 1 on an axis the grid does not have and without a grid."""
+    extents = _grid_extents()
+    if axes is None:
+        picked: _typing.Iterable[int] = range(len(extents))
+    else:
+        listed = axes if isinstance(axes, (tuple, list)) else (axes,)
+        picked = [_grid_axis(a, "num_programs", "axes") for a in listed]
+    total = 1
+    for a in picked:
+        total *= extents[a] if a < len(extents) else 1
+    return total
 
 
 def program_ndim() -> int:
-    """``nl.program_ndim``: dimensions of the launch grid: 1 for ``kernel[n](...)``, 0 without a grid."""
-    ctx = _current()
-    return 1 if ctx.grid else 0
+    """``nl.program_ndim``: dimensions of the launch grid: 1 for ``kernel[n](...)``, the number of
+    axes of an N-D grid (``kernel[4, 2]``: 2), 0 without a grid."""
+    return len(_grid_extents())
 
 
 # ---------------------------------------------------------------- misc (nki.language, NKI 0.3.0)

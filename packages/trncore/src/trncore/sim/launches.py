@@ -25,7 +25,7 @@ class _Launch:
     fn: Callable[..., Any]
     specs: tuple[tuple[tuple[int, ...], str], ...]
     params: dict[str, Any]
-    lnc: int | None
+    lnc: int | tuple[int, ...] | None  #: the launch grid: LNC cores, or an N-D grid's shape
     count: int = 0
 
 
@@ -60,7 +60,7 @@ class LaunchRecord:
         fn: Callable[..., Any],
         arrays: Sequence[np.ndarray],
         params: Mapping[str, Any],
-        lnc: int | None,
+        lnc: int | tuple[int, ...] | None,
     ) -> None:
         """Count one launch (called by the emulator's runner)."""
         entry = self._launches.get(digest)

@@ -172,6 +172,9 @@ class TraceContext:
         self.strict = strict
         self.execute = execute
         self.lnc = lnc
+        #: instances of the launch sharing its shared_hbm allocations: the LNC cores, or the
+        #: programs of an N-D SPMD grid (set by trncore.sim.grid.run_grid)
+        self.instances = lnc
         self.program_id = 0
         self.grid = False
         self.instrs: list[Instr] = []
@@ -229,7 +232,7 @@ class TraceContext:
         sentinel when allocated (the chip's bytes hold what the last tile there wrote) and is
         never recycled for other tensors.
         """
-        if buffer is SHARED_HBM and self.lnc > 1:
+        if buffer is SHARED_HBM and self.instances > 1:
             # AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0): under LNC=2 the instances share
             # shared_hbm; the k-th shared_hbm allocation of instance 1 is the same tensor as instance 0's
             # k-th.
@@ -286,7 +289,7 @@ class TraceContext:
             alloc._arrays = entry[1]
             if self.program_id:
                 self.alloc_core[alloc.id] = self.program_id
-        if buffer is SHARED_HBM and self.lnc > 1:
+        if buffer is SHARED_HBM and self.instances > 1:
             self.shared_allocs.append(alloc)
         self._emit_alloc(alloc, site, fill=not aliased, lazy=buffer.on_chip and not placed)
         view = NkiTensor.whole(alloc)

@@ -275,7 +275,7 @@ def report(
     kernel: Any,
     *arg_specs: Any,
     target: str | None = None,
-    lnc: int | None = None,
+    lnc: int | tuple[int, ...] | None = None,
     nki_version: str | None = None,
     **params: Any,
 ) -> Report:

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import gc
 import inspect
+import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -24,7 +25,8 @@ from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
 from trncore.sim.context import user_site
-from trncore.sim.errors import LanguageError, TargetError, site_suffix
+from trncore.sim.errors import LanguageError, TargetError
+from trncore.sim.grid import grid_shape, run_grid
 from trncore.sim.lnc import run_instances, run_world
 from trncore.sim.program import Program, TraceContext
 from trncore.sim.rules import rules_for
@@ -254,14 +256,16 @@ def _start_trace(
     strict: bool,
     execute: bool,
     release: str,
+    shape: tuple[int, ...] = (),
 ) -> tuple[TraceContext, Callable[[int], Any]]:
     """A new trace context holding the inputs, and the function tracing one instance."""
     rules = rules_for(key.target)
     ctx = TraceContext(rules, strict=strict, execute=execute, lnc=lnc)
     ctx.grid = grid
     ctx.nki_version = release
-    # AWS NKI docs, NKI CPU Simulator (NKI 0.3.0), How It Works: inputs in shared_hbm under LNC=2
-    buffer = SHARED_HBM if lnc > 1 else PRIVATE_HBM
+    # AWS NKI docs, NKI CPU Simulator (NKI 0.3.0), How It Works: inputs in shared_hbm under LNC=2;
+    # the arguments of an N-D grid's programs are shared by all of them (trncore.sim.grid)
+    buffer = SHARED_HBM if lnc > 1 or math.prod(shape) > 1 else PRIVATE_HBM
     tensors = [ctx.add_input(np.asarray(a), buffer, n) for n, a in zip(names, arrays)]
     body = rebind(fn)
 
@@ -284,14 +288,17 @@ def _trace(
     strict: bool,
     execute: bool,
     release: str,
+    shape: tuple[int, ...] = (),
 ) -> Program:
-    ctx, instance = _start_trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release)
+    ctx, instance = _start_trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release, shape)
     truncate = versions.cast_truncates(release)
     context.push(ctx)
     try:
         with blas_threads(), dtypes.float_to_int_truncation(truncate):
-            # LNC=2 instances, with their sendrecv / core_barrier meetings (trncore.sim.lnc)
-            results = run_instances(ctx, lnc, instance)
+            if shape:  # the programs of an N-D SPMD grid, one after the other (trncore.sim.grid)
+                results = run_grid(ctx, shape, instance)
+            else:  # LNC=2 instances, with their sendrecv / core_barrier meetings (trncore.sim.lnc)
+                results = run_instances(ctx, lnc, instance)
     finally:
         context.pop()
     return _finish_trace(ctx, results[0], fn, key, lnc, release)
@@ -415,16 +422,25 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _launch(
-    fn: Any, target: str | None, lnc: int | None, nki_version: str | None
-) -> tuple[Any, str, Any, bool, int]:
+    fn: Any, target: str | None, lnc: int | tuple[int, ...] | None, nki_version: str | None
+) -> tuple[Any, str, Any, bool, int, tuple[int, ...]]:
     """What every launch checks first: the kernel function, its target, the NKI release (whose
-    API the kernel may use) and the launch grid (1 or 2 logical cores; 2 only where the target has
-    them). Returns ``(fn, target, release, grid, lnc)``; ``grid`` says a grid was given."""
+    API the kernel may use) and the launch grid: one number, the logical cores (1 or 2; 2 only
+    where the target has them), or an N-D SPMD grid of two or more axes (trncore.sim.grid).
+    Returns ``(fn, target, release, grid, lnc, shape)``; ``grid`` says a grid was given,
+    ``shape`` is the N-D grid's (``()`` for an LNC launch)."""
     fn = getattr(fn, "func", fn)
     target = _target(target)
     release = versions.resolve(nki_version)
     versions.check_kernel(fn, release)
     grid = lnc is not None
+    shape: tuple[int, ...] = ()
+    if isinstance(lnc, tuple) and len(lnc) == 1:
+        lnc = lnc[0]
+    if isinstance(lnc, tuple):
+        # nki.language.program_id / num_programs / program_ndim (NKI 0.3.0 to 0.6.0): a launch
+        # grid of several axes, its programs on one logical core (trncore.sim.grid)
+        shape, lnc = grid_shape(lnc), 1
     lnc = lnc or 1
     rules = rules_for(target)
     if lnc not in (1, 2):
@@ -433,7 +449,7 @@ def _launch(
         raise TargetError(
             "lnc-target", f"kernel[{lnc}] (LNC={lnc}) needs trn2; target is {target}", user_site()
         )
-    return fn, target, release, grid, lnc
+    return fn, target, release, grid, lnc, shape
 
 
 def get_program(
@@ -442,7 +458,7 @@ def get_program(
     kwargs: Mapping[str, Any] | None = None,
     *,
     target: str | None = None,
-    lnc: int | None = None,
+    lnc: int | tuple[int, ...] | None = None,
     execute: bool = True,
     nki_version: str | None = None,
 ) -> tuple[Program, list[np.ndarray], Any]:
@@ -452,12 +468,14 @@ def get_program(
     this call traced and executed the kernel, else :data:`NOT_RUN`. ``nki_version`` is the
     target NKI release (default: :func:`trncore.sim.versions.current`).
     """
-    fn, target, release, grid, lnc = _launch(fn, target, lnc, nki_version)
+    fn, target, release, grid, lnc, shape = _launch(fn, target, lnc, nki_version)
     names, arrays, params = _bind_arguments(fn, args, kwargs or {})
     for a in arrays:
         dtypes.dtype_name(a.dtype)  # rejects float64 and friends before keying
     strict = _strict()
     flags = [f"lnc={lnc}"] + (["grid"] if grid else []) + (["strict"] if strict else [])
+    if shape:
+        flags.append(f"spmd_grid={shape}")
     issues = _issues.current_mode()
     if issues != "error":
         flags.append(f"known_issues={issues}")
@@ -470,7 +488,7 @@ def get_program(
         seen.add(digest)
     for record in _recorders:
         if execute:
-            record.add(digest, fn, arrays, params, lnc if grid else None)
+            record.add(digest, fn, arrays, params, (shape or lnc) if grid else None)
     prog = _cache.get(digest)
     # a global or captured mutable the kernel reads changed since the trace: Known Issue
     # kernel-cache-purity under 0.3.0 (stale replay or refusal), a new trace after it
@@ -486,7 +504,7 @@ def get_program(
             return prog, arrays, NOT_RUN
         external = cache_purity.before_trace(fn)
         with _collector_paused():
-            prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release)
+            prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release, shape)
         cache_purity.remember(fn, digest, external)
         # collect the traced run's results before other threads can replay the program
         result = prog.collect(arrays) if execute else NOT_RUN
@@ -503,7 +521,7 @@ def run_kernel(
     kwargs: Mapping[str, Any] | None = None,
     *,
     target: str | None = None,
-    lnc: int | None = None,
+    lnc: int | tuple[int, ...] | None = None,
     nki_version: str | None = None,
     known_issues: str | None = None,
 ) -> Any:
@@ -557,7 +575,13 @@ def run_ranks(
         isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or ranks_per_node < 1
     ):
         raise ValueError(f"run_ranks: ranks_per_node must be a positive int, got {ranks_per_node!r}")
-    fn, target, release, grid, lnc = _launch(fn, target, lnc, nki_version)
+    fn, target, release, grid, lnc, shape = _launch(fn, target, lnc, nki_version)
+    if shape:
+        # no AWS page says how the programs of an N-D grid meet the ranks of a replica group
+        raise NotImplementedError(
+            f"run_ranks with the N-D SPMD launch grid {shape}: collective ranks of N-D grid "
+            "programs are not emulated by trncore.sim (docs/emulator.md); launch kernel[1] or kernel[2]"
+        )
     strict = _strict()
     flags = [f"lnc={lnc}", f"ranks={len(inputs)}"] + (["grid"] if grid else [])
     bound, ctxs, bodies, keys = [], [], [], []
@@ -589,7 +613,7 @@ def trace(
     kernel: Callable[..., Any],
     *arg_specs: Any,
     target: str | None = None,
-    lnc: int | None = None,
+    lnc: int | tuple[int, ...] | None = None,
     nki_version: str | None = None,
     known_issues: str | None = None,
     **params: Any,
@@ -615,10 +639,14 @@ def _spec_array(spec: Any) -> np.ndarray:
 
 
 class Kernel:
-    """What ``nki.jit`` returns: call it with NumPy arrays; ``kernel[2]`` launches LNC=2."""
+    """What ``nki.jit`` returns: call it with NumPy arrays; ``kernel[2]`` launches LNC=2,
+    ``kernel[4, 2]`` an N-D SPMD grid of 8 programs (:mod:`trncore.sim.grid`)."""
 
     def __init__(
-        self, func: Callable[..., Any], grid: int | None = None, schedule: tuple[tuple[str, str], ...] = ()
+        self,
+        func: Callable[..., Any],
+        grid: int | tuple[int, ...] | None = None,
+        schedule: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.func = func
         self.grid = grid
@@ -652,13 +680,9 @@ class Kernel:
         if isinstance(grid, tuple) and len(grid) == 1:
             grid = grid[0]
         if isinstance(grid, tuple):
-            # nki.language.program_id / num_programs / program_ndim (NKI 0.6.0) describe an N-D SPMD
-            # launch grid, so kernel[(a, b)] is not an error of the kernel; the emulator runs only
-            # the LNC grid (kernel[1] / kernel[2], "LNC Overview", NKI 0.6.0).
-            raise NotImplementedError(
-                f"kernel[{grid}]: an N-D SPMD launch grid is not emulated by trncore.sim; it runs the "
-                f"LNC grid kernel[1] or kernel[2] (docs/emulator.md){site_suffix(user_site())}"
-            )
+            # nki.language.program_id / num_programs / program_ndim (NKI 0.3.0 to 0.6.0): a launch
+            # grid of several axes; each axis a positive int, refused here at the launch line
+            return Kernel(self.func, grid_shape(grid), self.schedule)
         return Kernel(self.func, int(grid), self.schedule)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -22,7 +22,7 @@ from trncore.sim import dtypes, hooks
 from trncore.sim.arrays import strided_view
 from trncore.sim.context import user_site
 from trncore.sim.dtypes import RAW_VIEW as _RAW_VIEW
-from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError
+from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError, site_suffix
 
 __all__ = ["SENTINEL_INT", "Allocation", "Buffer", "NkiTensor", "Operand"]
 
@@ -900,8 +900,14 @@ def _static_int(value: Any, what: str) -> int:
         return value
     if isinstance(value, NkiTensor):
         raise NotImplementedError(
-            f"a tensor as {what} (dynamic indexing) is not emulated; use .ap(scalar_offset=...)"
+            f"a tensor as {what} (dynamic indexing) is not emulated: the NkiTensor indexing page "
+            "(NKI 0.3.0 to 0.6.0) takes ints, slices, nl.ds and registers, not tensors; use "
+            f".select(dim, tensor) (NKI 0.5.0) or .ap(scalar_offset=...){site_suffix(user_site())}"
         )
+    if hasattr(value, "as_scalar_offset") and not isinstance(value, int):
+        # a VirtualRegister: "Register values can be used to index tensors" (NKI language guide,
+        # "Dynamic Control Flow", NKI 0.3.0 and 0.6.0); its value at this point of the trace
+        return int(value.as_scalar_offset())
     if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
         raise TypeError(f"{what} must be an int, got {value!r}")
     return int(value)

@@ -190,7 +190,7 @@ def timeline(
     kernel: Callable[..., Any] | Program,
     *arg_specs: Any,
     target: str | None = None,
-    lnc: int | None = None,
+    lnc: int | tuple[int, ...] | None = None,
     **params: Any,
 ) -> Timeline:
     """The modelled time line of ``kernel`` for ``arg_specs`` (as :func:`trncore.sim.report`).

@@ -443,7 +443,17 @@ def require(api: str, site: tuple[str, int] | None = None) -> None:
             where,
         )
     if fails == "no":
-        raise NotImplementedError(f"{api} is not emulated by trncore.sim (docs/emulator.md)")
+        raise NotImplementedError(_not_emulated_message(row, now) + site_suffix(where))
+
+
+def _not_emulated_message(row: ApiChange, now: str) -> str:
+    """Why a row with ``emulated="no"`` raises: its API, that no page of the release defines what
+    it does (only the release notes name it), and the row's note (the replacement)."""
+    note = f"; {row.what}" if row.what else ""
+    return (
+        f"{row.api} is not emulated by trncore.sim: {release(now).label} has no API page defining "
+        f"what it does (only the {row.page or _RN} name it){note} (docs/emulator.md)"
+    )
 
 
 # ------------------------------------------------------------------------------ applying the table
@@ -555,7 +565,7 @@ def install(namespaces: dict[str, Any], tensor_class: type, values: dict[str, An
 
 def _not_emulated(api: str) -> Callable[..., Any]:
     def fn(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f"{api} is not emulated by trncore.sim")
+        raise NotImplementedError(_not_emulated_message(_BY_API[api], current()) + site_suffix(user_site()))
 
     fn.__name__ = api.rpartition(".")[2]
     fn.__doc__ = f"``{api}``: known to the release table, not emulated (NotImplementedError)."

@@ -44,18 +44,45 @@ def _no_partition(t: NkiTensor, dim: int, api: str) -> None:
         )
 
 
-def _view(t: NkiTensor, offset: int, dims: Dims) -> NkiTensor:
-    return NkiTensor(t.alloc, t.dtype, offset, dims, indexed=True)
+def _view(t: NkiTensor, offset: int, dims: Dims, api: str) -> NkiTensor:
+    """The view ``offset``/``dims`` of ``t``'s storage; an indirect ``t`` keeps its indirection
+    (:func:`_keeps_indirection`)."""
+    if t.dynamic is None:
+        return NkiTensor(t.alloc, t.dtype, offset, dims, indexed=True)
+    _keeps_indirection(t, dims, api)
+    return NkiTensor(t.alloc, t.dtype, offset, dims, indexed=True, dynamic=t.dynamic)
 
 
-def _static(t: NkiTensor, api: str) -> None:
-    if t.dynamic is not None:
-        raise NotImplementedError(f"NkiTensor.{api} on a dynamic (indirect) view is not emulated")
+def _indirect_dims(t: NkiTensor, dims: Dims) -> Dims:
+    """The dims of ``dims`` (a view of indirect ``t``) that take part in the indirection: dim 0 of
+    a ``vector_offset`` / ``vector_select`` view; for a ``scalar_offset`` / dynamic ``select`` one,
+    the dims stepping by the indirection's row (a dynamic ``select`` removed its dim, so none)."""
+    from trncore.sim.dynamic import VectorOffset
+
+    assert t.dynamic is not None
+    if isinstance(t.dynamic, VectorOffset):
+        return list(dims[:1])
+    row = t.dynamic.row
+    return [(s, n) for s, n in dims if s == row and n > 1]
+
+
+def _keeps_indirection(t: NkiTensor, dims: Dims, api: str) -> None:
+    """A view method on an indirect view may act on every dim but those that take part in the
+    indirection (``nki.language.NkiTensor``, NKI 0.5.0 and 0.6.0: "the dimension that
+    participates in the indirection cannot be further sliced or selected"; after
+    ``vector_select``, ``permute`` keeps dim 0 first and ``expand_dim`` inserts after it)."""
+    if _indirect_dims(t, dims) != _indirect_dims(t, list(t.dims)):
+        raise LanguageError(
+            "view-indirect-dim",
+            f"NkiTensor.{api} on the indirect view {t.describe()} would change the dimension "
+            "that takes part in its indirection (nki.language.NkiTensor.is_indirect, NKI 0.5.0: "
+            "it cannot be further sliced or selected)",
+            user_site(),
+        )
 
 
 def slice(self: NkiTensor, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
     """The elements ``start:end:step`` of ``dim`` (``0 <= start < end <= shape[dim]``, ``step >= 1``)."""
-    _static(self, "slice")
     d = _dim(self, dim, "slice")
     num = self.shape[d]
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end, step)):
@@ -68,6 +95,10 @@ def slice(self: NkiTensor, dim: int, start: int, end: int, step: int = 1) -> Nki
             f"{self.describe()}: needs 0 <= start < end <= {num} and step >= 1",
             user_site(),
         )
+    if self.dynamic is not None:  # an indirect view is not indexed with []: its dims directly
+        dims = list(self.dims)
+        dims[d] = (dims[d][0] * step, len(range(start, end, step)))
+        return _view(self, self.offset + start * self.dims[d][0], dims, "slice")
     key: list[Any] = [builtins.slice(None)] * self.ndim
     key[d] = builtins.slice(start, end, step)
     return self[tuple(key)]
@@ -80,7 +111,6 @@ def select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
         return _dynamic_select(self, dim, index)
     if hasattr(index, "as_scalar_offset") and not isinstance(index, int):
         return _register_select(self, dim, index)
-    _static(self, "select")
     d = _dim(self, dim, "select")
     if isinstance(index, bool) or not isinstance(index, int):
         raise TypeError(
@@ -93,7 +123,7 @@ def select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
         raise BoundsError("view-select", f"select(dim={d}, index={index}) on size {num} of "
                           f"{self.describe()}", user_site())  # fmt: skip
     dims = [x for i, x in enumerate(self.dims) if i != d]
-    return _view(self, self.offset + index * step, dims)
+    return _view(self, self.offset + index * step, dims, "select")
 
 
 def _dynamic_select(self: NkiTensor, dim: int, index: NkiTensor) -> NkiTensor:
@@ -129,15 +159,18 @@ def _register_select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
     access (docs/emulator.md, Readings chosen): the register's value (as ``.ap(scalar_offset=reg,
     indirect_dim=dim)`` reads it), dim removed, on-chip never the partition dim, bounds checked
     where the view is read or written (an out-of-bounds DMA under ``oob_mode=skip`` is skipped)."""
-    _static(self, "select")
     d = _dim(self, dim, "select")
+    if self.dynamic is not None:
+        raise LanguageError("select-indirect", "only one dynamic select per tensor: "
+                            f"{self.describe()} is already indirect (see is_indirect)",
+                            user_site())  # fmt: skip
     if self.on_chip and d == 0:
         raise PartitionError("view-partition-dim", "a dynamic select on an on-chip tensor cannot "
                              f"take dim 0 (the partition dim) of {self.describe()}",
                              user_site())  # fmt: skip
     step = self.dims[d][0]
     dims = [x for i, x in enumerate(self.dims) if i != d]
-    view = _view(self, self.offset + index.as_scalar_offset() * step, dims)
+    view = _view(self, self.offset + index.as_scalar_offset() * step, dims, "select")
     view._unchecked = user_site()
     view._oob_skippable = True
     return view
@@ -145,19 +178,17 @@ def _register_select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
 
 def permute(self: NkiTensor, dims: Sequence[int]) -> NkiTensor:
     """The dims reordered: dim ``i`` of the result is dim ``dims[i]`` of this view."""
-    _static(self, "permute")
     order = tuple(dims)
     if sorted(order) != list(range(self.ndim)):
         raise BoundsError("view-permute", f"permute({order}) is not a permutation of "
                           f"range({self.ndim}) for {self.describe()}", user_site())  # fmt: skip
     if self.on_chip and order[0] != 0:
         _no_partition(self, 0, f"permute({order})")
-    return _view(self, self.offset, [self.dims[i] for i in order])
+    return _view(self, self.offset, [self.dims[i] for i in order], "permute")
 
 
 def broadcast(self: NkiTensor, dim: int, size: int) -> NkiTensor:
     """A size-1 ``dim`` repeated ``size`` times (step 0: no copy)."""
-    _static(self, "broadcast")
     d = _dim(self, dim, "broadcast")
     _no_partition(self, d, "broadcast")
     if self.shape[d] != 1:
@@ -167,28 +198,26 @@ def broadcast(self: NkiTensor, dim: int, size: int) -> NkiTensor:
         raise TypeError(f"NkiTensor.broadcast: size must be a positive int, got {size!r}")
     dims = list(self.dims)
     dims[d] = (0, size)
-    return _view(self, self.offset, dims)
+    return _view(self, self.offset, dims, "broadcast")
 
 
 def expand_dim(self: NkiTensor, dim: int) -> NkiTensor:
     """A new size-1 dim at position ``dim``."""
-    _static(self, "expand_dim")
     d = _dim(self, dim, "expand_dim", self.ndim + 1)
     _no_partition(self, d, "expand_dim")
     dims = list(self.dims)
     dims.insert(d, (1, 1))
-    return _view(self, self.offset, dims)
+    return _view(self, self.offset, dims, "expand_dim")
 
 
 def squeeze_dim(self: NkiTensor, dim: int) -> NkiTensor:
     """This view without its size-1 dim ``dim``."""
-    _static(self, "squeeze_dim")
     d = _dim(self, dim, "squeeze_dim")
     _no_partition(self, d, "squeeze_dim")
     if self.shape[d] != 1:
         raise BoundsError("view-squeeze", f"squeeze_dim({d}) needs size 1, {self.describe()} has "
                           f"{self.shape[d]}", user_site())  # fmt: skip
-    return _view(self, self.offset, [x for i, x in enumerate(self.dims) if i != d])
+    return _view(self, self.offset, [x for i, x in enumerate(self.dims) if i != d], "squeeze_dim")
 
 
 def _split(step: int, num: int, shape: Sequence[int], api: str, t: NkiTensor) -> Dims:
@@ -215,13 +244,12 @@ def _split(step: int, num: int, shape: Sequence[int], api: str, t: NkiTensor) ->
 
 def reshape_dim(self: NkiTensor, dim: int, shape: Sequence[int]) -> NkiTensor:
     """``dim`` split into ``shape`` (one entry may be -1)."""
-    _static(self, "reshape_dim")
     d = _dim(self, dim, "reshape_dim")
     step, num = self.dims[d]
     new = _split(step, num, shape, f"reshape_dim({d}, {tuple(shape)})", self)
     if d == 0 and self.on_chip and len(new) > 1:
         _no_partition(self, 0, f"reshape_dim(0, {tuple(shape)})")
-    return _view(self, self.offset, [*self.dims[:d], *new, *self.dims[d + 1 :]])
+    return _view(self, self.offset, [*self.dims[:d], *new, *self.dims[d + 1 :]], "reshape_dim")
 
 
 def _merge(dims: Dims, api: str, t: NkiTensor) -> tuple[int, int]:
@@ -238,7 +266,6 @@ def _merge(dims: Dims, api: str, t: NkiTensor) -> tuple[int, int]:
 
 def flatten_dims(self: NkiTensor, start_dim: int, end_dim: int) -> NkiTensor:
     """Dims ``start_dim..end_dim`` (inclusive, contiguous in memory) merged into one."""
-    _static(self, "flatten_dims")
     a = _dim(self, start_dim, "flatten_dims")
     b = _dim(self, end_dim, "flatten_dims")
     if b < a:
@@ -246,7 +273,7 @@ def flatten_dims(self: NkiTensor, start_dim: int, end_dim: int) -> NkiTensor:
     if self.on_chip and a == 0 and b > 0:
         _no_partition(self, 0, f"flatten_dims({a}, {b})")
     merged = _merge(list(self.dims[a : b + 1]), f"flatten_dims({a}, {b})", self)
-    return _view(self, self.offset, [*self.dims[:a], merged, *self.dims[b + 1 :]])
+    return _view(self, self.offset, [*self.dims[:a], merged, *self.dims[b + 1 :]], "flatten_dims")
 
 
 def rearrange(
@@ -255,7 +282,6 @@ def rearrange(
 ) -> NkiTensor:  # fmt: skip
     """einops-style: split the grouped names of ``src_pattern``, reorder, merge ``dst_pattern``'s
     groups. ``fixed_sizes`` gives split sizes (one per group may be inferred)."""
-    _static(self, "rearrange")
     api = f"rearrange({tuple(src_pattern)}, {tuple(dst_pattern)})"
     sizes = dict(fixed_sizes or {})
     if len(src_pattern) != self.ndim:
@@ -287,7 +313,7 @@ def rearrange(
                           "destination", user_site())  # fmt: skip
     if self.on_chip and (dst_pattern[0] != first or not isinstance(first, str)):
         _no_partition(self, 0, api)
-    return _view(self, self.offset, out)
+    return _view(self, self.offset, out, "rearrange")
 
 
 def is_contiguous(self: NkiTensor) -> bool:

@@ -20,7 +20,7 @@ from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
 from trncore.sim.checks import F32
 from trncore.sim.context import current, user_site
 from trncore.sim.creation import allocate
-from trncore.sim.errors import LanguageError, ShapeError
+from trncore.sim.errors import LanguageError, ShapeError, site_suffix
 from trncore.sim.tensor import PSUM, SBUF, NkiTensor
 
 __all__ = [
@@ -550,8 +550,9 @@ def gather_flattened(data: NkiTensor, indices: NkiTensor, axis: int = 0, dtype: 
     value has documented semantics."""
     if axis != 0:
         raise NotImplementedError(
-            f"nl.gather_flattened with axis={axis!r}: the nki.language.gather_flattened page defines "
-            "only the default axis=0 (a gather along each partition's flattened free dims)"
+            f"nl.gather_flattened with axis={axis!r} is not emulated: the nki.language.gather_flattened "
+            "page (NKI 0.3.0 to 0.6.0) defines only the default axis=0 (a gather along each "
+            f"partition's flattened free dims){site_suffix(user_site())}"
         )
     if not isinstance(data, NkiTensor) or not isinstance(indices, NkiTensor):
         raise TypeError("nl.gather_flattened: data and indices must be on-chip tiles")
@@ -581,12 +582,25 @@ def rms_norm(
     dtype: Any = None,
     compute_dtype: Any = None,
 ) -> NkiTensor:
-    """``nl.rms_norm``: ``x / sqrt(sum(x^2)/n + epsilon) * w`` over the last free axis of a 2-D
-    tile (squares summed on ScalarE, rsqrt, a per-partition scale, then the weight)."""
+    """``nl.rms_norm``: ``x / sqrt(sum(x^2)/n + epsilon) * w`` along ``axis`` (nki.language.rms_norm,
+    NKI 0.3.0 to 0.6.0: "axis along which to compute the root mean square", ``n`` "total number
+    of values to calculate rms"): the trailing free dims, as for the other nl reductions
+    (one axis, or several, ``n`` counting all their values). Per partition and per index of the
+    free dims kept in front of them: squares summed on ScalarE, rsqrt, a per-partition scale,
+    then the weight (a tile of ``x``'s shape)."""
     known_issues.check("nl-softmax-rms-norm", "nl.rms_norm")
     axes = _reduce_axes(x, axis, "rms_norm")
-    if len(axes) != 1 or x.ndim != 2:
-        raise NotImplementedError("nl.rms_norm over more than the single free axis of a 2-D tile")
+    out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype)
+    kept = x.shape[1 : axes[0]]  # free dims in front of the normalised ones: one pass per index
+    for idx in np.ndindex(*kept):
+        key = (slice(None), *idx)
+        _rms_norm_rows(x[key] if idx else x, w[key] if idx else w, out[key] if idx else out, n, epsilon)
+    return out
+
+
+def _rms_norm_rows(x: NkiTensor, w: NkiTensor, out: NkiTensor, n: int, epsilon: float) -> None:
+    """``out = x / sqrt(sum(x^2)/n + epsilon) * w`` with the sum over all of a partition's free
+    elements."""
     p = x.partitions
     sq = _new(x.shape, "float32")
     ss = _new((p, 1), "float32")
@@ -607,6 +621,4 @@ def rms_norm(
     nisa.activation(dst=r, op=ACTIVATIONS["rsqrt"], data=ms)
     scaled = _new(x.shape, "float32")
     nisa.tensor_scalar(dst=scaled, data=x, op0=BINARY["multiply"], operand0=r)
-    out = _new(x.shape, dtypes.dtype_name(dtype) if dtype else x.dtype)
     nisa.tensor_tensor(dst=out, data1=scaled, data2=w, op=BINARY["multiply"])
-    return out
