@@ -19,7 +19,8 @@ from trncore.sim.errors import LanguageError, RaceError
 from trncore.sim.runner import run_kernel, run_ranks
 from trncore.sim.testing import assert_reported_at
 
-pytestmark = pytest.mark.simulator
+# every launch here is an N-D grid, which warns at its line (test_a_grid_launch_warns_at_its_line)
+pytestmark = [pytest.mark.simulator, pytest.mark.filterwarnings("ignore:kernel.*N-D SPMD grid:UserWarning")]
 
 TILE_P, TILE_F = 32, 16
 
@@ -94,6 +95,24 @@ def test_jit_bracket_launch_like_the_aws_spmd_example() -> None:
     src = np.random.default_rng(0).random((4, 2, 1, 1)).astype(np.float32)
     np.testing.assert_array_equal(spmd_copy[4, 2](src), src)
     assert "spmd_copy" in repr(spmd_copy[(4, 2)])
+
+
+@pytest.mark.filterwarnings("default")
+def test_a_grid_launch_warns_at_its_line() -> None:
+    # AWS's sources differ: "Using Logical Neuron Cores" (NKI 0.3.0-0.6.0) allows one number in
+    # the brackets, the nl.program_id pages describe several axes. The grid runs, with a warning
+    # that names the launching line; an LNC launch (one number) does not warn.
+    import inspect
+    import warnings
+
+    x = np.ones((4, 2, 1, 1), np.float32)
+    with pytest.warns(UserWarning, match="allows one number") as record:
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        run_kernel(tile_add, [x[:, :, 0, 0], x[:, :, 0, 0]], target="trn2", lnc=(1, 1))
+    assert any(f"test_spmd_grid.py:{line})" in str(w.message) for w in record)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_kernel(tile_add, [x[:, :, 0, 0], x[:, :, 0, 0]], target="trn2", lnc=(1,))
 
 
 def overlapping_rows(x):

@@ -39,6 +39,7 @@ def test_one_axis_tuple_grid_is_the_lnc_grid() -> None:
     np.testing.assert_array_equal(jit(halves_by_program)[2](x), 2.0 * x)
 
 
+@pytest.mark.filterwarnings("ignore:kernel.*N-D SPMD grid:UserWarning")  # test_spmd_grid.py
 def test_two_axis_spmd_grid_runs_each_program() -> None:
     # A ragged paged-attention kernel launched kernel[(requests, heads)] reads program_id(1). The
     # nki.language pages (NKI 0.3.0 to 0.6.0) describe an N-D SPMD launch grid (program_ndim): its

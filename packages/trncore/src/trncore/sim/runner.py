@@ -13,6 +13,7 @@ import gc
 import inspect
 import math
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
 from trncore.sim.context import user_site
-from trncore.sim.errors import LanguageError, TargetError
+from trncore.sim.errors import LanguageError, TargetError, site_suffix
 from trncore.sim.grid import grid_shape, run_grid
 from trncore.sim.lnc import run_instances, run_world
 from trncore.sim.program import Program, TraceContext
@@ -441,6 +442,15 @@ def _launch(
         # nki.language.program_id / num_programs / program_ndim (NKI 0.3.0 to 0.6.0): a launch
         # grid of several axes, its programs on one logical core (trncore.sim.grid)
         shape, lnc = grid_shape(lnc), 1
+        # The sources differ (docs/emulator.md, Readings chosen): "Using Logical Neuron Cores"
+        # (NKI 0.3.0-0.6.0) says the bracket "must contain only one number, the number of cores",
+        # the nl.program_id pages describe several axes. Run it, and say so where it is launched.
+        warnings.warn(
+            f"kernel[{', '.join(map(str, shape))}]: run as an N-D SPMD grid of programs (the "
+            "nki.language.program_id pages); AWS's 'Using Logical Neuron Cores' page allows one "
+            f"number in the brackets, so check this launch with the Neuron compiler{site_suffix(user_site())}",
+            stacklevel=3,
+        )
     lnc = lnc or 1
     rules = rules_for(target)
     if lnc not in (1, 2):
