@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import math
 import operator
 import threading
 from collections.abc import Callable, Sequence
@@ -40,7 +39,9 @@ from trncore.sim.tensor import (
     SHARED_HBM,
     Allocation,
     Buffer,
+    Layout,
     NkiTensor,
+    layout,
 )
 from trncore.sim.work_clock import CLOCK, run_timed, timed
 
@@ -214,8 +215,12 @@ class TraceContext:
         init: Any,
         site: tuple[str, int] | None,
         address: tuple[int, int] | None = None,
+        sizes: Layout | None = None,
     ) -> NkiTensor:
         """A new tensor (``nl.ndarray`` and friends): records an allocation marker instruction.
+
+        ``sizes`` is :func:`trncore.sim.tensor.layout` of ``shape`` and ``dtype`` when the caller
+        has it (computed here otherwise).
 
         On-chip storage of dead tensors is reused; under LNC=2 instance 1 gets instance 0's
         k-th ``shared_hbm`` allocation, as the instances share that memory
@@ -246,7 +251,9 @@ class TraceContext:
                         site,
                     )
                 return NkiTensor.whole(alloc)
-        nbytes = math.prod(shape) * dtypes.itemsize(dtype)
+        if sizes is None:
+            sizes = layout(shape, dtype)
+        nbytes = sizes[0]
         storage = None
         placed = address is not None and buffer.on_chip
         aliased = False
@@ -273,6 +280,7 @@ class TraceContext:
             len(self.instrs),
             self.strict,
             storage,
+            sizes,
         )
         self.allocs.append(alloc)
         if buffer.on_chip:

@@ -24,7 +24,7 @@ from trncore.sim.context import user_site
 from trncore.sim.dtypes import RAW_VIEW as _RAW_VIEW
 from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError
 
-__all__ = ["SENTINEL_INT", "Allocation", "Buffer", "NkiTensor", "Operand"]
+__all__ = ["SENTINEL_INT", "Allocation", "Buffer", "Layout", "NkiTensor", "Operand", "layout"]
 
 #: AWS NKI docs, NKI CPU Simulator (NKI 0.3.0): the vendor simulator fills new integer tensors with 4 (floats
 #: with NaN).
@@ -54,6 +54,20 @@ SBUF = Buffer("sbuf")
 PSUM = Buffer("psum")
 PRIVATE_HBM = Buffer("private_hbm")
 SHARED_HBM = Buffer("shared_hbm")
+
+
+#: What every allocation of one shape and dtype computes: (bytes, elements, elements per
+#: partition, the NumPy storage dtype)
+Layout = tuple[int, int, int, np.dtype]
+
+
+def layout(shape: tuple[int, ...], dtype: str) -> Layout:
+    """The :data:`Layout` of a tensor of ``shape`` and NKI ``dtype`` (a function of the two
+    only: callers that allocate the same shape and dtype again keep it, see
+    trncore.sim.creation)."""
+    np_dtype = dtypes.storage_dtype(dtype)
+    size = math.prod(shape)
+    return size * np_dtype.itemsize, size, math.prod(shape[1:]), np_dtype
 
 
 class _Lifetime:
@@ -100,7 +114,10 @@ class Allocation:
         position: int,
         strict: bool,
         storage: np.ndarray | None = None,
+        sizes: Layout | None = None,
     ) -> None:
+        if sizes is None:
+            sizes = layout(shape, dtype)
         self.id = ident
         self.buffer = buffer
         self.dtype = dtype
@@ -113,13 +130,12 @@ class Allocation:
         self.address_bytes: int | None = None  # explicit byte offset in each partition, if given
         self.last_use = position
         self.first_use: int | None = None  # first instruction touching it (live range start)
-        self.size = math.prod(shape)
+        nbytes, self.size, row_elems, np_dtype = sizes
         #: elements per partition (row) in the allocation's own dtype; asked for by every
         #: partition check of every instruction
-        self.row_elems = math.prod(shape[1:])
-        np_dtype = dtypes.storage_dtype(dtype)
+        self.row_elems = row_elems
         if storage is None:
-            storage = np.empty(self.size * np_dtype.itemsize, dtype=np.uint8)
+            storage = np.empty(nbytes, dtype=np.uint8)
         self.storage = storage  # raw bytes; may be recycled storage of a dead allocation
         self.flat = storage.view(np_dtype)
         self._views: dict[str, np.ndarray] | None = None  # reinterpretations made so far
