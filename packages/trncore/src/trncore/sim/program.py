@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import context, dtypes, heap, hooks
-from trncore.sim.accesses import record_access
+from trncore.sim.accesses import Access
 from trncore.sim.blas import blas_threads
 from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
 from trncore.sim.liveness import deferred_starts
@@ -429,16 +429,30 @@ class TraceContext:
         settle = False  # a tile's sentinel fill waits for this instruction
         shared = False  # an operand in shared HBM (the LNC=2 race check)
         strict = self.strict
+        # the accesses for the schedule, as trncore.sim.accesses.record_access records them
+        # (built here, in the one pass over the operands): a static view's pattern, the whole
+        # allocation for a dynamic view, and after the reads the offset tensors of the dynamic
+        # views (the reads' first, then the writes')
+        r_acc: list[Access] = []
+        w_acc: list[Access] = []
+        offsets: list[NkiTensor] | None = None
         for t in reads:
             alloc = t.alloc
             if alloc.first_use is None:
                 alloc.first_use = position
             alloc.last_use = position
-            if t.dynamic is not None:
-                t.dynamic.tensor.alloc.last_use = position
+            dynamic = t.dynamic
+            if dynamic is not None:
+                dynamic.tensor.alloc.last_use = position
                 settle = True
-            elif alloc.fill_marker is not None:
-                settle = True
+                r_acc.append((alloc, None, 0, ()))
+                if offsets is None:
+                    offsets = []
+                offsets.append(dynamic.tensor)
+            else:
+                r_acc.append((alloc, t.dtype, t.offset, t.dims))
+                if alloc.fill_marker is not None:
+                    settle = True
             if strict:
                 mask = t.mask_array()
                 if mask is not None and not mask.all():
@@ -459,11 +473,18 @@ class TraceContext:
             if alloc.first_use is None:
                 alloc.first_use = position
             alloc.last_use = position
-            if t.dynamic is not None:
-                t.dynamic.tensor.alloc.last_use = position
+            dynamic = t.dynamic
+            if dynamic is not None:
+                dynamic.tensor.alloc.last_use = position
                 settle = True
-            elif alloc.fill_marker is not None:
-                settle = True
+                w_acc.append((alloc, None, 0, ()))
+                if offsets is None:
+                    offsets = []
+                offsets.append(dynamic.tensor)
+            else:
+                w_acc.append((alloc, t.dtype, t.offset, t.dims))
+                if alloc.fill_marker is not None:
+                    settle = True
             if alloc.tracks_mask:
                 mask = t.mask_array()
                 if mask is not None:
@@ -476,13 +497,18 @@ class TraceContext:
                 self.written.add(alloc.id)
             buffer = alloc.buffer
             if buffer is PSUM:
-                if not matmul_write and t.dynamic is None and alloc.flags_summary is not False:
+                if not matmul_write and dynamic is None and alloc.flags_summary is not False:
                     t.set_matmul_flags(False)  # (flags not made yet are all clear: summary False)
             elif buffer is SHARED_HBM:
                 shared = True
         if settle:
             self._settle_fills(op, reads, writes)
-        access = record_access(reads, writes)
+        if offsets is not None:
+            r_acc.extend(
+                (o.alloc, None, 0, ()) if o.dynamic is not None else (o.alloc, o.dtype, o.offset, o.dims)
+                for o in offsets
+            )
+        access = (tuple(r_acc), tuple(w_acc))
         ins = Instr(op, engine, site, run, meta or {}, access)
         self.instrs.append(ins)
         if shared and self.on_emit is not None:  # an LNC=2 trace: the race check runs it (core_races)
