@@ -143,3 +143,40 @@ def test_allocation_loop_of_shapes_and_dtypes_matches_numpy(target: str) -> None
         if dt is nl.float16:
             want = want.astype(np.float16).astype(np.float32)
         np.testing.assert_array_equal(got[i, 0:n].reshape(shape), want, err_msg=f"step {i}")
+
+
+_TWICE = 1 + 2**-11 + 2**-30
+
+
+def test_memset_loop_values_dtypes_and_signed_zero_match_numpy(target: str) -> None:
+    # one memset line: each pass's own value, dtype and shape (the fill arrays are shared per
+    # trace by (shape, dtype, value): -0.0 and 0.0 are equal with equal hashes, 1 and 1.0 too)
+    plan = [
+        (nl.float32, (64, 32), 0.0), (nl.float32, (64, 32), -0.0), (nl.float32, (64, 32), 0.0),
+        (nl.float16, (64, 32), -0.0), (nl.int32, (64, 32), 1), (nl.float32, (64, 32), 1),
+        (nl.float32, (32, 32), 2.5), (nl.float32, (64, 32), 2.5), (nl.float16, (64, 32), 2.5),
+        # rounded to float32 first, this value would round to 1.0 in float16 (a tie, to even);
+        # rounded once, as the memset casts it, it is float16's next value above 1
+        (nl.float32, (64, 32), _TWICE), (nl.float16, (64, 32), _TWICE),
+    ]  # fmt: skip
+    numpy_type = {nl.float32: np.float32, nl.float16: np.float16, nl.int32: np.int32}
+
+    def kernel(a):
+        out = nl.ndarray((len(plan), 64, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i, (dt, shape, value) in enumerate(plan):
+            t = nl.ndarray(shape, dtype=dt, buffer=nl.sbuf)
+            nisa.memset(dst=t, value=value)  # MEMSET
+            f = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.memset(dst=f, value=7.0)
+            nisa.tensor_copy(dst=f[0 : shape[0], :], src=t)
+            nisa.dma_copy(dst=out[i], src=f)
+        return out
+
+    got = simulate(kernel)(np.zeros((1, 1), np.float32))
+    assert np.float16(np.float32(_TWICE)) != np.float16(_TWICE)  # (the case above is one)
+    for i, (dt, shape, value) in enumerate(plan):
+        want = np.full((64, 32), 7.0, np.float32)
+        want[0 : shape[0]] = np.float32(numpy_type[dt](value))
+        np.testing.assert_array_equal(got[i], want, err_msg=f"step {i}")
+        # the sign of zero survives (assert_array_equal treats -0.0 == 0.0)
+        np.testing.assert_array_equal(np.signbit(got[i]), np.signbit(want), err_msg=f"step {i}")
