@@ -180,3 +180,36 @@ def test_memset_loop_values_dtypes_and_signed_zero_match_numpy(target: str) -> N
         np.testing.assert_array_equal(got[i], want, err_msg=f"step {i}")
         # the sign of zero survives (assert_array_equal treats -0.0 == 0.0)
         np.testing.assert_array_equal(np.signbit(got[i]), np.signbit(want), err_msg=f"step {i}")
+
+
+def test_matmul_flags_remade_from_the_summary(target: str) -> None:
+    # nki.isa.nc_matmul (NKI 0.3.0 and 0.6.0), accumulate=None: "the first write to a PSUM
+    # location overwrites, and subsequent writes to the same location accumulate" (per element
+    # from 0.6.0). A whole-tile matmul leaves no per-element flags (the tile's summary says
+    # "all written by a matmul"); a later partial copy must remake them as all set before
+    # clearing its columns, so the next matmul overwrites those columns and accumulates the rest.
+    def kernel(s, m1, m2):
+        st = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        a1 = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+        a2 = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=st, src=s)
+        nisa.dma_copy(dst=a1, src=m1)
+        nisa.dma_copy(dst=a2, src=m2)
+        z = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=z, value=0.0)
+        ps = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=st, moving=a1)
+        nisa.tensor_copy(dst=ps[:, 0:32], src=z)
+        nisa.nc_matmul(dst=ps, stationary=st, moving=a2)
+        sb = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=sb, src=ps)
+        out = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=sb)
+        return out
+
+    s = rng.integers(-4, 5, (128, 64)).astype(np.float32)
+    m1, m2 = (rng.integers(-4, 5, (128, 128)).astype(np.float32) for _ in range(2))
+    got = simulate(kernel, nki_version="0.6.0")(s, m1, m2)
+    want = s.T @ m1 + s.T @ m2
+    want[:, 0:32] = (s.T @ m2)[:, 0:32]
+    np.testing.assert_array_equal(got, want)
