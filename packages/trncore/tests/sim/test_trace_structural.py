@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from trncore.sim import nisa, nl, simulate
+from trncore.sim import nisa, nl, run_kernel, simulate
 from trncore.sim.errors import BoundsError, BufferError, ShapeError
 from trncore.sim.testing import marked_line
 
@@ -213,3 +213,49 @@ def test_matmul_flags_remade_from_the_summary(target: str) -> None:
     want = s.T @ m1 + s.T @ m2
     want[:, 0:32] = (s.T @ m2)[:, 0:32]
     np.testing.assert_array_equal(got, want)
+
+
+def test_dma_second_iteration_vector_offset_with_hwdge_refused() -> None:
+    # NKI DGE deep dive (SDK 2.29 and 2.32): a gather (.ap(vector_offset=...)) takes dge_mode
+    # unknown or swdge. The same line, the same pattern and dge_mode=hwdge: the first pass reads a
+    # static view (valid on trn2), the second the gather, refused at the line.
+    def kernel(data, indices):
+        idx = nl.ndarray((32, 1), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=indices)
+        dst = nl.ndarray((32, 16), dtype=data.dtype, buffer=nl.sbuf)
+        for gather in (False, True):
+            if gather:
+                view = data.ap(pattern=[[16, 32], [1, 16]], vector_offset=idx, indirect_dim=0)
+            else:
+                view = data.ap(pattern=[[16, 32], [1, 16]], offset=0)
+            nisa.dma_copy(dst=dst, src=view, dge_mode=nisa.dge_mode.hwdge)  # DMA
+        return data
+
+    from trncore.sim.errors import LanguageError
+
+    data = rng.standard_normal((64, 16)).astype(np.float32)
+    rows = rng.permutation(64)[:32].astype(np.uint32).reshape(32, 1)
+    with pytest.raises(LanguageError) as info:
+        run_kernel(kernel, [data, rows], target="trn2")
+    assert info.value.rule == "dma-copy-indirect-dge"
+    assert info.value.lineno == marked_line(kernel, "# DMA")
+
+
+def test_dma_loop_of_register_offsets_matches_numpy(target: str) -> None:
+    # one line, one pattern, another register offset value each pass (the key holds the
+    # offset's kind; its value is read when the DMA runs)
+    def kernel(a, rows):
+        out = nl.ndarray((4, 8, 16), dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in range(4):
+            r = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=r, src=rows[i : i + 1, :])
+            sb = nl.ndarray((8, 16), dtype=a.dtype, buffer=nl.sbuf)
+            src = a.ap([[16, 8], [1, 16]], offset=0, scalar_offset=r, indirect_dim=0)
+            nisa.dma_copy(dst=sb, src=src)  # DMA
+            nisa.dma_copy(dst=out[i], src=sb)
+        return out
+
+    a = rng.standard_normal((64, 16)).astype(np.float32)
+    rows = np.array([[3], [40], [0], [56]], dtype=np.int32)
+    want = np.stack([a[r : r + 8] for r in rows[:, 0]])
+    np.testing.assert_array_equal(simulate(kernel)(a, rows), want)

@@ -67,19 +67,26 @@ def static_lookup(
     leaves the views' element offsets out of the key, for an instruction none of whose static
     checks reads them (``dma_copy``: a DMA has no start-partition rule, and a view's bounds are
     checked where it is made or, for an ``.ap()`` view, by ``operand`` on every call): a loop
-    moving tile after tile of one HBM tensor then checks once. ``result`` is
+    moving tile after tile of one HBM tensor then checks once. Such an instruction's key takes
+    an operand with a dynamic offset too, by the kind of its offset (its class: a register
+    ``scalar_offset``, a ``vector_offset`` gather) in place of the element offset; the offset's
+    values are read, and bounds-checked, when the instruction runs. ``result`` is
     :data:`MISS` when the checks must run: the first call with this key, or a key that cannot
-    be made (``key`` None: an operand that is not a plain tensor or has a dynamic offset, decided
-    at run time; an unhashable keyword value), which then runs every check on every call.
+    be made (``key`` None: an operand that is not a plain tensor or, with ``offsets``, has a
+    dynamic offset, decided at run time; an unhashable keyword value), which then runs every
+    check on every call.
     """
     sigs = []
     for t in operands:  # every instruction of a loop comes here: the signature is built inline
-        if type(t) is not NkiTensor or t.dynamic is not None:
+        if type(t) is not NkiTensor:
+            return None, MISS
+        dynamic = t.dynamic
+        if dynamic is not None and offsets:
             return None, MISS
         a = t.alloc
         sigs.append(
             (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype,
-             t.offset if offsets else None, t.dims)
+             t.offset if offsets else type(dynamic), t.dims)
         )  # fmt: skip
     return lookup(ctx, (op, site, offsets, *sigs, *extra))
 

@@ -125,11 +125,12 @@ def dma_copy(
     side, never PSUM (0.3.0). ``priority`` (NKI 0.4.0+, NeuronCore-v4+ only) is refused on trn1/trn2 by
     the release table's gate (trncore.sim.versions) before this runs; ``None`` is the default."""
     ctx, site = _begin()
-    # static checks once per kernel line and operand signature (trncore.sim.checks.static_lookup);
-    # a dynamic (register or vector offset) operand has no signature and is checked every time.
+    # static checks once per kernel line and operand signature (trncore.sim.checks.static_lookup).
     # No check here reads a view's element offset (a DMA has no start-partition rule; bounds are
     # checked where a view is made, or for an .ap() view by operand() below, on every call), so
-    # the key leaves the offsets out: a loop over the tiles of one HBM tensor checks once.
+    # the key leaves the offsets out: a loop over the tiles of one HBM tensor checks once. A
+    # dynamic (register or vector offset) operand is keyed by its offset's kind, the only thing
+    # of it the checks read; its values are read and bounds-checked when the DMA runs.
     mode = memoised_checks(ctx, "dma_copy", site, (dst, src), (dge_mode, engine),
                            lambda: _dma_copy_checks(ctx, site, dst, src, dge_mode, engine),
                            offsets=False)  # fmt: skip
