@@ -1,9 +1,10 @@
 """The memory accesses of one instruction, recorded when it is traced (for the schedule).
 
-:meth:`trncore.sim.program.TraceContext.emit` records each instruction's reads and writes here;
-:func:`trncore.sim.schedule.schedule` later derives the instruction's dependencies (RAW, WAR, WAW)
-from them. The recording sits below the program so that the program does not import the schedule
-that analyses it.
+:meth:`trncore.sim.program.TraceContext.emit` records each instruction's reads and writes as
+:func:`record_access` does (building the same tuples in its own pass over the operands, once per
+instruction); :func:`trncore.sim.schedule.schedule` later derives the instruction's dependencies
+(RAW, WAR, WAW) from them. The recording sits below the program so that the program does not
+import the schedule that analyses it.
 """
 
 from __future__ import annotations

@@ -24,9 +24,11 @@ __all__ = [
     "check_compute_operand",
     "check_same_layout",
     "check_vector_operand",
+    "lookup",
     "memoised",
     "memoised_checks",
     "read_f32",
+    "remember",
     "static_lookup",
     "value_key",
 ]
@@ -51,8 +53,9 @@ def value_key(x: Any) -> Any:
 
 
 def static_lookup(
-    ctx: Any, op: str, site: Any, operands: tuple[Any, ...], extra: tuple[Any, ...]
-) -> tuple[Any, Any]:
+    ctx: Any, op: str, site: Any, operands: tuple[Any, ...], extra: tuple[Any, ...],
+    offsets: bool = True,
+) -> tuple[Any, Any]:  # fmt: skip
     """``(key, result)`` of an instruction's static checks, memoised per trace (docs/emulator.md,
     Benchmark, seventh round).
 
@@ -60,24 +63,37 @@ def static_lookup(
     allocation's buffer, dtype, shape, partition start and explicit byte address, the view's
     dtype, element offset and access pattern: what the partition, bank and bounds rules read) and
     ``extra`` (the static keyword values the checks read); the target's rules and the NKI release
-    are fixed for the trace that holds the memo (``ctx.static_checks``). ``result`` is
+    are fixed for the trace that holds the memo (``ctx.static_checks``). ``offsets`` False
+    leaves the views' element offsets out of the key, for an instruction none of whose static
+    checks reads them (``dma_copy``: a DMA has no start-partition rule, and a view's bounds are
+    checked where it is made or, for an ``.ap()`` view, by ``operand`` on every call): a loop
+    moving tile after tile of one HBM tensor then checks once. Such an instruction's key takes
+    an operand with a dynamic offset too, by the kind of its offset (its class: a register
+    ``scalar_offset``, a ``vector_offset`` gather) in place of the element offset; the offset's
+    values are read, and bounds-checked, when the instruction runs. ``result`` is
     :data:`MISS` when the checks must run: the first call with this key, or a key that cannot
-    be made (``key`` None: an operand that is not a plain tensor or has a dynamic offset, decided
-    at run time; an unhashable keyword value), which then runs every check on every call.
+    be made (``key`` None: an operand that is not a plain tensor or, with ``offsets``, has a
+    dynamic offset, decided at run time; an unhashable keyword value), which then runs every
+    check on every call.
     """
     sigs = []
     for t in operands:  # every instruction of a loop comes here: the signature is built inline
-        if type(t) is not NkiTensor or t.dynamic is not None:
+        if type(t) is not NkiTensor:
+            return None, MISS
+        dynamic = t.dynamic
+        if dynamic is not None and offsets:
             return None, MISS
         a = t.alloc
         sigs.append(
-            (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype, t.offset, t.dims)
-        )
-    return _lookup(ctx, (op, site, *sigs, *extra))
+            (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype,
+             t.offset if offsets else type(dynamic), t.dims)
+        )  # fmt: skip
+    return lookup(ctx, (op, site, offsets, *sigs, *extra))
 
 
-def _lookup(ctx: Any, key: Any) -> tuple[Any, Any]:
-    """``(key, memoised result or MISS)``; ``key`` None when it is unhashable (never memoised)."""
+def lookup(ctx: Any, key: Any) -> tuple[Any, Any]:
+    """``(key, memoised result or MISS)``; ``key`` None when it is unhashable (never memoised).
+    A caller that gets MISS runs its checks and then calls :func:`remember`."""
     memo = ctx.static_checks
     try:
         hit = memo.get(key, MISS)
@@ -92,17 +108,25 @@ def memoised(ctx: Any, key: Any, run: Callable[[], T]) -> T:
     """``run()``, static checks, unless this trace already passed them under ``key`` (a tuple;
     an unhashable one is never memoised); the result is remembered only once ``run`` has
     returned, so an invalid call raises at its own line every time."""
-    key, hit = _lookup(ctx, key)
+    key, hit = lookup(ctx, key)
     return _run_and_record(ctx, key, hit, run)
 
 
 def memoised_checks(
     ctx: Any, op: str, site: Any, operands: tuple[Any, ...], extra: tuple[Any, ...],
-    run: Callable[[], T],
+    run: Callable[[], T], offsets: bool = True,
 ) -> T:
     """:func:`memoised` under the :func:`static_lookup` key of an instruction's operands."""
-    key, hit = static_lookup(ctx, op, site, operands, extra)
+    key, hit = static_lookup(ctx, op, site, operands, extra, offsets)
     return _run_and_record(ctx, key, hit, run)
+
+
+def remember(ctx: Any, key: Any, result: T) -> T:
+    """Record ``result`` of checks that passed under ``key`` (from :func:`lookup`; None: never
+    memoised); returns ``result``."""
+    if key is not None:
+        ctx.static_checks[key] = result
+    return result
 
 
 def _run_and_record(ctx: Any, key: Any, hit: Any, run: Callable[[], T]) -> T:

@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.checks import memoised
+from trncore.sim.checks import MISS, lookup, remember
 from trncore.sim.context import current, user_site
 from trncore.sim.errors import CapacityError, LanguageError, PartitionError
-from trncore.sim.tensor import PSUM, SBUF, Buffer, NkiTensor
+from trncore.sim.tensor import PSUM, SBUF, Buffer, Layout, NkiTensor, layout
 
 __all__ = ["allocate", "fill", "fill_array"]
 
@@ -42,9 +42,11 @@ def allocate(
     # arguments (a loop allocating the same tile each iteration), strictly by type and value
     # (an unhashable argument, a list shape, is checked on every call)
     key = ("nl.ndarray", site, type(shape), shape, type(dtype), dtype, buffer, address)
-    hit = memoised(ctx, key, lambda: _checks(ctx, site, shape, dtype, buffer, address))
-    shape, name_dt, placed, start, address_bytes = hit
-    tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site, placed)
+    key, hit = lookup(ctx, key)
+    if hit is MISS:  # (no lambda made on a hit: a modular allocator allocates ~50 000 tiles)
+        hit = remember(ctx, key, _checks(ctx, site, shape, dtype, buffer, address))
+    shape, name_dt, placed, start, address_bytes, sizes = hit
+    tensor = ctx.allocate(shape, name_dt, buffer, name or "", init, site, placed, sizes)
     if placed is not None:
         # nl.ndarray address=(partition_offset, free_offset) (NKI 0.3.0): the tile occupies
         # partitions [offset, offset + shape[0]); SBUF capacity is counted per partition.
@@ -54,12 +56,25 @@ def allocate(
     return tensor
 
 
-def _checks(
+#: what :func:`_checks` returns: shape, dtype name, placement, first partition, byte address,
+#: and the :func:`trncore.sim.tensor.layout` of the shape and dtype
+Checked = tuple[tuple[int, ...], str, "tuple[int, int] | None", int, "int | None", Layout]
+
+
+def _checks(ctx: Any, site: Any, shape: Any, dtype: Any, buffer: Any, address: Any) -> Checked:
+    """The rules of ``nl.ndarray`` (partition dim, PSUM size and bank, explicit address): the
+    shape, the dtype's name, the placement ``(partition, byte)`` or None, its first partition,
+    the explicit byte address (None for HBM, or an on-chip tile placed by the emulator) and the
+    sizes every allocation of this shape and dtype computes (:func:`layout`, a function of the
+    shape and dtype only, both in the memo's key)."""
+    checked = _rules(ctx, site, shape, dtype, buffer, address)
+    return (*checked, layout(checked[0], checked[1]))
+
+
+def _rules(
     ctx: Any, site: Any, shape: Any, dtype: Any, buffer: Any, address: Any
 ) -> tuple[tuple[int, ...], str, tuple[int, int] | None, int, int | None]:
-    """The rules of ``nl.ndarray`` (partition dim, PSUM size and bank, explicit address): the
-    shape, the dtype's name, the placement ``(partition, byte)`` or None, its first partition and
-    the explicit byte address (None for HBM, or an on-chip tile placed by the emulator)."""
+    """:func:`_checks` without the layout."""
     if isinstance(buffer, str):
         raise LanguageError(
             "buffer-string",

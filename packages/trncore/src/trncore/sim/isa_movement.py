@@ -125,10 +125,15 @@ def dma_copy(
     side, never PSUM (0.3.0). ``priority`` (NKI 0.4.0+, NeuronCore-v4+ only) is refused on trn1/trn2 by
     the release table's gate (trncore.sim.versions) before this runs; ``None`` is the default."""
     ctx, site = _begin()
-    # static checks once per kernel line and operand signature (trncore.sim.checks.static_lookup);
-    # a dynamic (register or vector offset) operand has no signature and is checked every time
+    # static checks once per kernel line and operand signature (trncore.sim.checks.static_lookup).
+    # No check here reads a view's element offset (a DMA has no start-partition rule; bounds are
+    # checked where a view is made, or for an .ap() view by operand() below, on every call), so
+    # the key leaves the offsets out: a loop over the tiles of one HBM tensor checks once. A
+    # dynamic (register or vector offset) operand is keyed by its offset's kind, the only thing
+    # of it the checks read; its values are read and bounds-checked when the DMA runs.
     mode = memoised_checks(ctx, "dma_copy", site, (dst, src), (dge_mode, engine),
-                           lambda: _dma_copy_checks(ctx, site, dst, src, dge_mode, engine))  # fmt: skip
+                           lambda: _dma_copy_checks(ctx, site, dst, src, dge_mode, engine),
+                           offsets=False)  # fmt: skip
     skip = int(oob_mode) == 1
     s_op = src.operand(site, skip)
     d_op = dst.operand(site, skip)
@@ -373,13 +378,35 @@ def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None 
     _check_engine(eng, (eng_enum.vector, eng_enum.gpsimd), "memset",
                   "nki.isa.memset, NKI 0.3.0 and 0.6.0: Vector or GpSimd Engine", site)  # fmt: skip
     _check_gpsimd_psum(eng, "memset", site, dst)
-    filled = dtypes.cast(np.full(dst.shape, value, dtype=np.float64), dst.dtype)
+    filled = _memset_values(ctx, dst.shape, dst.dtype, value)
     d_op = dst.operand(site)
 
     def run() -> None:
         d_op.write(filled)
 
     ctx.emit("memset", eng.name, site, [], [dst], run, _elementwise_meta(dst))
+
+
+_MEMSET_VALUES = "memset_values"
+
+
+def _memset_values(ctx: Any, shape: tuple[int, ...], dtype: str, value: Any) -> np.ndarray:
+    """The tile of ``value`` cast to ``dtype`` that a memset of ``shape`` writes: made once per
+    trace and (shape, dtype, value) and shared by the memsets' runs, which only read it (AWS's
+    attention kernel memsets the same tiles ~1 700 times; making the array was most of each
+    memset's tracing). The value is keyed by its type and ``repr`` as well, so ``-0.0`` and
+    ``0.0`` (equal, with equal hashes) and ``1`` and ``1.0`` get arrays of their own."""
+    cache = ctx.engine_state.get(_MEMSET_VALUES)
+    if cache is None:
+        cache = ctx.engine_state[_MEMSET_VALUES] = {}
+    key = (shape, dtype, type(value), repr(value))
+    filled = cache.get(key)
+    if filled is None:
+        if len(cache) > 4096:
+            cache.clear()  # bound the memory (the recorded runs keep the arrays they use)
+        filled = cache[key] = dtypes.cast(np.full(shape, value, dtype=np.float64), dtype)
+        filled.flags.writeable = False  # shared: a run writing into it would change the others
+    return filled
 
 
 def iota(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import heapq
-import math
 import operator
 import threading
 from collections.abc import Callable, Sequence
@@ -28,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import context, dtypes, heap, hooks
-from trncore.sim.accesses import record_access
+from trncore.sim.accesses import Access
 from trncore.sim.blas import blas_threads
 from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
 from trncore.sim.liveness import deferred_starts
@@ -40,7 +39,9 @@ from trncore.sim.tensor import (
     SHARED_HBM,
     Allocation,
     Buffer,
+    Layout,
     NkiTensor,
+    layout,
 )
 from trncore.sim.work_clock import CLOCK, run_timed, timed
 
@@ -217,8 +218,12 @@ class TraceContext:
         init: Any,
         site: tuple[str, int] | None,
         address: tuple[int, int] | None = None,
+        sizes: Layout | None = None,
     ) -> NkiTensor:
         """A new tensor (``nl.ndarray`` and friends): records an allocation marker instruction.
+
+        ``sizes`` is :func:`trncore.sim.tensor.layout` of ``shape`` and ``dtype`` when the caller
+        has it (computed here otherwise).
 
         On-chip storage of dead tensors is reused; under LNC=2 instance 1 gets instance 0's
         k-th ``shared_hbm`` allocation, as the instances share that memory
@@ -249,7 +254,9 @@ class TraceContext:
                         site,
                     )
                 return NkiTensor.whole(alloc)
-        nbytes = math.prod(shape) * dtypes.itemsize(dtype)
+        if sizes is None:
+            sizes = layout(shape, dtype)
+        nbytes = sizes[0]
         storage = None
         placed = address is not None and buffer.on_chip
         aliased = False
@@ -276,6 +283,7 @@ class TraceContext:
             len(self.instrs),
             self.strict,
             storage,
+            sizes,
         )
         self.allocs.append(alloc)
         if buffer.on_chip:
@@ -424,16 +432,30 @@ class TraceContext:
         settle = False  # a tile's sentinel fill waits for this instruction
         shared = False  # an operand in shared HBM (the LNC=2 race check)
         strict = self.strict
+        # the accesses for the schedule, as trncore.sim.accesses.record_access records them
+        # (built here, in the one pass over the operands): a static view's pattern, the whole
+        # allocation for a dynamic view, and after the reads the offset tensors of the dynamic
+        # views (the reads' first, then the writes')
+        r_acc: list[Access] = []
+        w_acc: list[Access] = []
+        offsets: list[NkiTensor] | None = None
         for t in reads:
             alloc = t.alloc
             if alloc.first_use is None:
                 alloc.first_use = position
             alloc.last_use = position
-            if t.dynamic is not None:
-                t.dynamic.tensor.alloc.last_use = position
+            dynamic = t.dynamic
+            if dynamic is not None:
+                dynamic.tensor.alloc.last_use = position
                 settle = True
-            elif alloc.fill_marker is not None:
-                settle = True
+                r_acc.append((alloc, None, 0, ()))
+                if offsets is None:
+                    offsets = []
+                offsets.append(dynamic.tensor)
+            else:
+                r_acc.append((alloc, t.dtype, t.offset, t.dims))
+                if alloc.fill_marker is not None:
+                    settle = True
             if strict:
                 mask = t.mask_array()
                 if mask is not None and not mask.all():
@@ -454,11 +476,18 @@ class TraceContext:
             if alloc.first_use is None:
                 alloc.first_use = position
             alloc.last_use = position
-            if t.dynamic is not None:
-                t.dynamic.tensor.alloc.last_use = position
+            dynamic = t.dynamic
+            if dynamic is not None:
+                dynamic.tensor.alloc.last_use = position
                 settle = True
-            elif alloc.fill_marker is not None:
-                settle = True
+                w_acc.append((alloc, None, 0, ()))
+                if offsets is None:
+                    offsets = []
+                offsets.append(dynamic.tensor)
+            else:
+                w_acc.append((alloc, t.dtype, t.offset, t.dims))
+                if alloc.fill_marker is not None:
+                    settle = True
             if alloc.tracks_mask:
                 mask = t.mask_array()
                 if mask is not None:
@@ -471,13 +500,18 @@ class TraceContext:
                 self.written.add(alloc.id)
             buffer = alloc.buffer
             if buffer is PSUM:
-                if not matmul_write and t.dynamic is None and alloc.flags_summary is not False:
+                if not matmul_write and dynamic is None and alloc.flags_summary is not False:
                     t.set_matmul_flags(False)  # (flags not made yet are all clear: summary False)
             elif buffer is SHARED_HBM:
                 shared = True
         if settle:
             self._settle_fills(op, reads, writes)
-        access = record_access(reads, writes)
+        if offsets is not None:
+            r_acc.extend(
+                (o.alloc, None, 0, ()) if o.dynamic is not None else (o.alloc, o.dtype, o.offset, o.dims)
+                for o in offsets
+            )
+        access = (tuple(r_acc), tuple(w_acc))
         ins = Instr(op, engine, site, run, meta or {}, access)
         self.instrs.append(ins)
         if shared and self.on_emit is not None:  # an LNC=2 trace: the race check runs it (core_races)

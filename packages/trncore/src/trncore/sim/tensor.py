@@ -24,7 +24,7 @@ from trncore.sim.context import user_site
 from trncore.sim.dtypes import RAW_VIEW as _RAW_VIEW
 from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError, site_suffix
 
-__all__ = ["SENTINEL_INT", "Allocation", "Buffer", "NkiTensor", "Operand"]
+__all__ = ["SENTINEL_INT", "Allocation", "Buffer", "Layout", "NkiTensor", "Operand", "layout"]
 
 #: AWS NKI docs, NKI CPU Simulator (NKI 0.3.0): the vendor simulator fills new integer tensors with 4 (floats
 #: with NaN).
@@ -54,6 +54,20 @@ SBUF = Buffer("sbuf")
 PSUM = Buffer("psum")
 PRIVATE_HBM = Buffer("private_hbm")
 SHARED_HBM = Buffer("shared_hbm")
+
+
+#: What every allocation of one shape and dtype computes: (bytes, elements, elements per
+#: partition, the NumPy storage dtype)
+Layout = tuple[int, int, int, np.dtype]
+
+
+def layout(shape: tuple[int, ...], dtype: str) -> Layout:
+    """The :data:`Layout` of a tensor of ``shape`` and NKI ``dtype`` (a function of the two
+    only: callers that allocate the same shape and dtype again keep it, see
+    trncore.sim.creation)."""
+    np_dtype = dtypes.storage_dtype(dtype)
+    size = math.prod(shape)
+    return size * np_dtype.itemsize, size, math.prod(shape[1:]), np_dtype
 
 
 class _Lifetime:
@@ -100,7 +114,10 @@ class Allocation:
         position: int,
         strict: bool,
         storage: np.ndarray | None = None,
+        sizes: Layout | None = None,
     ) -> None:
+        if sizes is None:
+            sizes = layout(shape, dtype)
         self.id = ident
         self.buffer = buffer
         self.dtype = dtype
@@ -113,13 +130,12 @@ class Allocation:
         self.address_bytes: int | None = None  # explicit byte offset in each partition, if given
         self.last_use = position
         self.first_use: int | None = None  # first instruction touching it (live range start)
-        self.size = math.prod(shape)
+        nbytes, self.size, row_elems, np_dtype = sizes
         #: elements per partition (row) in the allocation's own dtype; asked for by every
         #: partition check of every instruction
-        self.row_elems = math.prod(shape[1:])
-        np_dtype = dtypes.storage_dtype(dtype)
+        self.row_elems = row_elems
         if storage is None:
-            storage = np.empty(self.size * np_dtype.itemsize, dtype=np.uint8)
+            storage = np.empty(nbytes, dtype=np.uint8)
         self.storage = storage  # raw bytes; may be recycled storage of a dead allocation
         self.flat = storage.view(np_dtype)
         self._views: dict[str, np.ndarray] | None = None  # reinterpretations made so far
@@ -131,7 +147,8 @@ class Allocation:
         # the last other write" flags (docs/emulator.md, What is checked) are made on first use:
         # nkilib's modular allocator declares tens of thousands of logical tiles of which most
         # are never touched, and zeroing their bookkeeping was the largest cost of allocation.
-        # Made later, they start as they would have: nothing written, no matmul flag set.
+        # Made later, they start as they would have: nothing written, every matmul flag at the
+        # tile's summary (clear until a matmul writes the whole tile; see flags_summary).
         #: whether the strict-mode written mask is kept (false: :attr:`mask` is None, and
         #: ``emit`` skips the mask bookkeeping of a write with one test)
         self.tracks_mask = strict
@@ -140,7 +157,10 @@ class Allocation:
         self._mm_flags: np.ndarray | None = None
         #: what every matmul flag is, when known: False all clear (so before they are made),
         #: True all set, None mixed or not known (then the flags themselves tell); kept by
-        #: NkiTensor.set_matmul_flags, read by NkiTensor.matmul_flag_state
+        #: NkiTensor.set_matmul_flags, read by NkiTensor.matmul_flag_state. While it is a bool
+        #: the flags need not exist: they are made (from it) only when a write covers part of
+        #: the tile, so a PSUM tile only ever written whole (AWS's bank-sized accumulators, one
+        #: new tile per allocation) never allocates them
         self.flags_summary: bool | None = False
         self.read_since_matmul = False
         self.is_input = False
@@ -175,9 +195,10 @@ class Allocation:
 
     @property
     def mm_flags(self) -> np.ndarray | None:
-        """The PSUM per-element matmul-written flags (None when not tracked)."""
+        """The PSUM per-element matmul-written flags (None when not tracked); made on first use
+        with every flag at the tile's summary (flags not made are all the summary, a bool)."""
         if self._mm_flags is None and self._track_flags:
-            self._mm_flags = np.zeros(self.size, dtype=bool)
+            self._mm_flags = np.full(self.size, self.flags_summary is True, dtype=bool)
         return self._mm_flags
 
     @mm_flags.setter
@@ -188,7 +209,7 @@ class Allocation:
 
     @property
     def flags_made(self) -> bool:
-        """Whether the matmul flags exist yet (until then every flag is clear)."""
+        """Whether the matmul flags exist yet (until then every flag is the summary)."""
         return self._mm_flags is not None
 
     def forget_arrays(self) -> None:
@@ -433,13 +454,19 @@ class NkiTensor:
         """Set (a matmul's write) or clear (any other write) the matmul flags of this static PSUM
         view, keeping the tile's summary: known after a write covering the whole tile, kept by a
         write agreeing with it, unknown otherwise. Flags already all ``value`` are left as they
-        are (flags not made yet are all clear)."""
+        are (flags not made yet are all the summary). A write covering the tile sets the summary
+        alone and lets go of the flags: every flag is ``value`` (:attr:`Allocation.mm_flags`
+        remakes them from the summary if a partial write comes later)."""
         alloc = self.alloc
         summary = alloc.flags_summary
         if summary is value:
-            return  # every flag already holds value (and none are made when clearing)
+            return  # every flag already holds value
+        if self.covers_allocation():
+            alloc._mm_flags = None  # (tracking goes on: _track_flags is unchanged)
+            alloc.flags_summary = value
+            return
         self.flags_array()[...] = value
-        alloc.flags_summary = value if self.covers_allocation() else None
+        alloc.flags_summary = None
 
     def covers_allocation(self) -> bool:
         """Whether this static view names every element of its allocation exactly once: offset
