@@ -21,7 +21,12 @@ at every completed meeting).
 
 A race whose outcome does not depend on the order is accepted: a write that leaves the
 overlapping bytes as they were (both cores writing the same values, as a kernel that computes
-the same result on both cores does), judged on the traced run's data. Private HBM
+the same result on both cores does), judged on the traced run's data. Two cores that write the
+same bytes without a meeting leave, in any order, one core's last value there; so a write
+changing what the other core wrote is judged when the writing core reaches its next meeting or
+the trace ends: accepted if its last write there restored the other core's value (a kernel that
+zeroes an output and then scatters into it on both cores), refused at the first such write's line
+otherwise. Private HBM
 (``nl.private_hbm`` / ``nl.hbm``) is per core and never checked. Dynamic offsets
 (``.ap(scalar_offset=/vector_offset=)``) are resolved to the rows the instruction touches when it
 runs on the traced run (a replay with other offset data is not re-checked); a transfer skipped by
@@ -366,7 +371,7 @@ def _without(fp: _Footprint, other: _Footprint) -> _Footprint | None:
 class _Record:
     """One access of one core to a shared allocation."""
 
-    __slots__ = ("changed", "fp", "op", "site", "slot", "time", "write")
+    __slots__ = ("changed", "fp", "old", "op", "site", "slot", "time", "write")
 
     def __init__(self, slot: int, time: int, write: bool, fp: _Footprint, op: str, site: Any) -> None:
         self.slot = slot
@@ -375,6 +380,8 @@ class _Record:
         self.fp = fp
         #: for a write: the elements whose bytes it changed (None: it changed none)
         self.changed: _Footprint | None = fp
+        #: for a write while it is checked: the bytes it overwrote, in ``fp.indices()`` order
+        self.old: np.ndarray | None = None
         self.op = op
         self.site = site
 
@@ -493,6 +500,11 @@ class RaceTracker:
         #: per shared allocation: the cores that touched it, whether any wrote it, whether any
         #: access had a dynamic offset (see :meth:`depends_on_data`)
         self.touched: dict[int, tuple[frozenset[int], bool, bool]] = {}
+        #: write/write races judged at the writer's next meeting (see :meth:`_defer`): the view
+        #: written, its record, the other core's record, element indices, their bytes before
+        self.pending: list[tuple[Any, _Record, _Record, np.ndarray, np.ndarray]] = []
+        self.pending_elems: dict[tuple[int, int], np.ndarray] = {}  # (alloc id, item size)
+        self._view: Any = None
 
     # ------------------------------------------------------------------ the hook
     def __call__(self, ins: Any, reads: Sequence[Any], writes: Sequence[Any]) -> None:
@@ -518,6 +530,7 @@ class RaceTracker:
                 new.append((t.alloc, rec))
         for t, fp, old in before:
             rec = _Record(slot, time, True, fp, ins.op, ins.site)
+            rec.old, self._view = old, t
             now = _values(t, fp)
             diff = (now != old)[:, 0] if now.shape[1] == 1 else (now != old).any(axis=1)
             if not diff.any():
@@ -525,6 +538,7 @@ class RaceTracker:
             elif not diff.all():
                 rec.changed = fp.subset(diff)
             self._check(t.alloc, rec)
+            rec.old = None
             new.append((t.alloc, rec))
         for t, _ in (*reads_fp, *writes_fp):
             cores, written, dynamic = self.touched.get(t.alloc.id, (frozenset(), False, False))
@@ -556,6 +570,7 @@ class RaceTracker:
     def _prune(self) -> None:
         """After a meeting: drop the records every other core of the rank is now ordered after."""
         self.meetings = self.sched.meetings_done
+        self.settle(lambda rec: self.sched.clock[rec.slot][rec.slot] > rec.time)
         cores = range(self.base, self.base + self.sched.lnc)
         for (_, owner, _), store in self.stores.items():
             others = [s for s in cores if s != owner]
@@ -589,6 +604,8 @@ class RaceTracker:
                 if prev.changed is not None:
                     prev.changed = _without(prev.changed, rec.fp)
                 return
+            self._defer(prev, rec, hit)
+            return
         elif rec.write:  # this write against the other core's read
             if rec.changed is None:
                 return
@@ -600,6 +617,50 @@ class RaceTracker:
         if hit.size:
             rule = getattr(self.sched, "race_rule", "lnc-race")  # "grid-race": trncore.sim.grid
             raise RaceError(rule, self._message(alloc, prev, rec, int(hit.min())), rec.site)
+
+    def _defer(self, prev: _Record, rec: _Record, hit: np.ndarray) -> None:
+        """Keep write ``rec``'s change of bytes ``prev`` (the other core's write) wrote, with the
+        values it overwrote (the other core's last ones), for :meth:`settle`."""
+        t, isz = self._view, rec.fp.isz
+        elems = np.unique(hit // isz)
+        key = (t.alloc.id, isz)
+        done = self.pending_elems.get(key)
+        if done is not None:
+            elems = elems[~np.isin(elems, done)]
+        if not elems.size or rec.old is None:
+            return
+        self.pending_elems[key] = elems if done is None else np.concatenate([done, elems])
+        idx = rec.fp.indices()
+        order = np.argsort(idx, kind="stable")
+        pos = order[np.searchsorted(idx[order], elems)]
+        self.pending.append((t, rec, prev, elems, rec.old[pos]))
+
+    def settle(self, due: Any = None) -> None:
+        """Judge the deferred write/write races whose writer's window ended (``due(record)``;
+        all when None, at the end of the trace): refused where the bytes now differ from the
+        other core's last value, since the other order would leave that value."""
+        keep = []
+        for t, rec, prev, elems, old in self.pending:
+            if due is not None and not due(rec):
+                keep.append((t, rec, prev, elems, old))
+                continue
+            now = _values(t, _Footprint(rec.fp.isz, elems=elems))
+            diff = (now != old).any(axis=1)
+            if diff.any():
+                byte = int(elems[diff].min()) * rec.fp.isz
+                msg = self._message(t.alloc, prev, rec, byte)
+                raise RaceError("lnc-race", msg + self._LAST, rec.site)
+        self.pending = keep
+        self.pending_elems = {}
+        for t, rec, _, elems, _ in keep:
+            key = (t.alloc.id, rec.fp.isz)
+            done = self.pending_elems.get(key)
+            self.pending_elems[key] = elems if done is None else np.concatenate([done, elems])
+
+    _LAST = (
+        "; its last write there in the same window leaves a value the other core's last write "
+        "does not, so the result depends on the order"
+    )
 
     def _message(self, alloc: Any, prev: _Record, rec: _Record, byte: int) -> str:
         isz = dtypes.storage_dtype(alloc.dtype).itemsize
