@@ -150,6 +150,28 @@ def same_values_everywhere(x):
     return out
 
 
+def middle_program_differs(x):
+    """Programs 0 and 2 write x, program 1 writes 2x over the same rows: the result depends on
+    which program is last, although the first and the last traced agree."""
+    i = nl.program_id(0)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0 if i == 1 else 1.0)
+    nisa.dma_copy(dst=out, src=t)  # HERE
+    return out
+
+
+def test_a_middle_program_with_other_values_is_refused() -> None:
+    # each program's overwrite is judged against the value it replaced: program 1's 2x differs
+    # from program 0's x, even though program 2 restores x (found in review of the last-value rule)
+    x = np.arange(16 * 4, dtype=np.float32).reshape(16, 4) + 1
+    with pytest.raises(RaceError) as e:
+        run_kernel(middle_program_differs, [x], target="trn2", lnc=(3, 1))
+    assert e.value.rule == "grid-race"
+    assert_reported_at(e.value, middle_program_differs)
+
+
 def test_programs_racing_on_shared_hbm_are_refused() -> None:
     x = np.arange(16 * 4, dtype=np.float32).reshape(16, 4)
     with pytest.raises(RaceError, match=r"program \(1, 0\) writes different values.*program \(0, 0\)") as e:

@@ -503,7 +503,10 @@ class RaceTracker:
         #: write/write races judged at the writer's next meeting (see :meth:`_defer`): the view
         #: written, its record, the other core's record, element indices, their bytes before
         self.pending: list[tuple[Any, _Record, _Record, np.ndarray, np.ndarray]] = []
-        self.pending_elems: dict[tuple[int, int], np.ndarray] = {}  # (alloc id, item size)
+        #: (alloc id, item size, writer slot): the elements already pending for that writer, whose
+        #: first overwrite holds the value it replaced. Per writer, so that in a grid of three or
+        #: more programs each one's overwrite is judged (A, B, A: program 1's B is refused)
+        self.pending_elems: dict[tuple[int, int, int], np.ndarray] = {}
         self._view: Any = None
 
     # ------------------------------------------------------------------ the hook
@@ -623,7 +626,7 @@ class RaceTracker:
         values it overwrote (the other core's last ones), for :meth:`settle`."""
         t, isz = self._view, rec.fp.isz
         elems = np.unique(hit // isz)
-        key = (t.alloc.id, isz)
+        key = (t.alloc.id, isz, rec.slot)
         done = self.pending_elems.get(key)
         if done is not None:
             elems = elems[~np.isin(elems, done)]
@@ -649,11 +652,12 @@ class RaceTracker:
             if diff.any():
                 byte = int(elems[diff].min()) * rec.fp.isz
                 msg = self._message(t.alloc, prev, rec, byte)
-                raise RaceError("lnc-race", msg + self._LAST, rec.site)
+                rule = getattr(self.sched, "race_rule", "lnc-race")  # "grid-race": trncore.sim.grid
+                raise RaceError(rule, msg + self._LAST, rec.site)
         self.pending = keep
         self.pending_elems = {}
         for t, rec, _, elems, _ in keep:
-            key = (t.alloc.id, rec.fp.isz)
+            key = (t.alloc.id, rec.fp.isz, rec.slot)
             done = self.pending_elems.get(key)
             self.pending_elems[key] = elems if done is None else np.concatenate([done, elems])
 

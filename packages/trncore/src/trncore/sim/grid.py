@@ -113,6 +113,8 @@ def run_grid(ctx: Any, shape: tuple[int, ...], body: Callable[[int], Any]) -> li
         for p in range(n):
             ctx.program_id, ctx.shared_counter = p, 0
             results.append(body(p))
+        if tracker is not None:
+            tracker.settle()  # write/write overlaps judged on each program's last values
     finally:
         if tracker is not None and tracker.depends_on_data():
             ctx.engine_state["data_dependent"] = True  # re-checked on the next call's offsets
