@@ -253,3 +253,76 @@ def test_float_to_int_cast_rounds_saturates_and_zeroes_nan(name: str, truncate: 
     np.testing.assert_array_equal(got.astype(np.int64), want)
     np.testing.assert_array_equal(got_2d.reshape(-1), got)
     assert int(got_0d) == 0
+
+
+def _pieces_kernel(a, b):
+    """Tiles on recycled storage (a dead tile held ``a``), written in pieces (column halves) by
+    overwriting instructions, read at different points; every tile copied out whole."""
+    p, f = a.shape
+    h = f // 2
+    out = nl.ndarray((4 * p, f), nl.float32, buffer=nl.shared_hbm)
+    iout = nl.ndarray((p, f), nl.int32, buffer=nl.shared_hbm)
+    src = nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=b)
+
+    def recycled(dtype=nl.float32):
+        primer = nl.ndarray((p, f), dtype, buffer=nl.sbuf)
+        nisa.memset(dst=primer, value=1)
+        nisa.dma_copy(dst=out[3 * p :, :] if dtype == nl.float32 else iout, src=primer)
+        del primer  # its storage goes to the next tile of its size
+        return nl.ndarray((p, f), dtype, buffer=nl.sbuf)
+
+    two = recycled()  # (a) two halves by two instructions, then read whole
+    nisa.memset(dst=two[:, 0:h], value=2.0)
+    nisa.tensor_copy(dst=two[:, h:f], src=src[:, h:f])
+    nisa.dma_copy(dst=out[0:p, :], src=two)
+    between = recycled()  # (b) a half, a read of that half only, the other half, read whole
+    nisa.tensor_scalar(dst=between[:, h:f], data=src[:, h:f], op0=nl.add, operand0=1.0)
+    mid = nl.ndarray((p, h), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=mid, src=between[:, h:f])
+    nisa.tensor_tensor(dst=between[:, 0:h], data1=mid, data2=mid, op=nl.add)
+    nisa.dma_copy(dst=out[p : 2 * p, :], src=between)
+    window = recycled()  # (c) a half, then a read reaching into the unwritten half
+    nisa.memset(dst=window[:, 0:h], value=4.0)
+    nisa.tensor_copy(dst=mid, src=window[:, 2 : h + 2])  # h - 2 written columns, 2 not
+    nisa.memset(dst=window[:, h:f], value=5.0)
+    nisa.dma_copy(dst=out[2 * p : 3 * p, 0:h], src=mid)
+    nisa.dma_copy(dst=out[2 * p : 3 * p, h:f], src=window[:, h:f])
+    ints = recycled(nl.int32)  # (d) an integer tile written in part, read whole
+    nisa.memset(dst=ints[:, 0:h], value=7)
+    nisa.dma_copy(dst=iout, src=ints)
+    return out, iout
+
+
+def test_fills_deferred_over_partial_writes_show_the_sentinel_exactly_where_unwritten() -> None:
+    """A new tile reads as NaN (float) or the integer sentinel until written (AWS NKI docs, NKI
+    CPU Simulator, NKI 0.3.0), also on recycled storage, traced and replayed: a fill is left out
+    only when overwriting instructions wrote every element before any read of one not yet
+    written; otherwise the traced run fills exactly the elements not yet written."""
+    import trncore.sim as sim
+    from trncore.sim import program
+    from trncore.sim.tensor import SENTINEL_INT
+
+    p, f = 4, 8
+    h = f // 2
+    a = np.ones((p, f), np.float32)
+    b = np.arange(p * f, dtype=np.float32).reshape(p, f) - 5.0
+    prog = sim.trace(_pieces_kernel, a, b)
+    tiles = [x for x in prog.allocs if x.buffer.name == "sbuf" and x.shape == (p, f)]
+    assert len({id(x.storage) for x in tiles}) < len(tiles) - 2  # the cases reuse primers' storage
+    fills = {ins.meta["alloc"]: ins.run is not program._no_fill for ins in prog.instrs if ins.op == "alloc"}
+    kept = [fills[x.id] for x in tiles]
+    # src, the primers (overwritten whole), (a), (b): dropped; (c), (d): kept
+    assert kept.count(True) == 2, kept
+    sim.clear_cache()
+    for _ in range(2):  # traced, then replayed
+        out, iout = simulate(_pieces_kernel)(a, b)
+        out = out.reshape(4, p, f)
+        np.testing.assert_array_equal(out[0], np.concatenate([np.full((p, h), 2.0, np.float32), b[:, h:]], axis=1))
+        plus = b[:, h:] + 1.0
+        np.testing.assert_array_equal(out[1], np.concatenate([plus + plus, plus], axis=1))
+        np.testing.assert_array_equal(out[2, :, : h - 2], np.full((p, h - 2), 4.0, np.float32))
+        np.testing.assert_array_equal(out[2, :, h - 2 : h], np.full((p, 2), np.nan, np.float32))
+        np.testing.assert_array_equal(out[2, :, h:], np.full((p, h), 5.0, np.float32))
+        np.testing.assert_array_equal(iout[:, :h], np.full((p, h), 7, np.int32))
+        np.testing.assert_array_equal(iout[:, h:], np.full((p, h), SENTINEL_INT, np.int32))
