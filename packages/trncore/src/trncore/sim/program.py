@@ -29,7 +29,6 @@ import numpy as np
 
 from trncore.sim import context, dtypes, heap, hooks
 from trncore.sim.accesses import record_access
-from trncore.sim.arrays import strided_view
 from trncore.sim.blas import blas_threads
 from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
 from trncore.sim.liveness import deferred_starts
@@ -190,10 +189,6 @@ class TraceContext:
         #: it, so an identity is never a dead array's): shared by the tiles that hold it
         self.storage_arrays: dict[int, tuple[np.ndarray, dict[tuple[Any, ...], np.ndarray]]] = {}
         self.free_storage: dict[int, list[np.ndarray]] = {}
-        #: for each on-chip tile whose sentinel fill is still undecided after overwriting
-        #: instructions wrote part of it, by allocation id: which elements they wrote
-        #: (:meth:`_settle_fills`)
-        self.fill_written: dict[int, np.ndarray] = {}
         #: storage of on-chip tiles placed at an explicit address, by (instance, buffer,
         #: partition, byte, nbytes): tiles at one address share it (see :meth:`allocate`)
         self.address_storage: dict[tuple[int, str, int, int, int], np.ndarray] = {}
@@ -328,17 +323,12 @@ class TraceContext:
     def _settle_fills(self, op: str, reads: Sequence[NkiTensor], writes: Sequence[NkiTensor]) -> None:
         """Decide the sentinel fills still waiting on the tiles this instruction touches.
 
-        A fill is dropped once instructions of :data:`OVERWRITING_OPS` (static views, every
-        element of their dst written unconditionally) have written every element of the tile
-        before any instruction read an element not yet written: nothing can have observed the
-        sentinel, and every replay overwrites it at the same points. Until then the tile's
-        written elements are kept in :attr:`fill_written` (a write covering the whole tile at
-        once needs no record). A read of an element not yet written, a dynamic access, or a
-        write of any other instruction keeps the fill: the traced run fills the elements not
-        yet written, before the instruction runs (the others hold what the instructions wrote,
-        as in a replay that fills at the allocation), and the marker keeps its fill. Between a
-        tile's allocation and the end of the decision nothing else uses its storage (recycled
-        storage comes from tiles that no Python object names any more).
+        A fill is dropped when the instruction writes every element of the tile, unconditionally
+        (:data:`OVERWRITING_OPS`, static views only), without reading the tile: nothing can
+        have observed the sentinel, and every replay overwrites it at the same point. Otherwise
+        the traced run fills now, before the instruction runs, and the marker keeps its fill:
+        between a tile's allocation and its first instruction nothing else uses its storage
+        (recycled storage comes from tiles that no Python object names any more).
         """
         offsets: list[NkiTensor] = []
         overwrite = op in OVERWRITING_OPS
@@ -348,52 +338,25 @@ class TraceContext:
                 tensor = getattr(t.dynamic, "tensor", None)
                 if tensor is not None:
                     offsets.append(tensor)
-        pending = self.fill_written
-        # the instruction's reads come before its writes
-        for t in (*reads, *offsets):
-            alloc = t.alloc
-            if alloc.fill_marker is None:
-                continue
-            written = pending.get(alloc.id)
-            if written is not None and t.dynamic is None:
-                seen = _elements(t, written)
-                if seen is not None and seen.all():
-                    continue  # only elements already written: still undecided
-            self._keep_fill(alloc)
         for t in writes:
             alloc = t.alloc
-            if alloc.fill_marker is None:
+            marker = alloc.fill_marker
+            if marker is None:
                 continue
-            if not overwrite:
-                self._keep_fill(alloc)
-                continue
-            if _covers(t):
-                alloc.fill_marker = None  # (the marker's run stays _no_fill)
-                pending.pop(alloc.id, None)
-                continue
-            written = pending.get(alloc.id)
-            if written is None:
-                written = np.zeros(alloc.size, dtype=bool)
-            region = _elements(t, written)
-            if region is None:
-                self._keep_fill(alloc)
-                continue
-            region[...] = True
-            if written.all():
-                alloc.fill_marker = None  # written everywhere before any unwritten read
-                pending.pop(alloc.id, None)
-            else:
-                pending[alloc.id] = written
-
-    def _keep_fill(self, alloc: Allocation) -> None:
-        """``alloc``'s marker keeps its sentinel fill; the traced run fills the elements that no
-        instruction wrote yet (all of them if none did)."""
-        marker = alloc.fill_marker
-        alloc.fill_marker = None
-        marker.run = _sentinel_fill(alloc)
-        written = self.fill_written.pop(alloc.id, None)
-        if self.execute:
-            run_timed(marker.run if written is None else _sentinel_fill_unwritten(alloc, written))
+            alloc.fill_marker = None
+            if overwrite and _covers(t) and all(r.alloc is not alloc for r in reads):
+                continue  # (the marker's run stays _no_fill)
+            marker.run = _sentinel_fill(alloc)
+            if self.execute:
+                run_timed(marker.run)
+        for t in (*reads, *offsets):
+            alloc = t.alloc
+            marker = alloc.fill_marker
+            if marker is not None:
+                alloc.fill_marker = None
+                marker.run = _sentinel_fill(alloc)
+                if self.execute:
+                    run_timed(marker.run)
 
     def close_fills(self) -> None:
         """At the end of the trace: the fills of tiles no instruction touched are not needed
@@ -403,11 +366,9 @@ class TraceContext:
             alloc.fill_marker = None
             alloc.forget_arrays()
         self.storage_arrays.clear()
-        self.fill_written.clear()
 
     def _recycle(self, alloc: Allocation) -> None:
         alloc.fill_marker = None  # never touched: nothing reads its fill (the marker stays _no_fill)
-        self.fill_written.pop(alloc.id, None)  # (or only written: nothing read an unwritten element)
         alloc.mask = None
         alloc.mm_flags = None
         self.free_storage.setdefault(alloc.storage.nbytes, []).append(alloc.storage)
@@ -859,25 +820,6 @@ def _sentinel_fill(alloc: Allocation) -> Callable[[], None]:
     does not vectorise)."""
     word, pattern = _sentinel_word(alloc.dtype)
     return functools.partial(alloc.storage.view(word).fill, pattern)
-
-
-def _sentinel_fill_unwritten(alloc: Allocation, written: np.ndarray) -> Callable[[], None]:
-    """The sentinel written into the elements of ``alloc`` not marked in ``written`` (one flag
-    per element), as :func:`_sentinel_fill` writes it into every element."""
-    word, pattern = _sentinel_word(alloc.dtype)
-    words = alloc.storage.view(word)
-    return functools.partial(np.copyto, words, words.dtype.type(pattern), where=~written)
-
-
-def _elements(t: NkiTensor, flags: np.ndarray) -> np.ndarray | None:
-    """The elements of ``flags`` (one per element of ``t``'s allocation) that the static view
-    ``t`` names, as a view of ``flags``; None for a view reinterpreting another element width."""
-    if dtypes.itemsize(t.dtype) != dtypes.itemsize(t.alloc.dtype):
-        return None
-    shape = t.shape
-    if 0 in shape:
-        return np.ones(shape, dtype=bool)  # (no elements: nothing unwritten read or written)
-    return strided_view(flags, t.offset, shape, [step for step, _ in t.dims])
 
 
 def _copy_in(flat: np.ndarray, array: np.ndarray) -> None:
