@@ -277,10 +277,13 @@ def cast(values: Any, name: str) -> np.ndarray:
     info = np.iinfo(target)
     if arr.dtype.kind in "iub":
         return np.clip(arr.astype(np.int64), info.min, info.max).astype(target)
-    f = arr.astype(np.float64)
-    f = np.trunc(f) if getattr(_CAST_MODE, "truncate", False) else np.rint(f)
-    f = np.nan_to_num(f, nan=0.0, posinf=info.max, neginf=info.min)
-    return np.clip(f, info.min, info.max).astype(target)
+    # rounded, saturated (inf to the range's ends), NaN to 0, in a float64 copy of the values
+    # (the same values as nan_to_num followed by clip: clip keeps NaN, so it is replaced after)
+    f = np.array(arr, dtype=np.float64)
+    (np.trunc if getattr(_CAST_MODE, "truncate", False) else np.rint)(f, out=f)
+    np.clip(f, info.min, info.max, out=f)
+    np.copyto(f, 0.0, where=np.isnan(f))
+    return f.astype(target)
 
 
 #: Per thread: whether float->int casts truncate toward zero (NKI < 0.6.0's simulator, see

@@ -101,7 +101,7 @@ class _ScalarOperand:
     def write(self, values: np.ndarray) -> None:
         arr = self._resolve()
         if arr is not None:
-            arr[...] = values.reshape(arr.shape)
+            dtypes.assign(arr, values.reshape(arr.shape))  # (bf16/fp8 moved as integer words)
 
 
 class VectorOffset:

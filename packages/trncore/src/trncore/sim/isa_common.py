@@ -127,6 +127,18 @@ def writer(dst: NkiTensor, site: Any) -> Any:
     return write
 
 
+def float32_rows(operand: Any, p: int) -> np.ndarray | None:
+    """The ``(p, free)`` float32 array of a static operand's view, for a run that writes its
+    results straight into it (no temporary, no second copy); None for a dynamic operand, another
+    dtype, or a layout with no 2-D view."""
+    if type(operand) is not Operand or operand.arr.dtype != _F32:
+        return None
+    try:
+        return np.reshape(operand.arr, (p, -1), copy=False)
+    except ValueError:  # (no 2-D view of this layout)
+        return None
+
+
 #: dsts whose float32 -> storage cast NumPy's assignment performs exactly as dtypes.cast does
 #: (dtypes.cast is ``astype`` for them; tfloat32 and fp8 round through their own code)
 DIRECT_CASTS = frozenset({"bfloat16", "float16"})

@@ -32,8 +32,8 @@ from trncore.sim.checks import check_compute_operand, check_same_layout, read_f3
 from trncore.sim.errors import DtypeError, ShapeError, TargetError, site_suffix
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import float32_rows, reduce_cmd
 from trncore.sim.isa_common import op_token as _op_token
-from trncore.sim.isa_common import reduce_cmd
 from trncore.sim.isa_common import reduce_cmd as _ReduceCmd
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.isa_reduce_chain import accumulator, chain_row_max
@@ -139,6 +139,26 @@ def range_select(
         rowmax = chain_row_max(acc, cmd, out.max(axis=1, keepdims=True))
         if res_write is not None:
             res_write(rowmax)
+
+    d_rows = float32_rows(dst.operand(site), p)
+    if d_rows is not None:
+        # a float32 dst takes the selection straight: the source copied in, the fill written
+        # where the mask is false (np.where's temporary and the copy of it cost more; the same
+        # values; NumPy's copy handles a dst overlapping the source)
+        def run_into_dst() -> None:
+            x = read_f32(s_op.read(), p)
+            b0 = read_f32(b0_op.read(), p)
+            b1 = read_f32(b1_op.read(), p)
+            mask = cmp0(index, b0)
+            mask &= cmp1(index, b1)
+            np.logical_not(mask, out=mask)
+            np.copyto(d_rows, x)
+            np.copyto(d_rows, fill, where=mask)
+            rowmax = chain_row_max(acc, cmd, d_rows.max(axis=1, keepdims=True))
+            if res_write is not None:
+                res_write(rowmax)
+
+        run = run_into_dst
 
     reads = [src, *bounds]
     ctx.emit("range_select", "vector", site, reads, writes, run, _elementwise_meta(dst))

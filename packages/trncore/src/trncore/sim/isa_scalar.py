@@ -218,17 +218,27 @@ def _activation(
     write = _writer(dst, site)
     res_write = _writer(reduce_res, site) if reduce_res is not None else None
 
+    # a constant scale of 1.0 is left out where an arithmetic step follows (the bias or a
+    # one-ufunc function): x * 1.0 is x, bit for bit, for every number (-0.0 and subnormals
+    # included), and a signalling NaN that the product would quiet is quieted by that step
+    unit_scale = isinstance(scale, (int, float, np.number)) and F32(scale) == F32(1.0)
+    skip_scale = unit_scale and (bias_r is not None or uf is not None)
+
     def run() -> None:
         raw = x_op.read()
         x = read_f32(raw, p)
         # the same float32 operations, in place where x is already a fresh copy (a converted
         # bfloat16/fp8 operand); a float32 operand is the tile itself and is not written
-        x = np.multiply(x, scale_r(), out=x if raw.dtype != F32 else None)
+        own = raw.dtype != F32
+        if not skip_scale:
+            x = np.multiply(x, scale_r(), out=x if own else None)
+            own = True
         if bias_r is not None:
-            x += bias_r()
+            x = np.add(x, bias_r(), out=x if own else None)
+            own = True
         if uf is not None:
             with np.errstate(all="ignore"):
-                y = uf(x, out=x)
+                y = uf(x, out=x if own else None)
         else:
             y = fn(x)
         write(y)

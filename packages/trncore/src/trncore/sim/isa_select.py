@@ -27,6 +27,7 @@ from trncore.sim.checks import check_compute_operand, read_f32
 from trncore.sim.errors import BoundsError, DtypeError, PartitionError, ShapeError, site_suffix
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import float32_rows
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.release_rules import check_source_rank
 
@@ -144,6 +145,22 @@ def nc_match_replace8(
     d_op, v_op, p = data.operand(site), vals.operand(site), data.partitions
     write = _writer(dst, site)
     fill = np.float32(imm)
+    tile = _same_float32_tile(d_op, dst.operand(site), p)
+    if tile is not None:
+        # in place (dst is data, AWS's top-k loop): only the matched elements change, so they are
+        # written into the tile itself instead of copying the whole row out and back
+        def run_in_place() -> None:
+            v = read_f32(v_op.read(), p)
+            idx = _occurrences(tile, v, reverse=True)
+            rows, slots = np.nonzero(idx >= 0)
+            tile[rows, idx[rows, slots]] = fill
+            idx[idx < 0] = sentinel
+            if idx_write is not None:
+                idx_write(idx)
+
+        ctx.emit("nc_match_replace8", "vector", site, [data, vals], outs, run_in_place,
+                 _elementwise_meta(data))  # fmt: skip
+        return
 
     def run() -> None:
         x = read_f32(d_op.read(), p).copy()
@@ -158,6 +175,17 @@ def nc_match_replace8(
             idx_write(idx)
 
     ctx.emit("nc_match_replace8", "vector", site, [data, vals], outs, run, _elementwise_meta(data))
+
+
+def _same_float32_tile(src: Any, dst: Any, p: int) -> np.ndarray | None:
+    """The ``(p, free)`` float32 array both static operands name when ``dst`` is the same view
+    as ``src`` (same storage, offset, shape and strides), else None."""
+    a, b = float32_rows(src, p), float32_rows(dst, p)
+    if a is None or b is None or a.shape != b.shape or a.strides != b.strides:
+        return None
+    if a.__array_interface__["data"][0] != b.__array_interface__["data"][0]:
+        return None
+    return a
 
 
 def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: str | None = None) -> None:

@@ -171,6 +171,58 @@ def bn_aggr(dst: Any, data: Any, name: str | None = None) -> None:
 
 def _top8(x: np.ndarray) -> np.ndarray:
     """The 8 largest values of each row, descending; NaN ranks below every number."""
+    if x.shape[1] >= _GROUPED_MIN:
+        grouped = _top8_grouped(x)
+        if grouped is not None:
+            return grouped
+    return _top8_scan(x)
+
+
+#: Rows at least this wide take :func:`_top8_grouped` first (on shorter rows its fixed steps
+#: cost more than the eight scans of :func:`_top8_scan`).
+_GROUPED_MIN = 512
+
+
+def _top8_grouped(x: np.ndarray) -> np.ndarray | None:
+    """:func:`_top8_scan`'s result from a few candidates per row, or None where that is not
+    certain to be the same bits (then the caller scans).
+
+    Each row is split into groups of 8 elements (group ``j`` holds columns ``j, j + g, ...,
+    j + 7g``, so each group's maximum is an elementwise maximum of 8 contiguous slices; columns
+    beyond ``8g`` are candidates outright). The row's 8 largest values lie in the 8 groups of
+    largest maxima: an element outside them sits in a group whose maximum at most equals each
+    of 8 chosen maxima, which are 8 distinct elements at least as large. Sorting the 64 (+ tail)
+    candidates gives the same values in the same descending order, and the same bits, except
+    that 0.0 and -0.0 are equal to the sort and to argmax alike but not in bits: a row whose
+    result holds a zero is scanned. NaN (a NaN group maximum) and a row with fewer than 8
+    groups above -inf (the selection below could pick a group twice) are scanned too.
+    """
+    p, f = x.shape
+    g = f // 8
+    groups = x[:, : 8 * g].reshape(p, 8, g)  # (a view: x is a C-contiguous float32 array)
+    gmax = np.maximum.reduce(groups, axis=1)  # NaN propagates into its group's maximum
+    if np.isnan(gmax).any():
+        return None
+    rows = np.arange(p)
+    chosen = np.empty((p, 8), dtype=np.intp)
+    for i in range(8):  # the 8 largest group maxima (eight scans of the short gmax rows)
+        j = gmax.argmax(axis=1)
+        chosen[:, i] = j
+        last = gmax[rows, j]
+        gmax[rows, j] = -np.inf
+    if (last == -np.inf).any():
+        return None
+    cand = groups[rows[:, None], :, chosen].reshape(p, 64)
+    if f > 8 * g:
+        cand = np.concatenate((cand, x[:, 8 * g :]), axis=1)
+    out = np.sort(cand, axis=1)[:, :-9:-1]
+    if not out.all():  # a zero: its sign may differ from the scan's pick
+        return None
+    return out
+
+
+def _top8_scan(x: np.ndarray) -> np.ndarray:
+    """The 8 largest values of each row, descending, by eight argmax scans of the row."""
     if np.isnan(x).any():
         return -np.sort(-x, axis=1)[:, :8]  # the sort puts NaN last
     # eight passes of argmax: a sort or a partition of a 16 384-wide row costs 5-20x more
