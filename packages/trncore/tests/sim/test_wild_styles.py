@@ -303,10 +303,13 @@ def chunked_cumsum(x, chunk):
 def test_tensor_scalar_cumulative(target: str) -> None:
     # nki.isa.tensor_scalar_cumulative (NKI 0.3.0): reg = op1(op0(src[i], imm0), reg); dst[i] = reg;
     # reset_reduce / reduce / load_reduce(imm1). The accumulator is the VectorE one (0.6.0 page).
-    x = rng.standard_normal((64, 48)).astype(np.float32)
+    # its own generator: the module's draws depend on which tests ran before (-k selections)
+    x = np.random.default_rng(303).standard_normal((64, 48)).astype(np.float32)
     got = simulate(chunked_cumsum)(x, 16)
     run = np.cumsum(x.astype(np.float64), axis=1)
-    np.testing.assert_allclose(got[0], run, rtol=1e-5, atol=1e-5)
+    # 48 float32 additions in sequence: within 48 * eps(float32) * sum|x| of the exact sums
+    bound = 48 * np.finfo(np.float32).eps * np.cumsum(np.abs(x.astype(np.float64)), axis=1)
+    assert np.all(np.abs(got[0] - run) <= bound)
     again = np.maximum.accumulate(np.concatenate([run[:, -1:], x + 0.5], axis=1), axis=1)[:, 1:]
     np.testing.assert_allclose(got[1], again, rtol=1e-6, atol=1e-6)
 
