@@ -12,6 +12,7 @@ import pytest
 import trncore.sim as sim
 from trncore.sim import errors, nisa, nki, nl, simulate
 from trncore.sim import nki_typing as nt
+from trncore.sim.testing import marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -141,6 +142,43 @@ def test_accumulate_true_on_unwritten_psum_warns(target: str) -> None:
 
     with pytest.warns(UserWarning, match="accumulate=True"):
         simulate(k)(np.ones((4, 4), np.float32))
+
+
+@pytest.mark.parametrize("init", ["zeros", "memset", "matmul"])
+def test_accumulate_true_onto_psum_a_non_matmul_initialised_warns(target: str, init: str) -> None:
+    # nki.isa.nc_matmul (NKI 0.6.0): on NeuronCore-v2/v3 accumulating onto PSUM "value-initialized
+    # by a non-matmul instruction (e.g., memset, tensor_copy) is not supported and is undefined
+    # behavior on hardware"; a group started by accumulate=False is the valid neighbour
+    import warnings
+
+    def k(a):
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        if init == "zeros":
+            ps = nl.zeros((a.shape[1], a.shape[1]), nl.float32, buffer=nl.psum)
+        else:
+            ps = nl.ndarray((a.shape[1], a.shape[1]), nl.float32, buffer=nl.psum)
+            if init == "memset":
+                nisa.memset(dst=ps, value=0)
+            else:
+                nisa.nc_matmul(dst=ps, stationary=t, moving=t, accumulate=False)
+        nisa.nc_matmul(dst=ps, stationary=t, moving=t, accumulate=True)  # HERE
+        r = nl.ndarray(ps.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=ps)
+        return _store(r)
+
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    once = a.T @ a
+    if init == "matmul":
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            np.testing.assert_allclose(simulate(k)(a), 2 * once, rtol=1e-6)
+        return
+    with pytest.warns(UserWarning, match="NeuronCore-v2/v3") as record:
+        got = simulate(k)(a)
+    np.testing.assert_allclose(got, once, rtol=1e-6)  # added onto the zeros, as the 0.3.0 page reads
+    line = marked_line(k)
+    assert any(f":{line})" in str(w.message) for w in record)
 
 
 def test_strict_mode_accepts_fully_written_kernels(target: str) -> None:

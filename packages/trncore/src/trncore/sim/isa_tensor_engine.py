@@ -40,14 +40,20 @@ _WIDE = frozenset({"float32", "tfloat32"})  # the fp32 matmul inputs (4 passes, 
 
 
 def _warn_accumulate_uninitialized(site: Any, label: str) -> None:
-    """Warn (at the kernel's line) of an accumulating matmul into PSUM no matmul wrote yet."""
-    warnings.warn(
-        f"nc_matmul(accumulate=True) into PSUM {label} that no matmul wrote: undefined on "
-        f"hardware unless it was zeroed (AWS NKI docs, nki.isa.nc_matmul, NKI 0.6.0) (at {site[0]}:{site[1]})"
-        if site
-        else label,
-        stacklevel=3,
+    """Warn (at the kernel's line) of an accumulating matmul into PSUM that no matmul wrote since
+    its last other write: the ``nki.isa.nc_matmul`` page (NKI 0.6.0, SDK 2.32) calls
+    ``accumulate=True`` onto uninitialised PSUM undefined on every target, and onto PSUM a
+    non-matmul instruction initialised (``memset``, ``tensor_copy``; so ``nl.zeros``) "not
+    supported and ... undefined behavior on hardware" on NeuronCore-v2 and v3 (trn1, trn2). The
+    emulator adds onto what is there (the NaN sentinel, or the zeros), as the 0.3.0 page's "the
+    result is added to the existing content" reads."""
+    message = (
+        f"nc_matmul(accumulate=True) into PSUM {label} that no matmul wrote since its last other "
+        "write: undefined on hardware when uninitialised, and on NeuronCore-v2/v3 (trn1, trn2) "
+        "also when a non-matmul instruction initialised it (nl.zeros, memset, tensor_copy) (AWS "
+        "NKI docs, nki.isa.nc_matmul, NKI 0.6.0); start the group with accumulate=False"
     )
+    warnings.warn(message + (f" (at {site[0]}:{site[1]})" if site else ""), stacklevel=3)
 
 
 def _check_one_bank(dst: NkiTensor, rules: Any, op: str, site: Any) -> None:
@@ -209,7 +215,7 @@ def nc_matmul(
             mode = "mixed"
     elif accumulate:
         mode = "accumulate"
-        if written is not True and dst.size and dst.alloc.init == "sentinel":
+        if written is not True and dst.size:
             _warn_accumulate_uninitialized(site, dst.describe())
     else:
         mode = "overwrite"
