@@ -448,7 +448,8 @@ def _launch(
         warnings.warn(
             f"kernel[{', '.join(map(str, shape))}]: run as an N-D SPMD grid of programs (the "
             "nki.language.program_id pages); AWS's 'Using Logical Neuron Cores' page allows one "
-            f"number in the brackets, so check this launch with the Neuron compiler{site_suffix(user_site())}",
+            "number in the brackets, so check this launch with the Neuron compiler"
+            + site_suffix(user_site()),
             stacklevel=3,
         )
     lnc = lnc or 1
