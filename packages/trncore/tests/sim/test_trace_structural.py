@@ -259,3 +259,62 @@ def test_dma_loop_of_register_offsets_matches_numpy(target: str) -> None:
     rows = np.array([[3], [40], [0], [56]], dtype=np.int32)
     want = np.stack([a[r : r + 8] for r in rows[:, 0]])
     np.testing.assert_array_equal(simulate(kernel)(a, rows), want)
+
+
+def _dynamic_source_kernel(mode):
+    """A register-offset ``dma_copy`` (``oob_mode`` ``mode``) from rows ``start..start+1`` of
+    ``base`` into (a) a whole tile and (b) the left half of a tile, both on recycled storage (a
+    dead tile held ones); each tile copied out whole."""
+
+    def kernel(base, start):
+        p, f = 2, base.shape[1]
+        h = f // 2
+        out = nl.ndarray((2 * p, f), nl.float32, buffer=nl.shared_hbm)
+        spare = nl.ndarray((p, f), nl.float32, buffer=nl.shared_hbm)
+        s = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=start)
+
+        def recycled():
+            primer = nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+            nisa.memset(dst=primer, value=1.0)
+            nisa.dma_copy(dst=spare, src=primer)
+            del primer  # its storage goes to the next tile of its size
+            return nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+
+        whole = recycled()
+        rows = base.ap([[f, p], [1, f]], scalar_offset=s, indirect_dim=0)
+        nisa.dma_copy(dst=whole, src=rows, oob_mode=mode)
+        nisa.dma_copy(dst=out[0:p, :], src=whole)
+        half = recycled()
+        left = base.ap([[f, p], [1, h]], scalar_offset=s, indirect_dim=0)
+        nisa.dma_copy(dst=half[:, 0:h], src=left, oob_mode=mode)
+        nisa.dma_copy(dst=out[p : 2 * p, :], src=half)
+        return out
+
+    return kernel
+
+
+def test_dynamic_source_dma_fills_only_what_a_replay_can_leave_unwritten() -> None:
+    # A dma_copy with oob_mode=error writes all of its dst or raises (nki.isa.dma_copy, NKI
+    # 0.3.0: out-of-bounds dynamic addresses are an error unless oob_mode=skip), so a tile it
+    # writes whole needs no sentinel fill even with a register-offset source; under
+    # oob_mode=skip a replay whose offset is out of bounds skips the transfer and the tile must
+    # read as the sentinel (NaN), not as the recycled storage's ones. The trace is made with an
+    # offset in bounds (where both modes write), the later calls replay it with other offsets.
+    import trncore.sim as sim
+
+    base = rng.standard_normal((16, 8)).astype(np.float32)
+    nan_half = np.full((2, 4), np.nan, np.float32)
+    sim.clear_cache()
+    error = simulate(_dynamic_source_kernel(nisa.oob_mode.error))
+    skip = simulate(_dynamic_source_kernel(nisa.oob_mode.skip))
+    for first in (3, 9, 14):  # traced at 3, replayed at 9 and 14
+        half = np.concatenate([base[first : first + 2, :4], nan_half], axis=1)
+        want = np.concatenate([base[first : first + 2], half])
+        for kernel in (error, skip):
+            np.testing.assert_array_equal(kernel(base, np.array([[first]], np.int32)), want)
+    for first in (15, -1):  # out of bounds: error refuses, skip leaves both tiles at NaN
+        with pytest.raises(BoundsError, match=f"scalar_offset value {first}"):
+            error(base, np.array([[first]], np.int32))
+        got = skip(base, np.array([[first]], np.int32))
+        np.testing.assert_array_equal(got, np.full((4, 8), np.nan, np.float32))
