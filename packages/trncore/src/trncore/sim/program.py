@@ -399,8 +399,7 @@ class TraceContext:
 
     def _recycle(self, alloc: Allocation) -> None:
         alloc.fill_marker = None  # never touched: nothing reads its fill (the marker stays _no_fill)
-        alloc.mask = None
-        alloc.mm_flags = None
+        alloc.stop_tracking()
         self.free_storage.setdefault(alloc.storage.nbytes, []).append(alloc.storage)
 
     def add_input(self, array: np.ndarray, buffer: Buffer, name: str = "") -> NkiTensor:
