@@ -259,3 +259,141 @@ def test_dma_loop_of_register_offsets_matches_numpy(target: str) -> None:
     rows = np.array([[3], [40], [0], [56]], dtype=np.int32)
     want = np.stack([a[r : r + 8] for r in rows[:, 0]])
     np.testing.assert_array_equal(simulate(kernel)(a, rows), want)
+
+
+def _dynamic_source_kernel(mode):
+    """A register-offset ``dma_copy`` (``oob_mode`` ``mode``) from rows ``start..start+1`` of
+    ``base`` into (a) a whole tile and (b) the left half of a tile, both on recycled storage (a
+    dead tile held ones); each tile copied out whole."""
+
+    def kernel(base, start):
+        p, f = 2, base.shape[1]
+        h = f // 2
+        out = nl.ndarray((2 * p, f), nl.float32, buffer=nl.shared_hbm)
+        spare = nl.ndarray((p, f), nl.float32, buffer=nl.shared_hbm)
+        s = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=start)
+
+        def recycled():
+            primer = nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+            nisa.memset(dst=primer, value=1.0)
+            nisa.dma_copy(dst=spare, src=primer)
+            del primer  # its storage goes to the next tile of its size
+            return nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+
+        whole = recycled()
+        rows = base.ap([[f, p], [1, f]], scalar_offset=s, indirect_dim=0)
+        nisa.dma_copy(dst=whole, src=rows, oob_mode=mode)
+        nisa.dma_copy(dst=out[0:p, :], src=whole)
+        half = recycled()
+        left = base.ap([[f, p], [1, h]], scalar_offset=s, indirect_dim=0)
+        nisa.dma_copy(dst=half[:, 0:h], src=left, oob_mode=mode)
+        nisa.dma_copy(dst=out[p : 2 * p, :], src=half)
+        return out
+
+    return kernel
+
+
+def test_dynamic_source_dma_fills_only_what_a_replay_can_leave_unwritten() -> None:
+    # A dma_copy with oob_mode=error writes all of its dst or raises (nki.isa.dma_copy, NKI
+    # 0.3.0: out-of-bounds dynamic addresses are an error unless oob_mode=skip), so a tile it
+    # writes whole needs no sentinel fill even with a register-offset source; under
+    # oob_mode=skip a replay whose offset is out of bounds skips the transfer and the tile must
+    # read as the sentinel (NaN), not as the recycled storage's ones. The trace is made with an
+    # offset in bounds (where both modes write), the later calls replay it with other offsets.
+    import trncore.sim as sim
+
+    base = rng.standard_normal((16, 8)).astype(np.float32)
+    nan_half = np.full((2, 4), np.nan, np.float32)
+    sim.clear_cache()
+    error = simulate(_dynamic_source_kernel(nisa.oob_mode.error))
+    skip = simulate(_dynamic_source_kernel(nisa.oob_mode.skip))
+    for first in (3, 9, 14):  # traced at 3, replayed at 9 and 14
+        half = np.concatenate([base[first : first + 2, :4], nan_half], axis=1)
+        want = np.concatenate([base[first : first + 2], half])
+        for kernel in (error, skip):
+            np.testing.assert_array_equal(kernel(base, np.array([[first]], np.int32)), want)
+    for first in (15, -1):  # out of bounds: error refuses, skip leaves both tiles at NaN
+        with pytest.raises(BoundsError, match=f"scalar_offset value {first}"):
+            error(base, np.array([[first]], np.int32))
+        got = skip(base, np.array([[first]], np.int32))
+        np.testing.assert_array_equal(got, np.full((4, 8), np.nan, np.float32))
+
+
+_FP32_MIN = float(np.finfo(np.float32).min)
+
+
+def _range_select_loop(plan):
+    """Per pass a dict of changes to one ``range_select`` call (the same kernel line): ``start``
+    (range_start), ``ops`` (the two comparisons), ``rows`` (the dst/source partitions used from
+    ``first``), ``first``, ``false`` (on_false_value), ``cmd`` (reduce_cmd), ``bound`` (bound0's
+    dtype); each pass's selection and row maximum copied out."""
+
+    def kernel(x, lo, hi):
+        p, f = x.shape
+        out = nl.ndarray((len(plan), p, f + 1), nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        b1 = nl.ndarray((p, 1), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=b1, src=hi)
+        for k, step in enumerate(plan):
+            first, rows = step.get("first", 0), step.get("rows", p)
+            b0 = nl.ndarray((p, 1), step.get("bound", nl.float32), buffer=nl.sbuf)
+            nisa.dma_copy(dst=b0, src=lo)
+            d = nl.ndarray((p, f), nl.float32, buffer=nl.sbuf)
+            nisa.memset(dst=d, value=0.0)
+            m = nl.ndarray((p, 1), nl.float32, buffer=nl.sbuf)
+            nisa.memset(dst=m, value=0.0)
+            op0, op1 = step.get("ops", (nl.greater_equal, nl.less))
+            r = slice(first, first + rows)
+            nisa.range_select(dst=d[r, :], on_true_tile=t[r, :], comp_op0=op0, comp_op1=op1, bound0=b0[r, :], bound1=b1[r, :], reduce_cmd=step.get("cmd", nisa.reduce_cmd.reset_reduce), reduce_res=m[r, :], reduce_op=nl.maximum, range_start=step.get("start", 0), on_false_value=step.get("false", _FP32_MIN))  # SELECT  # noqa: E501  # fmt: skip
+            nisa.dma_copy(dst=out[k, :, 0:f], src=d)
+            nisa.dma_copy(dst=out[k, :, f : f + 1], src=m)
+        return out
+
+    return kernel
+
+
+def _select_reference(x, lo, hi, start=0, ops=(np.greater_equal, np.less), first=0, rows=None):
+    p, f = x.shape
+    rows = p if rows is None else rows
+    idx = start + np.arange(f, dtype=np.float32)[None, :]
+    sel = np.where(ops[0](idx, lo) & ops[1](idx, hi), x, np.float32(_FP32_MIN))
+    want = np.zeros((p, f + 1), np.float32)
+    want[first : first + rows, :f] = sel[first : first + rows]
+    want[first : first + rows, f:] = sel[first : first + rows].max(axis=1, keepdims=True)
+    return want
+
+
+def test_range_select_memo_second_pass_signatures() -> None:
+    # range_select's static checks are memoised per line and signature: a second pass with
+    # another range_start, other comparisons or other rows computes NumPy's values, and one
+    # with another on_false_value, a bool range_start, an int reduce_cmd, a bfloat16 bound or
+    # a start partition a 64-row access may not use is refused at the kernel's line
+    # (nki.isa.range_select page, NKI 0.3.0; start partitions: AWS Trainium/Inferentia2
+    # Architecture Guide for NKI, NKI 0.3.0)
+    from trncore.sim.errors import DtypeError, PartitionError
+
+    p, f = 128, 48
+    x = rng.standard_normal((p, f)).astype(np.float32)
+    lo = rng.integers(0, f // 2, (p, 1)).astype(np.float32)
+    hi = lo + rng.integers(1, f // 2 + 1, (p, 1)).astype(np.float32)
+    plan = [{}, {"start": 7}, {"ops": (nl.greater, nl.less_equal)}, {"first": 64, "rows": 64}]
+    got = run_kernel(_range_select_loop(plan), [x, lo, hi], target="trn2")
+    np.testing.assert_array_equal(got[0], _select_reference(x, lo, hi))
+    np.testing.assert_array_equal(got[1], _select_reference(x, lo, hi, start=7))
+    np.testing.assert_array_equal(got[2], _select_reference(x, lo, hi, ops=(np.greater, np.less_equal)))
+    np.testing.assert_array_equal(got[3], _select_reference(x, lo, hi, first=64, rows=64))
+    bad = [  # (first pass, second pass): equal (==) where a key could confuse them
+        ({}, {"false": 0.0}, DtypeError, "on_false_value"),
+        ({"start": 1}, {"start": True}, TypeError, "range_start"),
+        ({}, {"cmd": 3}, TypeError, "reduce_cmd"),  # (reduce_cmd.reset_reduce == 3)
+        ({}, {"bound": nl.bfloat16}, DtypeError, "bound0 must be float32"),
+        ({"rows": 64}, {"first": 16, "rows": 64}, PartitionError, "start"),
+    ]
+    for before, change, error, text in bad:
+        kernel = _range_select_loop([before, change])
+        with pytest.raises(error, match=text) as info:
+            run_kernel(kernel, [x, lo, hi], target="trn2")
+        if error is not TypeError:
+            assert f":{marked_line(kernel, 'SELECT')}" in str(info.value)

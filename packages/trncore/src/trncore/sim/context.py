@@ -86,12 +86,18 @@ def adopt_thread_state(state: list[dict[str, Any]]) -> None:
         vars(local).update(values)
 
 
-#: The line of each (code object, instruction offset) asked for so far, by (identity of the
+#: The site of each (code object, instruction offset) asked for so far, by (identity of the
 #: code, offset); the code object is kept with it, so an identity is never taken for a dead
 #: code's. A frame's ``f_lineno`` is worked out by scanning the code's line table from its
 #: start, which in a long kernel function (AWS's are hundreds of lines) costs microseconds, for
-#: every instruction and allocation of every loop iteration at the same few offsets.
-_LINES: dict[tuple[int, int], tuple[Any, int]] = {}
+#: every instruction and allocation of every loop iteration at the same few offsets. Only
+#: frames outside the package are entered (the kernel's own lines).
+_LINES: dict[tuple[int, int], tuple[Any, tuple[str, int]]] = {}
+
+#: Whether a module's ``__file__`` is in the package's directory, by the file name: every
+#: frame of the walk asks, and a dictionary hit on the (hash-cached) string costs less than the
+#: prefix test it remembers. Module files are few; the table is bounded all the same.
+_OUR_FILES: dict[str, bool] = {}
 
 #: An object's identity without ``id()``: the default hash is the object's address (rotated),
 #: the same for the object's lifetime and distinct between live objects. ``id()``, like
@@ -113,25 +119,31 @@ def user_site() -> tuple[str, int] | None:
     frame: Any = sys._getframe(1)
     while frame is not None:
         module_file = frame.f_globals.get("__file__")
-        if type(module_file) is str and module_file.startswith(_SIM_DIR):
-            frame = frame.f_back
-            continue
+        if type(module_file) is str:
+            ours = _OUR_FILES.get(module_file)
+            if ours is None:
+                if len(_OUR_FILES) > 4096:
+                    _OUR_FILES.clear()  # bound the memory
+                ours = _OUR_FILES[module_file] = module_file.startswith(_SIM_DIR)
+            if ours:
+                frame = frame.f_back
+                continue
         code = frame.f_code
+        key = (_identity(code), frame.f_lasti)
+        known = _LINES.get(key)
+        if known is not None and known[0] is code and sys.gettrace() is None:
+            return known[1]  # (only a code outside the package is remembered)
         filename = code.co_filename
         if filename.startswith(_SIM_DIR):  # (code compiled under the package's file name)
             frame = frame.f_back
             continue
         if sys.gettrace() is not None:  # a tracer (a debugger) may set f_lineno itself
             return filename, frame.f_lineno
-        key = (_identity(code), frame.f_lasti)
-        known = _LINES.get(key)
-        if known is not None and known[0] is code:
-            return filename, known[1]
-        line = frame.f_lineno
+        site = (filename, frame.f_lineno)
         if len(_LINES) > 65536:
             _LINES.clear()  # bound the memory
-        _LINES[key] = (code, line)
-        return filename, line
+        _LINES[key] = (code, site)
+        return site
     return None
 
 

@@ -171,7 +171,9 @@ def dma_copy(
 
     nbytes = src.size * dtypes.itemsize(src.dtype)
     meta = {"bytes": nbytes, "src": src.buffer.name, "dst": dst.buffer.name, "dge": mode}
-    ctx.emit("dma_copy", "dma", site, [src], [dst], run, meta)
+    # with oob_mode=error the transfer writes all of dst or fails (a dynamic source out of
+    # bounds raises): a dst tile written whole needs no sentinel fill first
+    ctx.emit("dma_copy", "dma", site, [src], [dst], run, meta, writes_whole_or_fails=not skip)
 
 
 def dma_transpose(

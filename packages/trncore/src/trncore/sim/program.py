@@ -331,19 +331,33 @@ class TraceContext:
         if self.execute and fill:
             run_timed(run)
 
-    def _settle_fills(self, op: str, reads: Sequence[NkiTensor], writes: Sequence[NkiTensor]) -> None:
+    def _settle_fills(
+        self,
+        op: str,
+        reads: Sequence[NkiTensor],
+        writes: Sequence[NkiTensor],
+        whole_or_fails: bool = False,
+    ) -> None:
         """Decide the sentinel fills still waiting on the tiles this instruction touches.
 
         A fill is dropped when the instruction writes every element of the tile, unconditionally
         (:data:`OVERWRITING_OPS`, static views only), without reading the tile: nothing can
-        have observed the sentinel, and every replay overwrites it at the same point. Otherwise
-        the traced run fills now, before the instruction runs, and the marker keeps its fill:
-        between a tile's allocation and its first instruction nothing else uses its storage
-        (recycled storage comes from tiles that no Python object names any more).
+        have observed the sentinel, and every replay overwrites it at the same point. A dynamic
+        read keeps the fill unless ``whole_or_fails`` (see :meth:`emit`): with it, every replay
+        either writes the whole view or raises, so the sentinel is never observed either.
+        Otherwise the traced run fills now, before the instruction runs, and the marker keeps
+        its fill: between a tile's allocation and its first instruction nothing else uses its
+        storage (recycled storage comes from tiles that no Python object names any more).
         """
         offsets: list[NkiTensor] = []
         overwrite = op in OVERWRITING_OPS
-        for t in (*reads, *writes):
+        for t in reads:
+            if t.dynamic is not None:
+                overwrite = overwrite and whole_or_fails
+                tensor = getattr(t.dynamic, "tensor", None)
+                if tensor is not None:
+                    offsets.append(tensor)
+        for t in writes:
             if t.dynamic is not None:
                 overwrite = False
                 tensor = getattr(t.dynamic, "tensor", None)
@@ -355,7 +369,12 @@ class TraceContext:
             if marker is None:
                 continue
             alloc.fill_marker = None
-            if overwrite and _covers(t) and all(r.alloc is not alloc for r in reads):
+            if (
+                overwrite
+                and _covers(t)
+                and all(r.alloc is not alloc for r in reads)
+                and all(o.alloc is not alloc for o in offsets)
+            ):
                 continue  # (the marker's run stays _no_fill)
             marker.run = _sentinel_fill(alloc)
             if self.execute:
@@ -380,8 +399,7 @@ class TraceContext:
 
     def _recycle(self, alloc: Allocation) -> None:
         alloc.fill_marker = None  # never touched: nothing reads its fill (the marker stays _no_fill)
-        alloc.mask = None
-        alloc.mm_flags = None
+        alloc.stop_tracking()
         self.free_storage.setdefault(alloc.storage.nbytes, []).append(alloc.storage)
 
     def add_input(self, array: np.ndarray, buffer: Buffer, name: str = "") -> NkiTensor:
@@ -418,8 +436,14 @@ class TraceContext:
         meta: dict[str, Any] | None = None,
         *,
         matmul_write: bool = False,
+        writes_whole_or_fails: bool = False,
     ) -> None:
         """Record (and, on an executing trace, run) one instruction after its checks passed.
+
+        ``writes_whole_or_fails``: the instruction writes every element of each static write
+        view or raises, whatever its dynamic reads' offsets (``dma_copy`` with
+        ``oob_mode=error``: a register- or vector-offset source out of bounds is an error, not a
+        skipped transfer), so a dynamic read does not keep a written tile's sentinel fill.
 
         One pass over the operands does what every instruction needs (this runs ~150 000 times
         in a large nkilib trace): each tile's use range, the sentinel fills waiting on it, the
@@ -505,7 +529,7 @@ class TraceContext:
             elif buffer is SHARED_HBM:
                 shared = True
         if settle:
-            self._settle_fills(op, reads, writes)
+            self._settle_fills(op, reads, writes, writes_whole_or_fails)
         if offsets is not None:
             r_acc.extend(
                 (o.alloc, None, 0, ()) if o.dynamic is not None else (o.alloc, o.dtype, o.offset, o.dims)

@@ -207,6 +207,15 @@ class Allocation:
         self._mm_flags = value
         self.flags_summary = False if value is None else None
 
+    def stop_tracking(self) -> None:
+        """``mask = None`` and ``mm_flags = None`` in one step (a recycled tile, whose storage
+        goes to the next tile: every tile of a modular allocator's loop comes here)."""
+        self.tracks_mask = False
+        self._mask = None
+        self._track_flags = False
+        self._mm_flags = None
+        self.flags_summary = False
+
     @property
     def flags_made(self) -> bool:
         """Whether the matmul flags exist yet (until then every flag is the summary)."""
