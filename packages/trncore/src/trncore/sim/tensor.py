@@ -335,6 +335,13 @@ class NkiTensor:
         return self._shape
 
     @property
+    def strides(self) -> tuple[int, ...]:
+        """Each dim's step in elements (``t.strides``; the element at index ``(i0, ..., in)`` is
+        at ``offset + sum(strides[k] * ik)``, AWS NKI Language Guide, "Anatomy of a tensor",
+        NKI 0.6.0); the steps of :meth:`get_pattern`."""
+        return tuple(s for s, _ in self.dims)
+
+    @property
     def ndim(self) -> int:
         """Number of dimensions of the view (``t.ndim``)."""
         return len(self.dims)
