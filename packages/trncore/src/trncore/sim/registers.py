@@ -96,6 +96,18 @@ class VirtualRegister(NKIObject):
 def _check_register(reg: Any, op: str, what: str) -> VirtualRegister:
     if isinstance(reg, IterationRegister):
         return reg  # type: ignore[return-value]  # fori_loop's i: a register passed by value
+    if isinstance(reg, LoopInduction):
+        # AWS NKI Language Guide, "Dynamic Control Flow" (NKI 0.6.0): "The induction variable of
+        # a dynamic_range loop is also a VirtualRegister, but it is frozen: you cannot write to
+        # it with register_move or register_load"; reading it (register_store) is allowed
+        site = context.user_site()
+        if what == "dst":
+            raise LanguageError("register-frozen", f"nisa.{op}: the nl.dynamic_range loop "
+                                "variable is frozen; it cannot be written (AWS NKI Language "
+                                "Guide, Dynamic Control Flow)", site)  # fmt: skip
+        if isinstance(reg, ScalarInduction):  # 0.3.0: a scalar, not a register (Known Issue)
+            known_issues.check("dynamic-range-index", f"the induction variable as nisa.{op} {what}", site)
+        return VirtualRegister(int(reg))
     if not isinstance(reg, VirtualRegister):
         raise TypeError(f"nisa.{op}: {what} must be a register from nisa.register_alloc, got {reg!r}")
     return reg
