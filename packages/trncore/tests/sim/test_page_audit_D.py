@@ -548,3 +548,163 @@ def test_dge_guide_invalid_forms(name, mode, engine, form, target, err, rule) ->
         run_kernel(kernel, [A128x512], target=target)
     assert info.value.rule == rule
     assert_reported_at(info.value, kernel)
+
+
+# ------------------------------------------------------------------ NKI Language Guide (NKI 0.6.0)
+A128x4x16 = RNG.standard_normal((128, 4, 16)).astype(np.float32)
+H128x1024 = RNG.standard_normal((128, 1024)).astype(np.float16)
+A64x64x64 = RNG.standard_normal((64, 64, 64)).astype(np.float32)
+
+
+def _anatomy(a):
+    # "Anatomy of a tensor"
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    assert t.shape == (128, 64) and t.strides == (64, 1) and t.offset == 0
+    assert t.dtype == nl.float32 and t.buffer == nl.sbuf and t.ndim == 2 and t.size == 128 * 64
+    nisa.dma_copy(dst=t, src=a)
+    v = t[:, 16:32]
+    assert v.strides == (64, 1) and v.offset == 16
+    e = t.slice(dim=1, start=0, end=64, step=2)
+    assert e.strides == (64, 2)
+    o = _out((128, 32))
+    nisa.dma_copy(dst=o, src=e)  # element (p, j) at offset + 64 p + 2 j
+    return o
+
+
+def _views_share(a):
+    # "Views share storage": a memset through the reshape is seen through the slice
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = t.reshape((128, 8, 8))
+    v = t[:, 16:32]
+    nisa.memset(dst=u[:, 2:4, :], value=1.0)
+    o = _out((128, 16))
+    nisa.dma_copy(dst=o, src=v)
+    return o
+
+
+def _composition(a):
+    t = nl.ndarray((128, 4, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = t[0:64, :, :].permute((0, 2, 1))[:, 0, :]
+    assert u.shape == (64, 4)
+    o = _out((64, 4))
+    nisa.dma_copy(dst=o, src=u)
+    return o
+
+
+def _ap_tuple_pairs(a):
+    t = nl.ndarray((128, 1024), dtype=nl.float16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = t.ap(pattern=[(1024, 128), (2, 512)])
+    assert u.shape == (128, 512)
+    o = _out((128, 512), nl.float16)
+    nisa.dma_copy(dst=o, src=u)
+    return o
+
+
+def _partition_count_override(a):
+    t = nl.ndarray((128, 1024), dtype=nl.float16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    pattern = t.get_pattern()
+    pattern[0][1] = 64
+    o = _out((64, 1024), nl.float16)
+    nisa.dma_copy(dst=o, src=t.ap(pattern=pattern))
+    return o
+
+
+def _indexing(a):
+    # "Tensor Indexing": the shapes the guide asserts, then one view read back
+    t = nl.ndarray((64, 64, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    assert t[0, 0, 10].shape == (1, 1) and t[:, 0].shape == (64, 64) and t[:, 0, 10].shape == (64, 1)
+    assert t[0:64, 0, 0:64].shape == (64, 64) and t[:, 0, :].shape == (64, 64)
+    assert t[:, :, ::2].shape == (64, 64, 32) and t[...].shape == (64, 64, 64)
+    assert t[0, ..., :].shape == (1, 64, 64)
+    assert t[0, ...][:, 0:32, :].shape == (1, 32, 64)
+    h = nl.ndarray((4, 128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+    assert h[0, :, :].shape == (128, 32)
+    o = _out((64, 1))
+    nisa.dma_copy(dst=o, src=t[:, 0, 10])
+    return o
+
+
+def _views_share_ref(a: np.ndarray) -> np.ndarray:
+    r = a.copy()
+    r[:, 16:32] = 1.0
+    return r[:, 16:32]
+
+
+LANG_VALID = [
+    ("anatomy-strides", _anatomy, A128x512[:, :64].copy(), A128x512[:, 0:64:2]),
+    ("views-share-storage", _views_share, A128x512[:, :64].copy(), _views_share_ref(A128x512[:, :64])),
+    ("composition", _composition, A128x4x16, A128x4x16[0:64].transpose(0, 2, 1)[:, 0, :]),
+    ("ap-tuple-pairs", _ap_tuple_pairs, H128x1024, H128x1024[:, ::2]),
+    ("partition-count-override", _partition_count_override, H128x1024, H128x1024[:64]),
+    ("indexing-shapes", _indexing, A64x64x64, A64x64x64[:, 0, 10:11]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+@pytest.mark.parametrize("name,kernel,arg,expected", LANG_VALID, ids=[c[0] for c in LANG_VALID])
+def test_language_guide_valid_forms(name, kernel, arg, expected, target) -> None:
+    got = run_kernel(kernel, [arg], target=target, nki_version="0.6")
+    np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def _strides_03(a):
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    assert t.strides == (64, 1)  # HERE
+    return _out((1, 1))
+
+
+def test_strides_is_a_0_6_attribute() -> None:
+    # first in the SDK 2.32 NkiTensor stub (NKI 0.6.0); the SDK 2.29 stub has no strides
+    from trncore.sim.versions import VersionError
+
+    with pytest.raises(VersionError, match="NkiTensor.strides") as info:
+        run_kernel(_strides_03, [A16], nki_version="0.3")
+    assert_reported_at(info.value, _strides_03)
+
+
+def _write_loop_variable(op: str) -> Callable[..., Any]:
+    # "the induction variable of a dynamic_range loop ... is frozen: you cannot write to it"
+    def kernel(a):
+        c = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+        nisa.memset(c, value=1)
+        for i in nl.dynamic_range(2):
+            if op == "move":
+                nisa.register_move(i, 3)  # HERE
+            else:
+                nisa.register_load(i, c)  # HERE
+        return _out((1, 1))
+
+    return kernel
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+@pytest.mark.parametrize("op", ["move", "load"])
+def test_dynamic_range_variable_is_frozen(op, version) -> None:
+    kernel = _write_loop_variable(op)
+    with pytest.raises(LanguageError, match="frozen") as info:
+        run_kernel(kernel, [A16], nki_version=version)
+    assert info.value.rule == "register-frozen"
+    call = "register_move(i, 3)" if op == "move" else "register_load(i, c)"
+    assert_reported_at(info.value, kernel, f"{call}  # HERE")
+
+
+def _store_loop_variable(a):
+    c = nl.ndarray((1, 4), nl.int32, buffer=nl.sbuf)
+    nisa.memset(c, value=-1)
+    for i in nl.dynamic_range(1, 4):
+        nisa.register_store(c.ap([[4, 1], [1, 1]], scalar_offset=i, indirect_dim=1), i)
+    o = _out((1, 4), nl.int32)
+    nisa.dma_copy(dst=o, src=c)
+    return o
+
+
+def test_dynamic_range_variable_can_be_stored() -> None:
+    # reading the frozen register is allowed (was: TypeError "src must be a register")
+    for target in ("trn1", "trn2"):
+        got = run_kernel(_store_loop_variable, [A16], target=target, nki_version="0.6")
+        np.testing.assert_array_equal(np.asarray(got), [[-1, 1, 2, 3]])
