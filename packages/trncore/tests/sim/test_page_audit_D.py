@@ -708,3 +708,151 @@ def test_dynamic_range_variable_can_be_stored() -> None:
     for target in ("trn1", "trn2"):
         got = run_kernel(_store_loop_variable, [A16], target=target, nki_version="0.6")
         np.testing.assert_array_equal(np.asarray(got), [[-1, 1, 2, 3]])
+
+
+# ------------------------------------------------------------------ memory hierarchy and DMA overviews
+def _compute_on_hbm(form: str) -> Callable[..., Any]:
+    # memory hierarchy overview (NKI 0.3.0 / 0.6.0): "input tensors from HBM must be loaded into
+    # the SBUF for computation"; results are stored back to HBM by DMA
+    def kernel(a):
+        t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        o = _out((128, 64))
+        if form == "tensor_scalar-data":
+            nisa.tensor_scalar(dst=t, data=a, op0=nl.add, operand0=1.0)  # HERE
+        elif form == "tensor_scalar-dst":
+            nisa.tensor_scalar(dst=o, data=t, op0=nl.add, operand0=1.0)  # HERE
+        elif form == "activation-data":
+            nisa.activation(dst=t, op=nl.exp, data=a)  # HERE
+        elif form == "tensor_copy-src":
+            nisa.tensor_copy(dst=t, src=a)  # HERE
+        else:
+            p = nl.ndarray((64, 64), nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=p, stationary=t, moving=a)  # HERE
+        return o
+
+    return kernel
+
+
+#: form -> the text of its marked line
+HBM_FORMS = {
+    "tensor_scalar-data": "dst=t, data=a",
+    "tensor_scalar-dst": "dst=o, data=t",
+    "activation-data": "activation(",
+    "tensor_copy-src": "tensor_copy(",
+    "nc_matmul-moving": "nc_matmul(",
+}
+
+
+@pytest.mark.parametrize("form", sorted(HBM_FORMS))
+def test_compute_engines_do_not_read_or_write_hbm(form) -> None:
+    kernel = _compute_on_hbm(form)
+    with pytest.raises(NkiValidationError) as info:
+        run_kernel(kernel, [A128x512[:, :64].copy()], target="trn2")
+    assert info.value.rule == "compute-no-hbm"
+    assert_reported_at(info.value, kernel, HBM_FORMS[form])
+
+
+def _dma_cast(dst_dtype: Any) -> Callable[..., Any]:
+    def kernel(a):
+        t = nl.ndarray(tuple(a.shape), dst_dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        o = _out(tuple(a.shape), dst_dtype)
+        nisa.dma_copy(dst=o, src=t)
+        return o
+
+    return kernel
+
+
+#: beyond 2**24 an int32 is not exact in float32; the extremes saturate in the destination
+I32 = np.array([[16777217, -5, 40000, 2147483647, -2147483648, 33554435, 0, 7]], np.int32)
+
+
+def _via_fp32(x: np.ndarray, dtype: Any) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return np.clip(x.astype(np.float32).astype(np.float64), info.min, info.max).astype(dtype)
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+@pytest.mark.parametrize("dtype", [np.uint32, np.int16, np.int8, np.uint8])
+def test_dma_cast_goes_through_fp32(dtype, version) -> None:
+    # DMA overview (NKI 0.3.0 / 0.6.0): "first casting the source type to FP32, before finally
+    # casting to the destination type. This may be worth considering if working with integer types"
+    got = run_kernel(_dma_cast(dtype), [I32], nki_version=version)
+    np.testing.assert_array_equal(np.asarray(got), _via_fp32(I32, dtype))
+
+
+def _x4_cast(src: str, dst: Any) -> Callable[..., Any]:
+    def kernel(a):
+        t = nl.ndarray((4, 8), getattr(nl, src), buffer=nl.sbuf)
+        nisa.memset(t, value=0)
+        u = nl.ndarray((4, 8), dst, buffer=nl.sbuf)
+        nisa.dma_copy(dst=u, src=t)  # HERE
+        return _out((1, 1))
+
+    return kernel
+
+
+@pytest.mark.parametrize("src", ["float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"])
+def test_dma_does_not_cast_mx_types(src) -> None:
+    # "Casting with DMAs is not supported for MXFP4 and MXFP8 datatypes"; a copy to the same type runs
+    run_kernel(_x4_cast(src, getattr(nl, src)), [A16], target="trn2")
+    for dst in (nl.bfloat16, nl.float32):
+        kernel = _x4_cast(src, dst)
+        with pytest.raises(NkiValidationError) as info:
+            run_kernel(kernel, [A16], target="trn2")
+        assert info.value.rule == "packed-x4-convert"
+        assert_reported_at(info.value, kernel)
+
+
+# ------------------------------------------------------------------ Trainium2 architecture guide
+F8 = ml_dtypes.float8_e4m3
+
+
+def _double_fp8(extra: dict[str, Any]) -> Callable[..., Any]:
+    # "Double FP8 Matmul": stationary [128, 2, M], moving [128, 2, N], contraction 256
+    def kernel(a, b):
+        s = _to_sbuf(a, a.dtype)
+        v = _to_sbuf(b, b.dtype)
+        m, n = a.shape[-1], b.shape[-1]
+        acc = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+        mode = nisa.matmul_perf_mode.double_row
+        nisa.nc_matmul(dst=acc, stationary=s, moving=v, perf_mode=mode, **extra)  # HERE
+        r = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=acc)
+        o = _out((m, n))
+        nisa.dma_copy(dst=o, src=r)
+        return o
+
+    return kernel
+
+
+def _fp8(shape: tuple[int, ...]) -> np.ndarray:
+    return RNG.integers(-4, 5, shape).astype(F8)
+
+
+def test_double_fp8_matmul_smaller_tiles() -> None:
+    # "Smaller tile sizes are supported, though the second dimension ... must be two"
+    a, b = _fp8((128, 2, 8)), _fp8((128, 2, 16))
+    got = run_kernel(_double_fp8({}), [a, b], target="trn2")
+    want = np.einsum("pkm,pkn->mn", a.astype(np.float32), b.astype(np.float32))
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+DOUBLE_INVALID = [
+    ("middle-dim-1", (128, 1, 8), (128, 1, 8), {}, "matmul-double-row-layout"),
+    ("middle-dim-4", (128, 4, 8), (128, 4, 8), {}, "matmul-double-row-layout"),
+    ("column-tiling", (128, 2, 8), (128, 2, 8), {"tile_position": (0, 0), "tile_size": (128, 64)},
+     "matmul-double-row-tiling"),
+    ("transpose-mode", (128, 2, 8), (128, 2, 8), {"is_transpose": True}, "matmul-double-row-transpose"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name,sa,sb,extra,rule", DOUBLE_INVALID, ids=[c[0] for c in DOUBLE_INVALID])
+def test_double_fp8_matmul_invalid_forms(name, sa, sb, extra, rule) -> None:
+    # "Double FP8 matmul performance mode cannot be combined with ... Column tiling mode ...
+    # Transpose mode" (Trainium2 Architecture Guide for NKI, NKI 0.3.0 and 0.6.0)
+    kernel = _double_fp8(extra)
+    with pytest.raises(NkiValidationError) as info:
+        run_kernel(kernel, [_fp8(sa), _fp8(sb)], target="trn2")
+    assert info.value.rule == rule
+    assert_reported_at(info.value, kernel)
