@@ -856,3 +856,102 @@ def test_double_fp8_matmul_invalid_forms(name, sa, sb, extra, rule) -> None:
         run_kernel(kernel, [_fp8(sa), _fp8(sb)], target="trn2")
     assert info.value.rule == rule
     assert_reported_at(info.value, kernel)
+
+
+# ------------------------------------------------------------------ Trainium/Inferentia2 architecture guide
+B128x64 = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+
+
+def _move(src: tuple[int, int], dst: tuple[int, int]) -> Callable[..., Any]:
+    def kernel(a):
+        t = _to_sbuf(a)
+        u = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.memset(u, value=0.0)
+        nisa.tensor_copy(dst=u[dst[0] : dst[1]], src=t[src[0] : src[1]])  # HERE
+        o = _out((128, 64))
+        nisa.dma_copy(dst=o, src=u)
+        return o
+
+    return kernel
+
+
+#: "Cross-Partition Connectivity": cross-half moves for 32 < P <= 64, cross-quadrant for P <= 32
+MOVES_VALID = [((0, 64), (64, 128)), ((64, 128), (0, 64)), ((0, 32), (96, 128)), ((64, 96), (32, 64))]
+#: the start-partition rule ("If 32 < num_partition <= 64, start_partition must be 0 or 64", ...)
+#: and equal partition counts
+MOVES_INVALID = [
+    ((32, 96), (0, 64), "start-partition"),
+    ((0, 64), (32, 96), "start-partition"),
+    ((16, 48), (0, 32), "start-partition"),
+    ((0, 64), (0, 32), "element-count"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+@pytest.mark.parametrize("src,dst", MOVES_VALID, ids=str)
+def test_cross_partition_moves(src, dst, target) -> None:
+    got = run_kernel(_move(src, dst), [B128x64], target=target)
+    want = np.zeros_like(B128x64)
+    want[dst[0] : dst[1]] = B128x64[src[0] : src[1]]
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("src,dst,rule", MOVES_INVALID, ids=str)
+def test_partition_windows_the_engines_cannot_reach(src, dst, rule) -> None:
+    kernel = _move(src, dst)
+    with pytest.raises(NkiValidationError) as info:
+        run_kernel(kernel, [B128x64], target="trn1")
+    assert info.value.rule == rule
+    assert_reported_at(info.value, kernel)
+
+
+def _activation_operand(kind: str) -> Callable[..., Any]:
+    # "The scale can either be a tile from SBUF/PSUM with one element/partition or a compile-time
+    # constant. On the other hand, the bias can only be a tile from SBUF/PSUM with one
+    # element/partition" (NeuronCore-v2)
+    def kernel(a):
+        t = _to_sbuf(a)
+        r = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        v = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
+        nisa.memset(v, value=0.5)
+        w = nl.ndarray((128, 2), nl.float32, buffer=nl.sbuf)
+        nisa.memset(w, value=0.5)
+        if kind == "scale-tile":
+            nisa.activation(dst=r, op=nl.exp, data=t, scale=v, bias=v)  # HERE
+        elif kind == "scale-const":
+            nisa.activation(dst=r, op=nl.exp, data=t, scale=2.0, bias=v)  # HERE
+        elif kind == "bias-const":
+            nisa.activation(dst=r, op=nl.exp, data=t, bias=0.5)  # HERE
+        elif kind == "bias-two-columns":
+            nisa.activation(dst=r, op=nl.exp, data=t, bias=w)  # HERE
+        else:
+            nisa.activation(dst=r, op=nl.exp, data=t, scale=w)  # HERE
+        o = _out((128, 64))
+        nisa.dma_copy(dst=o, src=r)
+        return o
+
+    return kernel
+
+
+A_SMALL = (RNG.standard_normal((128, 64)) * 0.5).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind,scale", [("scale-tile", 0.5), ("scale-const", 2.0)])
+def test_activation_scale_and_bias_on_trn1(kind, scale) -> None:
+    got = run_kernel(_activation_operand(kind), [A_SMALL], target="trn1")
+    want = np.exp(A_SMALL * np.float32(scale) + np.float32(0.5))
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kind,rule,marker",
+    [("bias-const", "activation-scalar-bias", "bias=0.5)"),
+     ("bias-two-columns", "activation-bias-shape", "bias=w)"),
+     ("scale-two-columns", "vector-operand-shape", "scale=w)")],
+)  # fmt: skip
+def test_activation_operands_trn1_refuses(kind, rule, marker) -> None:
+    kernel = _activation_operand(kind)
+    with pytest.raises(NkiValidationError) as info:
+        run_kernel(kernel, [A_SMALL], target="trn1")
+    assert info.value.rule == rule
+    assert_reported_at(info.value, kernel, marker)
