@@ -955,3 +955,50 @@ def test_activation_operands_trn1_refuses(kind, rule, marker) -> None:
         run_kernel(kernel, [A_SMALL], target="trn1")
     assert info.value.rule == rule
     assert_reported_at(info.value, kernel, marker)
+
+
+# ------------------------------------------------------------------ NKI 0.3.0 update guide
+def _raw_enum(form: str) -> Callable[..., Any]:
+    # "Integer Enum Constants No Longer Supported": "Raw integer values (e.g., dge_mode=2) are no
+    # longer accepted for enum parameters. Use the named enum members instead"
+    def kernel(a):
+        t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        u = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        if form == "dma_copy-dge_mode":
+            nisa.dma_copy(src=a, dst=t, dge_mode=2)  # HERE
+        elif form == "dma_copy-oob_mode":
+            nisa.dma_copy(src=a, dst=t, oob_mode=1)  # HERE
+        elif form == "tensor_tensor-engine":
+            nisa.dma_copy(src=a, dst=t)
+            nisa.tensor_tensor(dst=u, data1=t, data2=t, op=nl.add, engine=5)  # HERE
+        elif form == "memset-engine":
+            nisa.memset(t, value=0.0, engine=5)  # HERE
+        else:
+            nisa.dma_copy(src=a, dst=t, dge_mode=nisa.dge_mode.hwdge)  # the guide's "NKI 0.3.0" form
+            nisa.tensor_tensor(dst=u, data1=t, data2=t, op=nl.add, engine=nisa.engine.vector)
+            nisa.dma_compute(dst=t, srcs=[u, t], reduce_op=nl.add)
+        o = _out((128, 64))
+        nisa.dma_copy(dst=o, src=t)
+        return o
+
+    return kernel
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+def test_named_enum_members(version) -> None:
+    got = run_kernel(_raw_enum("members"), [A128x512[:, :64].copy()], target="trn2", nki_version=version)
+    np.testing.assert_array_equal(np.asarray(got), A128x512[:, :64] * 3)
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+@pytest.mark.parametrize(
+    "form,marker",
+    [("dma_copy-dge_mode", "dge_mode=2)"), ("dma_copy-oob_mode", "oob_mode=1)"),
+     ("tensor_tensor-engine", "add, engine=5)"), ("memset-engine", "value=0.0, engine=5)")],
+)  # fmt: skip
+def test_raw_integer_enums_are_refused(form, marker, version) -> None:
+    kernel = _raw_enum(form)
+    with pytest.raises(LanguageError, match=form.split("-")[1]) as info:
+        run_kernel(kernel, [A128x512[:, :64].copy()], target="trn2", nki_version=version)
+    assert info.value.rule == "enum-member"
+    assert_reported_at(info.value, kernel, marker)
