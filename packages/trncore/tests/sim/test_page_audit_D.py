@@ -973,6 +973,12 @@ def _raw_enum(form: str) -> Callable[..., Any]:
             nisa.tensor_tensor(dst=u, data1=t, data2=t, op=nl.add, engine=5)  # HERE
         elif form == "memset-engine":
             nisa.memset(t, value=0.0, engine=5)  # HERE
+        elif form == "activation-reduce_cmd":
+            nisa.dma_copy(src=a, dst=t)
+            nisa.activation(dst=u, op=nl.copy, data=t, reduce_cmd=0)  # HERE
+        elif form == "select_reduce-reduce_cmd":
+            nisa.dma_copy(src=a, dst=t)
+            nisa.select_reduce(dst=u, predicate=t, on_true=t, on_false=t, reduce_cmd=0)  # HERE
         else:
             nisa.dma_copy(src=a, dst=t, dge_mode=nisa.dge_mode.hwdge)  # the guide's "NKI 0.3.0" form
             nisa.tensor_tensor(dst=u, data1=t, data2=t, op=nl.add, engine=nisa.engine.vector)
@@ -994,7 +1000,9 @@ def test_named_enum_members(version) -> None:
 @pytest.mark.parametrize(
     "form,marker",
     [("dma_copy-dge_mode", "dge_mode=2)"), ("dma_copy-oob_mode", "oob_mode=1)"),
-     ("tensor_tensor-engine", "add, engine=5)"), ("memset-engine", "value=0.0, engine=5)")],
+     ("tensor_tensor-engine", "add, engine=5)"), ("memset-engine", "value=0.0, engine=5)"),
+     ("activation-reduce_cmd", "copy, data=t, reduce_cmd=0)"),
+     ("select_reduce-reduce_cmd", "on_false=t, reduce_cmd=0)")],
 )  # fmt: skip
 def test_raw_integer_enums_are_refused(form, marker, version) -> None:
     kernel = _raw_enum(form)
