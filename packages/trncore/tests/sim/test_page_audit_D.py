@@ -1010,3 +1010,41 @@ def test_raw_integer_enums_are_refused(form, marker, version) -> None:
         run_kernel(kernel, [A128x512[:, :64].copy()], target="trn2", nki_version=version)
     assert info.value.rule == "enum-member"
     assert_reported_at(info.value, kernel, marker)
+
+
+# "Language Restrictions": no '*' separator in a kernel's signature (a helper may keep it)
+def _keyword_only_kernel(a, *, scale=1.0):
+    return _out((1, 1))
+
+
+def _helper_with_star(t, *, value):
+    nisa.memset(t, value=value)
+
+
+def _kernel_calling_a_star_helper(a, value=2.0):
+    t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+    _helper_with_star(t, value=value)
+    o = _out((128, 64))
+    nisa.dma_copy(dst=o, src=t)
+    return o
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+def test_kernel_signature_without_keyword_only_parameters(version) -> None:
+    with pytest.raises(LanguageError, match="scale follows a '\\*' separator") as info:
+        run_kernel(_keyword_only_kernel, [A16], nki_version=version)
+    assert info.value.rule == "kernel-keyword-only"
+    got = run_kernel(_kernel_calling_a_star_helper, [A16], nki_version=version)
+    np.testing.assert_array_equal(np.asarray(got), np.full((128, 64), 2.0, np.float32))
+
+
+def test_partial_kernel_keeps_its_bound_arguments() -> None:
+    # a functools.partial binding a keyword is not a '*' in the kernel as written; its bound
+    # values are the call's (they were dropped: the kernel ran with its defaults)
+    import functools
+
+    for value in (3.0, 5.0):
+        got = run_kernel(functools.partial(_kernel_calling_a_star_helper, value=value), [A16])
+        np.testing.assert_array_equal(np.asarray(got), np.full((128, 64), value, np.float32))
+    got = run_kernel(functools.partial(_kernel_calling_a_star_helper, A16), [], {"value": 4.0})
+    np.testing.assert_array_equal(np.asarray(got), np.full((128, 64), 4.0, np.float32))
