@@ -150,6 +150,8 @@ def _use(row: versions.ApiChange) -> None:
         getattr(ns[owner], rest)()
     elif row.kind == "value":
         getattr(ns[owner], rest)
+    elif row.kind == "attribute" and owner == "NkiTensor":
+        getattr(nl.ndarray((128, 4), nl.float32, buffer=nl.sbuf), rest)
     elif row.kind == "attribute":
         obj, _, attr = rest.rpartition(".")
         getattr(getattr(ns[owner], obj), attr)

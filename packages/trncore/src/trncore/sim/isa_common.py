@@ -145,12 +145,27 @@ DIRECT_CASTS = frozenset({"bfloat16", "float16"})
 _F32 = np.dtype(np.float32)
 
 
+def enum_arg(value: Any, cls: type[enum.Enum], op: str, what: str) -> Any:
+    """``value`` when it is a member of the ``nki.isa`` enum ``cls``; else a LanguageError
+    ``enum-member`` at the kernel's line. NKI 0.3.0 update guide, "Integer Enum Constants No Longer
+    Supported": "Raw integer values (e.g., ``dge_mode=2``) are no longer accepted for enum
+    parameters. Use the named enum members instead" (engine, dge_mode, oob_mode, reduce_cmd)."""
+    if type(value) is cls:
+        return value
+    raise LanguageError(
+        "enum-member",
+        f"{op}: {what} must be a nisa.{cls.__name__} member, got {value!r} (raw integers are not "
+        "accepted from NKI 0.3.0, the NKI 0.3.0 update guide)",
+        user_site(),
+    )
+
+
 def pick_engine(requested: Any, default: engine) -> engine:
     """The engine an instruction runs on: ``requested`` unless unset or ``engine.unknown``."""
     if type(requested) is engine:
         eng = requested  # the usual case; calling the Enum class is several times dearer
     else:
-        eng = engine(int(requested)) if requested is not None else engine.unknown
+        eng = enum_arg(requested, engine, "nki.isa", "engine") if requested is not None else engine.unknown
     if eng == engine.unknown:
         eng = default
     return eng

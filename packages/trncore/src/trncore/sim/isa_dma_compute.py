@@ -25,8 +25,11 @@ from trncore.sim.alu import BINARY
 from trncore.sim.checks import as_tensor
 from trncore.sim.errors import BufferError, LanguageError, ShapeError
 from trncore.sim.isa_common import begin as _begin
+from trncore.sim.isa_common import enum_arg as _enum_arg
 from trncore.sim.isa_common import oob_mode
 from trncore.sim.isa_common import op_token as _op_token
+
+_OOB = oob_mode  # (the parameter of the same name shadows the class)
 
 __all__ = ["dma_compute"]
 
@@ -45,6 +48,7 @@ def dma_compute(
     skipped (read as 0, not written), as the page says: "Silently skips any operations involving
     out-of-bounds indices"."""
     ctx, site = _begin()
+    _enum_arg(oob_mode, _OOB, "dma_compute", "oob_mode")
     dst = as_tensor(dst, "dma_compute", "dst", site)
     sources = [as_tensor(s, "dma_compute", f"srcs[{i}]", site) for i, s in enumerate(srcs)]
     _op_token(reduce_op, "reduce_op", site, {"add": BINARY["add"]})

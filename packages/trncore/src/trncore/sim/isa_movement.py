@@ -30,9 +30,12 @@ from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
 from trncore.sim.isa_common import dge_mode, engine, oob_mode
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import enum_arg as _enum_arg
 from trncore.sim.isa_common import pick_engine as _pick_engine
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor, Operand
+
+_DGE, _OOB = dge_mode, oob_mode  # (the parameters of the same names shadow the classes)
 
 
 def _dma_copy_checks(ctx: Any, site: Any, dst: Any, src: Any, dge_mode: Any, engine: Any) -> int:
@@ -125,6 +128,9 @@ def dma_copy(
     side, never PSUM (0.3.0). ``priority`` (NKI 0.4.0+, NeuronCore-v4+ only) is refused on trn1/trn2 by
     the release table's gate (trncore.sim.versions) before this runs; ``None`` is the default."""
     ctx, site = _begin()
+    if type(dge_mode) is not _DGE or type(oob_mode) is not _OOB:
+        _enum_arg(dge_mode, _DGE, "dma_copy", "dge_mode")
+        _enum_arg(oob_mode, _OOB, "dma_copy", "oob_mode")
     # static checks once per kernel line and operand signature (trncore.sim.checks.static_lookup).
     # No check here reads a view's element offset (a DMA has no start-partition rule; bounds are
     # checked where a view is made, or for an .ap() view by operand() below, on every call), so
@@ -188,6 +194,8 @@ def dma_transpose(
     """AWS NKI docs, nki.isa.dma_transpose (NKI 0.3.0): DMA transpose into SBUF (Trainium2+; treated as
     unavailable on trn1). ``priority``: as for :func:`dma_copy`."""
     ctx, site = _begin()
+    _enum_arg(dge_mode, _DGE, "dma_transpose", "dge_mode")
+    _enum_arg(oob_mode, _OOB, "dma_transpose", "oob_mode")
     dst = as_tensor(dst, "dma_transpose", "dst", site)
     src = as_tensor(src, "dma_transpose", "src", site)
     if not ctx.rules.has_dma_transpose:

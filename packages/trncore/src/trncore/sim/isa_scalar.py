@@ -33,10 +33,13 @@ from trncore.sim.errors import (
 )
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
+from trncore.sim.isa_common import enum_arg as _enum_arg
 from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import reduce_cmd
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor
+
+_RC = reduce_cmd  # (the parameter of the same name shadows the class)
 
 
 def _scalar_regs(ctx: Any) -> np.ndarray:
@@ -87,6 +90,8 @@ def activation(
     """AWS NKI docs, nki.isa.activation (NKI 0.3.0): ``dst = op(data * scale + bias)`` on ScalarE with the
     optional row-sum registers."""
     ctx, site = _begin()
+    if type(reduce_cmd) is not _RC:
+        _enum_arg(reduce_cmd, _RC, "activation", "reduce_cmd")
     _activation(
         ctx, site, "activation", dst, op, data, bias, scale, reduce_op, reduce_res, int(reduce_cmd)
     )

@@ -15,6 +15,7 @@ from trncore.sim.errors import (
     BufferError,
     CapacityError,
     DtypeError,
+    LanguageError,
     ShapeError,
     TargetError,
     site_suffix,
@@ -99,6 +100,11 @@ def _matmul_checks(
     k, m, n = stat.partitions, stat.free_size, mov.free_size
     if double:
         m, n = double_row_dims(stat, mov, site)[1:]
+        if is_transpose:
+            # Trainium2 Architecture Guide for NKI (NKI 0.3.0 and 0.6.0): "Double FP8 matmul
+            # performance mode cannot be combined with ... Transpose mode"
+            raise LanguageError("matmul-double-row-transpose", "nc_matmul double_row (perf_mode) "
+                                "cannot be combined with is_transpose=True", site)  # fmt: skip
     check_pe_tiling(rules, tile_position, tile_size, k, m, double, site)
     if mov.partitions != k:
         raise ShapeError(

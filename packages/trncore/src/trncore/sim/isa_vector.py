@@ -39,11 +39,14 @@ from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import engine, reduce_cmd
+from trncore.sim.isa_common import enum_arg as _enum_arg
 from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import pick_engine as _pick_engine
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.release_rules import check_unary_operand, unary_alu_ops
 from trncore.sim.tensor import NkiTensor
+
+_RC = reduce_cmd  # (the parameter of the same name shadows the class)
 
 
 def _tensor_tensor_checks(
@@ -576,6 +579,8 @@ def select_reduce(
     """AWS NKI docs, nki.isa.select_reduce (NKI 0.3.0): ``np.where(predicate, on_true, on_false)`` on VectorE,
     optional per-row max."""
     ctx, site = _begin()
+    if type(reduce_cmd) is not _RC:
+        _enum_arg(reduce_cmd, _RC, "select_reduce", "reduce_cmd")
     _select(
         ctx,
         site,

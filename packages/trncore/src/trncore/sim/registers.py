@@ -96,6 +96,18 @@ class VirtualRegister(NKIObject):
 def _check_register(reg: Any, op: str, what: str) -> VirtualRegister:
     if isinstance(reg, IterationRegister):
         return reg  # type: ignore[return-value]  # fori_loop's i: a register passed by value
+    if isinstance(reg, LoopInduction):
+        # AWS NKI Language Guide, "Dynamic Control Flow" (NKI 0.6.0): "The induction variable of
+        # a dynamic_range loop is also a VirtualRegister, but it is frozen: you cannot write to
+        # it with register_move or register_load"; reading it (register_store) is allowed
+        site = context.user_site()
+        if what == "dst":
+            raise LanguageError("register-frozen", f"nisa.{op}: the nl.dynamic_range loop "
+                                "variable is frozen; it cannot be written (AWS NKI Language "
+                                "Guide, Dynamic Control Flow)", site)  # fmt: skip
+        if isinstance(reg, ScalarInduction):  # 0.3.0: a scalar, not a register (Known Issue)
+            known_issues.check("dynamic-range-index", f"the induction variable as nisa.{op} {what}", site)
+        return VirtualRegister(int(reg))
     if not isinstance(reg, VirtualRegister):
         raise TypeError(f"nisa.{op}: {what} must be a register from nisa.register_alloc, got {reg!r}")
     return reg
@@ -199,7 +211,53 @@ def register_store(dst: Any, src: Any) -> None:
 _SIM_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-class ScalarInduction(int):
+class LoopInduction(int):
+    """A ``dynamic_range`` induction variable: a device register, not a Python int.
+
+    AWS NKI Dynamic Loops deep dive ("Hardware Lowering", the same text in the SDK 2.29 / NKI
+    0.3.0 and SDK 2.32 / NKI 0.6.0 docs): "The loop variable is a device register, not a Python
+    ``int``. You cannot use it in host-side Python expressions (e.g., ``if i == 0:``)". The loop
+    runs eagerly here, so the value is an int (slice bounds, ``.ap(scalar_offset=i)``); a
+    comparison or a truth test written in the kernel is refused at its line
+    (``dynamic-range-host-expr``). The emulator's own code compares it freely.
+    """
+
+    __hash__ = int.__hash__
+
+    def _host(self, other: Any, op: str, fn: Any) -> Any:
+        if not sys._getframe(2).f_code.co_filename.startswith(_SIM_DIR):
+            raise LanguageError(
+                "dynamic-range-host-expr",
+                f"the nl.dynamic_range loop variable is a device register, not a Python int: "
+                f"'{op}' on it is a host-side expression (AWS NKI Dynamic Loops deep dive, "
+                "NKI 0.3.0 / 0.6.0); use device-side operations, or a static_range loop",
+                context.user_site(),
+            )
+        return fn(int(self), other)
+
+    def __eq__(self, o: object) -> Any:
+        return self._host(o, "==", int.__eq__)
+
+    def __ne__(self, o: object) -> Any:
+        return self._host(o, "!=", int.__ne__)
+
+    def __lt__(self, o: Any) -> Any:
+        return self._host(o, "<", int.__lt__)
+
+    def __le__(self, o: Any) -> Any:
+        return self._host(o, "<=", int.__le__)
+
+    def __gt__(self, o: Any) -> Any:
+        return self._host(o, ">", int.__gt__)
+
+    def __ge__(self, o: Any) -> Any:
+        return self._host(o, ">=", int.__ge__)
+
+    def __bool__(self) -> bool:
+        return bool(self._host(None, "truth test", lambda v, _o: v != 0))
+
+
+class ScalarInduction(LoopInduction):
     """A ``dynamic_range`` induction variable under NKI 0.3.0: a scalar, not a register.
 
     The 0.3.0 notes list as a Known Issue (``dynamic-range-index``) that it cannot be a
@@ -260,7 +318,7 @@ def _loop(lo: int, hi: int, step: int, state: dict[str, Any] | None) -> Iterator
     try:
         for i in builtins.range(lo, hi, step):
             with dynamic_scope("nl.dynamic_range"):  # each iteration: the loop body (depends_on)
-                yield ScalarInduction(i) if scalar else i
+                yield ScalarInduction(i) if scalar else LoopInduction(i)
     finally:
         if state is not None:
             state["dynamic_range_depth"] -= 1
@@ -275,9 +333,15 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[int]:
     :class:`ScalarInduction`).
     """
     site = context.user_site()
-    if isinstance(step, VirtualRegister) or isinstance(step, bool) or int(step) <= 0:
+    # the Dynamic Loops deep dive (NKI 0.3.0 / 0.6.0): step "Must be a compile-time positive
+    # int"; start / stop "Python int literals or VirtualRegister objects" (a float is neither)
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or int(step) <= 0:
         raise LanguageError("dynamic-range-step", f"nl.dynamic_range step must be a positive "
                             f"compile-time int, got {step!r}", site)  # fmt: skip
+    for what, v in (("start", start), ("stop", stop)):
+        if isinstance(v, bool) or (v is not None and not isinstance(v, (VirtualRegister, int, np.integer))):
+            raise LanguageError("dynamic-range-bound", f"nl.dynamic_range {what} must be an int "
+                                f"or a VirtualRegister, got {v!r}", site)  # fmt: skip
     refuse_in_no_reorder("nl.dynamic_range", site)
     ctx = context.maybe_current()
     state = ctx.engine_state if ctx is not None else None

@@ -167,11 +167,23 @@ def _bind_arguments(
         bound = signature.bind(*args, **kwargs)
     except TypeError as exc:
         raise TypeError(f"{getattr(fn, '__name__', fn)}: {exc}") from None
+    for name, parameter in signature.parameters.items():
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+            # NKI 0.3.0 update guide (kept in the SDK 2.32 migration guide), "Remove Keyword-Only
+            # Argument Separator": "The NKI 0.3.0 compiler does not support the * separator in
+            # kernel function signatures" (helpers the kernel calls may keep it)
+            raise LanguageError(
+                "kernel-keyword-only",
+                f"kernel {fn.__name__}: parameter {name} follows a '*' separator; NKI does not "
+                "support keyword-only kernel parameters (move it after the others, without '*')",
+                user_site(),
+            )
     names, arrays, params = [], [], {}
     for name, value in bound.arguments.items():
         kind = signature.parameters[name].kind
         if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise TypeError(f"kernel {fn.__name__}: *args/**kwargs parameters are not supported")
+
         if isinstance(value, np.ndarray):
             names.append(name)
             arrays.append(value)
@@ -479,6 +491,11 @@ def get_program(
     this call traced and executed the kernel, else :data:`NOT_RUN`. ``nki_version`` is the
     target NKI release (default: :func:`trncore.sim.versions.current`).
     """
+    # a functools.partial kernel: its bound arguments are the call's (they were dropped with the
+    # partial, since _launch takes ``.func``, and the kernel ran with its defaults)
+    while isinstance(fn, functools.partial):
+        args, kwargs = (*fn.args, *args), {**fn.keywords, **(kwargs or {})}
+        fn = fn.func
     fn, target, release, grid, lnc, shape = _launch(fn, target, lnc, nki_version)
     names, arrays, params = _bind_arguments(fn, args, kwargs or {})
     for a in arrays:
@@ -586,6 +603,11 @@ def run_ranks(
         isinstance(ranks_per_node, bool) or not isinstance(ranks_per_node, int) or ranks_per_node < 1
     ):
         raise ValueError(f"run_ranks: ranks_per_node must be a positive int, got {ranks_per_node!r}")
+    while isinstance(fn, functools.partial):  # its bound keywords join every rank's arguments
+        if fn.args:
+            raise TypeError("run_ranks: a functools.partial kernel must bind its arguments by keyword")
+        inputs = [{**fn.keywords, **rank} for rank in inputs]
+        fn = fn.func
     fn, target, release, grid, lnc, shape = _launch(fn, target, lnc, nki_version)
     if shape:
         # no AWS page says how the programs of an N-D grid meet the ranks of a replica group

@@ -344,6 +344,13 @@ class NkiTensor:
         return self._shape
 
     @property
+    def strides(self) -> tuple[int, ...]:
+        """Each dim's step in elements (``t.strides``; the element at index ``(i0, ..., in)`` is
+        at ``offset + sum(strides[k] * ik)``, AWS NKI Language Guide, "Anatomy of a tensor",
+        NKI 0.6.0); the steps of :meth:`get_pattern`."""
+        return tuple(s for s, _ in self.dims)
+
+    @property
     def ndim(self) -> int:
         """Number of dimensions of the view (``t.ndim``)."""
         return len(self.dims)
@@ -797,6 +804,17 @@ class NkiTensor:
 
         site = user_site()
         name = self.dtype if dtype is None else dtypes.dtype_name(dtype)
+        # the Access Patterns deep dive (NKI 0.6.0): pattern is "a list of two-element tuples"
+        # [step, num]; offset "the compile-time integer offset" (None: the view's own)
+        if not isinstance(pattern, (list, tuple)) or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 for p in pattern
+        ):
+            raise TypeError(f"NkiTensor.ap: pattern must be a list of [step, num] pairs, got "
+                            f"{pattern!r}{site_suffix(site)}")  # fmt: skip
+        if offset is not None and (isinstance(offset, bool) or not isinstance(offset, (int, np.integer))):
+            raise TypeError(f"NkiTensor.ap: offset must be an int or None, got {offset!r} (a "
+                            "runtime offset is scalar_offset= / vector_offset=)"
+                            f"{site_suffix(site)}")  # fmt: skip
         dims = [(int(s), int(n)) for s, n in pattern]
         scale = dtypes.itemsize(self.dtype) / dtypes.itemsize(name)
         base_offset = int(self.offset * scale) + int(offset or 0)

@@ -242,6 +242,10 @@ CHANGES: tuple[ApiChange, ...] = (
               what="asserted at trace time; the emulator checks it under every release",
               page=_RN),
     # ---- NKI 0.6.0 (SDK 2.32)
+    ApiChange("NkiTensor.strides", "attribute", introduced="0.6.0",
+              what="each dim's step in elements (the view's get_pattern steps); first in the SDK "
+              "2.32 stub and the 0.6.0 language guide's \"Anatomy of a tensor\"",
+              page="nki.language.NkiTensor"),
     ApiChange("nl.fori_loop", "function", introduced="0.6.0",
               what="counted loop; int or register bounds, run eagerly", page="nki.language.fori_loop"),
     ApiChange("nl.while_loop", "function", introduced="0.6.0",
@@ -545,6 +549,8 @@ def install(namespaces: dict[str, Any], tensor_class: type, values: dict[str, An
         elif row.kind == "method" and owner == "NkiTensor":
             impl = tensor_class.__dict__.get(rest) or _not_emulated(row.api)
             setattr(tensor_class, rest, _gate_call(row.api, impl))
+        elif row.kind == "attribute" and owner == "NkiTensor":
+            setattr(tensor_class, rest, _gate_property(row.api, tensor_class.__dict__[rest]))
         elif row.kind == "attribute":
             obj_name, _, attr = rest.rpartition(".")
             holder = type(getattr(namespaces[owner], obj_name))
