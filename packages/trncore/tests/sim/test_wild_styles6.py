@@ -4,12 +4,14 @@ invalid neighbour."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
 from trncore.sim import jit, nisa, nl
 from trncore.sim.errors import ShapeError
-from trncore.sim.testing import assert_reported_at
+from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -71,3 +73,51 @@ def test_wide_transpose_into_sbuf_names_the_psum_route_at_its_line() -> None:
         jit(column_total_into_sbuf)(col)
     assert_reported_at(info.value, column_total_into_sbuf)
     assert "32x32" in str(info.value) and "writes PSUM" in str(info.value)
+
+
+def rows_of_batch_absolute(x, b):
+    """Rows ``0..R-1`` of batch ``b`` of ``x[B, R, C]`` through ``.ap()`` on the whole tensor with
+    the absolute offset: the same under every reading of ``offset``."""
+    _, r, c = x.shape
+    out = nl.ndarray((r, c), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((r, c), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.ap(pattern=[[c, r], [1, c]], offset=b * r * c))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def rows_of_batch_view(x, b):
+    """The same rows through ``x[b].ap(pattern, offset=0)``: a view with its own offset and an
+    explicit one, where AWS's texts differ."""
+    _, r, c = x.shape
+    out = nl.ndarray((r, c), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((r, c), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[b].ap(pattern=[[c, r], [1, c]], offset=0))  # HERE
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_ap_with_an_absolute_offset_on_the_whole_tensor_reads_that_batch_silently() -> None:
+    x = rng.standard_normal((3, 8, 16)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = jit(rows_of_batch_absolute)(x, 2)
+    np.testing.assert_array_equal(got, x[2])
+
+
+def test_ap_offset_on_an_offset_view_warns_at_its_line_naming_both_readings() -> None:
+    # A public GDN prefill kernel loads k[batch_id].ap(pattern, offset=...) and reports it
+    # verified on a device; the emulator counts the offset from the tensor's start (the NKI 0.6.0
+    # language guide and Access Patterns deep dive), so batch 1 reads batch 0's rows. Where the
+    # readings part, the line says so; batch 0 (view offset 0) is the same under both and is quiet.
+    x = rng.standard_normal((3, 8, 16)).astype(np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = jit(rows_of_batch_view)(x, 1)
+    np.testing.assert_array_equal(got, x[0])  # the guide's reading: offset 0 of the tensor
+    lines = [w for w in caught if "NkiTensor.ap reference" in str(w.message)]
+    assert lines and lines[0].lineno == marked_line(rows_of_batch_view)
+    assert "element 128" in str(lines[0].message)  # where the reference's reading would start
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(jit(rows_of_batch_view)(x, 0), x[0])
