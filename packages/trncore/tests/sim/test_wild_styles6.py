@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import jit, nisa, nl
-from trncore.sim.errors import ShapeError
+from trncore.sim.errors import LanguageError, ShapeError
 from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
@@ -121,3 +121,48 @@ def test_ap_offset_on_an_offset_view_warns_at_its_line_naming_both_readings() ->
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_array_equal(jit(rows_of_batch_view)(x, 0), x[0])
+
+
+def group_amax_by_abs_then_max(x):
+    """Per-row magnitude maximum of each 128-column group: ``activation(op=nl.abs)`` then
+    ``tensor_reduce(op=nl.maximum)`` (the fp8 quantisation step of a public block-fp8 linear)."""
+    m, k = x.shape
+    g = k // 128
+    out = nl.ndarray((m, g), dtype=nl.float32, buffer=nl.shared_hbm)
+    x_sb = nl.ndarray((m, k), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x_sb, src=x)
+    amax = nl.ndarray((m, g), dtype=nl.float32, buffer=nl.sbuf)
+    for i in range(g):
+        a = nl.ndarray((m, 128), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=a, op=nl.abs, data=x_sb[:, i * 128:(i + 1) * 128])
+        nisa.tensor_reduce(dst=amax[:, i:i + 1], op=nl.maximum, data=a, axis=1)
+    nisa.dma_copy(dst=out, src=amax)
+    return out
+
+
+def group_amax_by_abs_max(x):
+    """The same with ``op=nl.abs_max``: NeuronCore-v4 only and "Legal Reduction op: N" in the
+    operator table (nki.language.abs_max; Supported Math Operators for NKI ISA, NKI 0.6.0)."""
+    m, k = x.shape
+    out = nl.ndarray((m, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    x_sb = nl.ndarray((m, k), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x_sb, src=x)
+    amax = nl.ndarray((m, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=amax, op=nl.abs_max, data=x_sb[:, 0:128], axis=1)  # HERE
+    nisa.dma_copy(dst=out, src=amax)
+    return out
+
+
+def test_group_magnitude_maximum_by_abs_and_maximum_matches_numpy() -> None:
+    x = rng.standard_normal((40, 384)).astype(np.float32)
+    got = jit(group_amax_by_abs_then_max)(x)
+    np.testing.assert_array_equal(got, np.abs(x).reshape(40, 3, 128).max(-1))
+
+
+def test_abs_max_as_a_reduction_is_refused_at_its_line_by_name() -> None:
+    # The message printed the emulator's stub as "<function _not_emulated.<locals>.fn at 0x...>".
+    x = rng.standard_normal((8, 128)).astype(np.float32)
+    with pytest.raises(LanguageError) as info:
+        jit(group_amax_by_abs_max)(x)
+    assert_reported_at(info.value, group_amax_by_abs_max)
+    assert "op=nl.abs_max" in str(info.value) and "0x" not in str(info.value)
