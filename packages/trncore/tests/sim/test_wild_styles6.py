@@ -166,3 +166,51 @@ def test_abs_max_as_a_reduction_is_refused_at_its_line_by_name() -> None:
         jit(group_amax_by_abs_max)(x)
     assert_reported_at(info.value, group_amax_by_abs_max)
     assert "op=nl.abs_max" in str(info.value) and "0x" not in str(info.value)
+
+
+def sine_by_activation(x):
+    """``sin`` of every element through ``nisa.activation(op=nl.sin)``."""
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    s = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=s, op=nl.sin, data=a)  # HERE
+    nisa.dma_copy(dst=out, src=s)
+    return out
+
+
+def sine_by_nl_sin(x):
+    """The same through ``nl.sin``, which range-reduces first (the 0.6.0 shared page)."""
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    nisa.dma_copy(dst=out, src=nl.sin(a))
+    return out
+
+
+def test_activation_sin_inside_its_valid_range_is_quiet_and_exact() -> None:
+    x = np.linspace(-np.pi, np.pi, 256, dtype=np.float32).reshape(16, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = jit(sine_by_activation)(x)
+    np.testing.assert_allclose(got, np.sin(x.astype(np.float64)), rtol=0, atol=1e-6)
+
+
+def test_activation_sin_outside_its_valid_range_warns_at_its_line() -> None:
+    # "Supported Activation Functions for NKI ISA" (NKI 0.6.0): no range reduction on the Scalar
+    # Engine, sin(9.0) ~ 27.65 on hardware. A public vocoder kernel measured this on a device and
+    # range-reduces first; the emulator, computing sin exactly, says where hardware would not.
+    x = np.linspace(-9.0, 9.0, 256, dtype=np.float32).reshape(16, 16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jit(sine_by_activation)(x)
+    hits = [w for w in caught if "outside [-pi, pi]" in str(w.message)]
+    assert hits and hits[0].lineno == marked_line(sine_by_activation)
+
+
+def test_nl_sin_range_reduces_and_is_quiet_outside_pi() -> None:
+    x = np.linspace(-20.0, 20.0, 256, dtype=np.float32).reshape(16, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = jit(sine_by_nl_sin)(x)
+    np.testing.assert_allclose(got, np.sin(x.astype(np.float64)), rtol=0, atol=2e-6)
