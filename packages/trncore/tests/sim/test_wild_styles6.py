@@ -214,3 +214,42 @@ def test_nl_sin_range_reduces_and_is_quiet_outside_pi() -> None:
         warnings.simplefilter("error")
         got = jit(sine_by_nl_sin)(x)
     np.testing.assert_allclose(got, np.sin(x.astype(np.float64)), rtol=0, atol=2e-6)
+
+
+def shift_rows_by_their_max(x):
+    """``x - rowmax(x)`` with the ``[P, 1]`` row maxima as ``tensor_scalar``'s operand."""
+    p, f = x.shape
+    out = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    m = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=m, op=nl.maximum, data=a, axis=1)
+    nisa.tensor_scalar(dst=a, data=a, op0=nl.subtract, operand0=m)
+    nisa.dma_copy(dst=out, src=a)
+    return out
+
+
+def shift_rows_by_tensor_tensor(x):
+    """The same with ``tensor_tensor`` and the ``[P, 1]`` column as ``data2``: no broadcast."""
+    p, f = x.shape
+    out = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x)
+    m = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=m, op=nl.maximum, data=a, axis=1)
+    nisa.tensor_tensor(dst=a, data1=a, data2=m, op=nl.subtract)  # HERE
+    nisa.dma_copy(dst=out, src=a)
+    return out
+
+
+def test_row_shift_by_tensor_scalar_matches_numpy() -> None:
+    x = rng.standard_normal((100, 48)).astype(np.float32)
+    np.testing.assert_array_equal(jit(shift_rows_by_their_max)(x), x - x.max(1, keepdims=True))
+
+
+def test_tensor_tensor_with_a_column_operand_names_tensor_scalar_at_its_line() -> None:
+    x = rng.standard_normal((100, 48)).astype(np.float32)
+    with pytest.raises(ShapeError) as info:
+        jit(shift_rows_by_tensor_tensor)(x)
+    assert_reported_at(info.value, shift_rows_by_tensor_tensor)
+    assert "does not broadcast" in str(info.value) and "nisa.tensor_scalar" in str(info.value)
