@@ -242,10 +242,23 @@ def op_token(op: Any, name: str, site: Any, allowed: dict[str, Op]) -> Op:
         return allowed[alias]
     raise LanguageError(
         "op-token",
-        f"{name}={op!r} is not legal here; allowed: "
+        f"{name}={_op_label(op)} is not legal here; allowed: "
         f"{', '.join('nl.' + k for k in allowed if k != 'divide')}",
         site,
     )
+
+
+def _op_label(op: Any) -> str:
+    """How an ``op=`` value is named in an error: ``nl.<name>`` for the emulator's own functions
+    (a release-table API it does not run says so), ``repr`` for anything else. A public fp8 kernel
+    passes ``nl.abs_max`` (NeuronCore-v4 only; "Legal Reduction op: N" in the operator table,
+    NKI 0.6.0) to ``tensor_reduce``, and the message printed a function's address."""
+    api = getattr(op, "__nki_api__", None)
+    if api is not None:
+        return f"{api} (in NKI's release table, not emulated)"
+    if callable(op) and getattr(op, "__module__", "").startswith("trncore.sim"):
+        return f"nl.{getattr(op, '__name__', op)}"
+    return repr(op)
 
 
 def affine_values(

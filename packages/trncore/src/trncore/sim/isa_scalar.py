@@ -213,6 +213,7 @@ def _activation(
     regs = _scalar_regs(ctx)
     _check_regs_read(ctx, site, name, cmd, reduce_res)
     fn = token.fn
+    sin_site = site if token.name == "sin" else None
     # a one-ufunc activation (exp, tanh, ...) computes into x, which is always the
     # instruction's own buffer by then (the converted copy or the scaled product): the same
     # float32 loop as ``fn`` without a new temporary
@@ -241,6 +242,8 @@ def _activation(
         if bias_r is not None:
             x = np.add(x, bias_r(), out=x if own else None)
             own = True
+        if sin_site is not None:
+            _warn_sin_out_of_range(sin_site, x)
         if uf is not None:
             with np.errstate(all="ignore"):
                 y = uf(x, out=x if own else None)
@@ -257,6 +260,33 @@ def _activation(
             res_write(regs[:p].copy())
 
     ctx.emit(name, "scalar", site, reads, writes, run, _elementwise_meta(dst))
+
+
+#: The Scalar Engine's Valid Input Range for ``sin`` ([-PI, PI], "Supported Activation Functions
+#: for NKI ISA", NKI 0.3.0 and 0.6.0), with float32 pi and a rounding margin.
+_SIN_LIMIT = float(np.float32(np.pi)) * (1.0 + 2.0**-20)
+
+
+def _warn_sin_out_of_range(site: Any, x: np.ndarray) -> None:
+    """Warn at the kernel's line when ``activation(op=nl.sin)`` reads an argument outside [-PI, PI].
+
+    The 0.6.0 shared page: the Scalar Engine does no range reduction for ``sin`` and extrapolates
+    its fitting polynomial outside the range (``sin(9.0)`` returns ~27.65 on hardware and in
+    ``nki.simulate``). The polynomial is not published, so the emulator computes ``sin`` exactly
+    and says where hardware would not: a public vocoder kernel reports the divergence measured on
+    a device (NKI 0.5.0) and range-reduces first; without that step its numbers here would match
+    NumPy and not the device. ``nl.sin`` range-reduces (the same page) and is not warned."""
+    if x.size and float(np.nanmax(np.abs(x), initial=0.0)) > _SIN_LIMIT:
+        message = (
+            "activation(op=nl.sin) reads arguments outside [-pi, pi], the Scalar Engine's Valid "
+            "Input Range (Supported Activation Functions for NKI ISA, NKI 0.3.0-0.6.0): hardware "
+            "extrapolates its polynomial there (sin(9.0) ~ 27.65 per the page) while the emulator "
+            "computes sin exactly; range-reduce the argument first or use nl.sin"
+        )
+        if site:
+            warnings.warn_explicit(f"{message}{site_suffix(site)}", UserWarning, site[0], site[1])
+        else:
+            warnings.warn(message, stacklevel=2)
 
 
 def exponential(*args: Any, **kwargs: Any) -> None:

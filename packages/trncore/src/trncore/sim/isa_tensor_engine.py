@@ -307,10 +307,19 @@ def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> 
     else:
         limit = 32
     if p > limit or f > limit:
+        # Left to choose, the engine follows dst: a Tensor Engine transpose writes PSUM, so a
+        # transpose into SBUF is the Vector Engine's, [32, 32] at most (nki.isa.nc_transpose,
+        # NKI 0.3.0 and 0.6.0, "Memory types" and "Tile size"). Say so, or the 32 looks arbitrary.
+        why = ""
+        if eng == eng_enum.vector and _pick_engine(engine, eng_enum.unknown) == eng_enum.unknown:
+            why = (
+                f"; dst is in {dst.buffer.name.upper()} and a Tensor Engine transpose (up to "
+                f"128x128) writes PSUM: transpose into a PSUM tile and tensor_copy it"
+            )
         raise ShapeError(
             "transpose-size",
             f"nc_transpose on {eng.name} handles up to {limit}x{limit}, got "
-            f"{p}x{f} ({data.describe()})",
+            f"{p}x{f} ({data.describe()}){why}",
             site,
         )
     if dst.partitions != f or dst.free_size != p:

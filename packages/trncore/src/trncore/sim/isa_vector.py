@@ -57,6 +57,19 @@ def _tensor_tensor_checks(
     d2 = check_compute_operand(data2, "tensor_tensor", "data2", site)
     dst = check_compute_operand(dst, "tensor_tensor", "dst", site)
     token = _op_token(op, "op", site, BINARY)
+    if d1.partitions == d2.partitions and (d1.free_size == 1) != (d2.free_size == 1):
+        # tensor_tensor takes equal layouts, no broadcast (nki.isa.tensor_tensor, NKI 0.3.0 and
+        # 0.6.0); a [P, 1] column against a [P, F] tile is tensor_scalar's per-partition operand.
+        # Two public kernels of the sixth third-party batch (a LayerNorm, a BERT attention) wrote it.
+        col, wide = ("data2", "data1") if d2.free_size == 1 else ("data1", "data2")
+        raise ShapeError(
+            "element-count",
+            f"tensor_tensor does not broadcast: {col} is a [{d1.partitions}, 1] column against "
+            f"{wide}'s {max(d1.free_size, d2.free_size)} elements per partition "
+            f"({d1.describe()} vs {d2.describe()}); for a per-partition scalar use "
+            f"nisa.tensor_scalar(data={wide}, op0=..., operand0={col})",
+            site,
+        )
     check_same_layout(d1, d2, "tensor_tensor", "data1 and data2", site)
     check_same_layout(d1, dst, "tensor_tensor", "data1 and dst", site)
     if d1.buffer.name == "psum" and d2.buffer.name == "psum":

@@ -12,6 +12,7 @@ view of the storage once, at trace time; replay reuses it.
 from __future__ import annotations
 
 import math
+import warnings
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -269,6 +270,27 @@ def _row_major(shape: Sequence[int]) -> tuple[tuple[int, int], ...]:
 #: of times (the pairs are immutable tuples, safe to share between views)
 _ROW_MAJOR: dict[tuple[int, ...], tuple[tuple[int, int], ...]] = {}
 
+
+
+def _warn_ap_offset_reading(site: Any, view_offset: int, offset: int) -> None:
+    """Warn at the kernel's line that an explicit ``.ap(offset=...)`` on a view with its own
+    offset is read from the tensor's start. AWS's SDK 2.32 (NKI 0.6.0) texts differ here: the
+    language guide ("Pass an explicit integer to override") and the Access Patterns deep dive
+    ("from the beginning of the tensor") against the ``NkiTensor.ap`` reference ("added to the
+    view's base storage offset"). A public kernel whose authors report ``k[b].ap(pattern,
+    offset=...)`` verified on a device (sixth third-party batch, docs/conformance.md) gets another
+    batch's rows on the emulator's reading, so the two readings are named where they part."""
+    message = (
+        f".ap(offset={offset}) on a view that starts at element {view_offset} of its tensor: "
+        f"the emulator counts the offset from the tensor's start (NKI language guide and Access "
+        f"Patterns deep dive, NKI 0.6.0); the NkiTensor.ap reference adds it to the view's offset "
+        f"(element {view_offset + offset}). Pass the absolute offset to the whole tensor's .ap() "
+        f"to mean the same under both readings"
+    )
+    if site:
+        warnings.warn_explicit(f"{message}{site_suffix(site)}", UserWarning, site[0], site[1])
+    else:
+        warnings.warn(message, stacklevel=3)
 
 class NkiTensor:
     """A tensor value: a view of one allocation (the emulator's ``NkiTensor``).
@@ -838,6 +860,8 @@ class NkiTensor:
             if offset is None:  # base_offset above: the view's own
                 own_stride = True
             else:
+                if self.offset:
+                    _warn_ap_offset_reading(site, self.offset, int(offset))
                 base_offset = int(offset)
                 row_shape = self.alloc.shape
         if scalar_offset is not None and vector_offset is not None:

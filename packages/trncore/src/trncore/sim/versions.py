@@ -575,6 +575,7 @@ def _not_emulated(api: str) -> Callable[..., Any]:
 
     fn.__name__ = api.rpartition(".")[2]
     fn.__doc__ = f"``{api}``: known to the release table, not emulated (NotImplementedError)."
+    fn.__nki_api__ = api  # type: ignore[attr-defined]  # named in errors that see fn as a value
     return fn
 
 

@@ -190,7 +190,7 @@ def _unary(op: Op, x: NkiTensor, dtype: Any = None) -> NkiTensor:
         raise TypeError(f"nl.{op.name} needs a tensor argument, got {x!r}")
     name = dtypes.dtype_name(dtype) if dtype else x.dtype
     out = _new(x.shape, name)
-    if op.name in DOCUMENTED_ACTIVATIONS:
+    if op.name in DOCUMENTED_ACTIVATIONS and op.name != "sin":
         nisa.activation(dst=out, op=op, data=x)
     elif op.name == "invert":
         nisa.tensor_scalar(dst=out, data=x, op0=op, operand0=0)
@@ -202,7 +202,10 @@ def _unary(op: Op, x: NkiTensor, dtype: Any = None) -> NkiTensor:
 
 
 def _custom_unary(op: Op, x: NkiTensor, out: NkiTensor) -> None:
-    """Math without an ISA activation (cos, tan, floor, ceil, trunc): one VectorE instruction."""
+    """Math without an ISA activation (cos, tan, floor, ceil, trunc): one VectorE instruction.
+    ``nl.sin`` too: it range-reduces before the Scalar Engine's activation (the 0.6.0 shared page,
+    "Supported Activation Functions"), so it is exact over every input, unlike
+    ``nisa.activation(op=nl.sin)`` outside [-pi, pi]."""
     from trncore.sim.checks import check_compute_operand
 
     ctx, site = current(), user_site()
