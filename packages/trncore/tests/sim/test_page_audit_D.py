@@ -18,10 +18,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from trncore.sim.errors import LanguageError, NkiValidationError, PartitionError, TargetError
+from trncore.sim.errors import DtypeError, LanguageError, NkiValidationError, PartitionError, TargetError
 from trncore.sim.modules import nisa, nl
 from trncore.sim.runner import run_kernel
-from trncore.sim.testing import assert_reported_at
+from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = [pytest.mark.simulator, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -1004,12 +1004,39 @@ def test_named_enum_members(version) -> None:
      ("activation-reduce_cmd", "copy, data=t, reduce_cmd=0)"),
      ("select_reduce-reduce_cmd", "on_false=t, reduce_cmd=0)")],
 )  # fmt: skip
-def test_raw_integer_enums_are_refused(form, marker, version) -> None:
+def test_raw_integer_enums_run_as_the_member_with_a_warning(form, marker, version) -> None:
+    # The guide refuses them, AWS's NKI Library of the same release passes dge_mode=3 in kernels
+    # its tests run (docs/emulator.md, Readings chosen): they run as the member of that value,
+    # warned at the line. Each form's result is the one the named member gives.
     kernel = _raw_enum(form)
-    with pytest.raises(LanguageError, match=form.split("-")[1]) as info:
-        run_kernel(kernel, [A128x512[:, :64].copy()], target="trn2", nki_version=version)
+    with pytest.warns(UserWarning, match="raw integer") as record:
+        if form == "select_reduce-reduce_cmd":  # its float predicate is refused after the enum
+            with pytest.raises(DtypeError, match="predicate"):
+                run_kernel(kernel, [A128x512[:, :64].copy()], target="trn2", nki_version=version)
+        else:
+            got = run_kernel(kernel, [A128x512[:, :64].copy()], target="trn2", nki_version=version)
+    line = marked_line(kernel, marker)
+    assert any(f":{line})" in str(w.message) and form.split("-")[1] in str(w.message) for w in record)
+    if form == "select_reduce-reduce_cmd":
+        return
+    a = A128x512[:, :64]
+    want = np.zeros_like(a) if form == "memset-engine" else a
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("value", [7, "hwdge", 2.0, True])
+def test_values_no_enum_member_has_are_refused(value) -> None:
+    def kernel(a):
+        t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(src=a, dst=t, dge_mode=value)  # HERE
+        o = _out((128, 64))
+        nisa.dma_copy(dst=o, src=t)
+        return o
+
+    with pytest.raises(LanguageError, match="dge_mode") as info:
+        run_kernel(kernel, [A128x512[:, :64].copy()], target="trn2")
     assert info.value.rule == "enum-member"
-    assert_reported_at(info.value, kernel, marker)
+    assert_reported_at(info.value, kernel)
 
 
 # "Language Restrictions": no '*' separator in a kernel's signature (a helper may keep it)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from trncore.sim.errors import (
     BufferError,
     LanguageError,
     ShapeError,
+    site_suffix,
 )
 from trncore.sim.tensor import NkiTensor, Operand
 
@@ -146,17 +148,39 @@ _F32 = np.dtype(np.float32)
 
 
 def enum_arg(value: Any, cls: type[enum.Enum], op: str, what: str) -> Any:
-    """``value`` when it is a member of the ``nki.isa`` enum ``cls``; else a LanguageError
-    ``enum-member`` at the kernel's line. NKI 0.3.0 update guide, "Integer Enum Constants No Longer
-    Supported": "Raw integer values (e.g., ``dge_mode=2``) are no longer accepted for enum
-    parameters. Use the named enum members instead" (engine, dge_mode, oob_mode, reduce_cmd)."""
+    """``value`` when it is a member of the ``nki.isa`` enum ``cls``.
+
+    The sources differ on a raw integer (docs/emulator.md, Readings chosen): the NKI 0.3.0 update
+    guide, "Integer Enum Constants No Longer Supported", says "Raw integer values (e.g.,
+    ``dge_mode=2``) are no longer accepted for enum parameters", while AWS's own NKI Library of
+    the same release passes them (``dge_mode=3`` in its norm, qkv and MLP token-generation
+    kernels, whose tests run them). A raw integer that is a member's value therefore runs as that
+    member, with a warning at the kernel's line quoting the guide; any other value (an integer no
+    member has, a string, a float, a bool) is a LanguageError ``enum-member`` at the line."""
     if type(value) is cls:
         return value
+    site = user_site()
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        try:
+            member = cls(int(value))
+        except ValueError:
+            member = None
+        if member is not None:
+            message = (
+                f"{op}: {what}={int(value)} is a raw integer; the NKI 0.3.0 update guide says raw "
+                f"integers are no longer accepted for enum parameters: pass nisa.{cls.__name__}."
+                f"{member.name}"
+            )
+            if site:
+                warnings.warn_explicit(message + site_suffix(site), UserWarning, site[0], site[1])
+            else:
+                warnings.warn(message, stacklevel=3)
+            return member
     raise LanguageError(
         "enum-member",
         f"{op}: {what} must be a nisa.{cls.__name__} member, got {value!r} (raw integers are not "
         "accepted from NKI 0.3.0, the NKI 0.3.0 update guide)",
-        user_site(),
+        site,
     )
 
 
