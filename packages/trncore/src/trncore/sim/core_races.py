@@ -494,6 +494,8 @@ class RaceTracker:
 
     def __init__(self, sched: Any, rank: int) -> None:
         self.sched = sched
+        #: the rule a race raises: ``lnc-race``, or the scheduler's own (``grid-race``, trncore.sim.grid)
+        self.rule: str = getattr(sched, "race_rule", "lnc-race")
         self.base = rank * sched.lnc
         self.stores: dict[tuple[int, int, bool], _Store] = {}  # (alloc id, slot, write)
         self.meetings = 0
@@ -618,8 +620,7 @@ class RaceTracker:
                 return
             hit = _overlap(prev.changed, rec.fp)
         if hit.size:
-            rule = getattr(self.sched, "race_rule", "lnc-race")  # "grid-race": trncore.sim.grid
-            raise RaceError(rule, self._message(alloc, prev, rec, int(hit.min())), rec.site)
+            raise RaceError(self.rule, self._message(alloc, prev, rec, int(hit.min())), rec.site)
 
     def _defer(self, prev: _Record, rec: _Record, hit: np.ndarray) -> None:
         """Keep write ``rec``'s change of bytes ``prev`` (the other core's write) wrote, with the
@@ -652,8 +653,7 @@ class RaceTracker:
             if diff.any():
                 byte = int(elems[diff].min()) * rec.fp.isz
                 msg = self._message(t.alloc, prev, rec, byte)
-                rule = getattr(self.sched, "race_rule", "lnc-race")  # "grid-race": trncore.sim.grid
-                raise RaceError(rule, msg + self._LAST, rec.site)
+                raise RaceError(self.rule, msg + self._LAST, rec.site)
         self.pending = keep
         self.pending_elems = {}
         for t, rec, _, elems, _ in keep:
