@@ -9,6 +9,9 @@ with the rule name in brackets and ends with the kernel's ``file:line``.
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 __all__ = [
     "AccumulationError",
     "BoundsError",
@@ -24,6 +27,7 @@ __all__ = [
     "TargetError",
     "UninitializedReadError",
     "site_suffix",
+    "warn_at",
 ]
 
 
@@ -31,6 +35,57 @@ def site_suffix(site: tuple[str, int] | None) -> str:
     """``" (at file:line)"`` for a kernel site (how every rule error ends), ``""`` without one: for
     the plain TypeErrors that name a kernel line too."""
     return f" (at {site[0]}:{site[1]})" if site else ""
+
+
+#: The registry :func:`warn_at` gives ``warnings.warn_explicit``, as ``warnings.warn`` uses a
+#: module's ``__warningregistry__``: under Python's "default" filter a warning is shown once per
+#: text and line (a kernel line traced in a loop warns once), and a changed filter (``pytest.warns``,
+#: ``warnings.catch_warnings``) clears it, so each such block sees its warnings again.
+_REGISTRY: dict[str | tuple[str, type[Warning], int], int] = {}
+
+#: The module name of each kernel file a warning was reported in (None when no module has it).
+_MODULES: dict[str, str | None] = {}
+
+
+def _module_of(filename: str) -> str | None:
+    """The name of the imported module whose ``__file__`` is ``filename`` (``"__main__"`` for a
+    script), so filters by module (``-W ignore::UserWarning:mykernels``, and Python's default
+    filter that shows a DeprecationWarning only in ``__main__``) treat the warning as they treat
+    one the kernel's module raised itself. Looked up once per file."""
+    if filename not in _MODULES:
+        found = None
+        for name, module in list(sys.modules.items()):
+            if getattr(module, "__file__", None) == filename:
+                found = name
+                break
+        if len(_MODULES) > 4096:
+            _MODULES.clear()  # bound the memory
+        _MODULES[filename] = found
+    return _MODULES[filename]
+
+
+def warn_at(
+    message: str,
+    site: tuple[str, int] | None,
+    category: type[Warning] = UserWarning,
+    stacklevel: int = 2,
+) -> None:
+    """Warn ``message`` at the kernel's line ``site``: the warning carries the kernel's file and
+    line (as an error of the rule would, :class:`NkiValidationError`) and its text ends with
+    :func:`site_suffix`, so a warning printed without its location still names the line. Without
+    a site (the call did not come from a kernel) it is an ordinary ``warnings.warn`` at
+    ``stacklevel`` counted from the caller of this function, as the caller would pass it."""
+    if site:
+        warnings.warn_explicit(
+            message + site_suffix(site),
+            category,
+            site[0],
+            site[1],
+            module=_module_of(site[0]),
+            registry=_REGISTRY,
+        )
+    else:
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
 
 
 class NkiValidationError(Exception):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,7 @@ from trncore.sim.errors import (
     BufferError,
     LanguageError,
     ShapeError,
-    site_suffix,
+    warn_at,
 )
 from trncore.sim.tensor import NkiTensor, Operand
 
@@ -171,10 +170,7 @@ def enum_arg(value: Any, cls: type[enum.Enum], op: str, what: str) -> Any:
                 f"integers are no longer accepted for enum parameters: pass nisa.{cls.__name__}."
                 f"{member.name}"
             )
-            if site:
-                warnings.warn_explicit(message + site_suffix(site), UserWarning, site[0], site[1])
-            else:
-                warnings.warn(message, stacklevel=3)
+            warn_at(message, site, stacklevel=3)
             return member
     raise LanguageError(
         "enum-member",

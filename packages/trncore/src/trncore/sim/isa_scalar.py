@@ -3,7 +3,6 @@ nki.isa.activation_reduce (NKI 0.3.0))."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from trncore.sim.errors import (
     TargetError,
     UninitializedReadError,
     site_suffix,
+    warn_at,
 )
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
@@ -70,10 +70,7 @@ def _check_regs_read(ctx: Any, site: Any, name: str, cmd: int, reduce_res: Any) 
     )
     if ctx.strict:
         raise UninitializedReadError("scalar-regs-unset", message, site)
-    if site:
-        warnings.warn_explicit(f"{message}{site_suffix(site)}", UserWarning, site[0], site[1])
-    else:
-        warnings.warn(message, stacklevel=4)
+    warn_at(message, site, stacklevel=4)
 
 
 def activation(
@@ -283,10 +280,7 @@ def _warn_sin_out_of_range(site: Any, x: np.ndarray) -> None:
             "extrapolates its polynomial there (sin(9.0) ~ 27.65 per the page) while the emulator "
             "computes sin exactly; range-reduce the argument first or use nl.sin"
         )
-        if site:
-            warnings.warn_explicit(f"{message}{site_suffix(site)}", UserWarning, site[0], site[1])
-        else:
-            warnings.warn(message, stacklevel=2)
+        warn_at(message, site, stacklevel=2)
 
 
 def exponential(*args: Any, **kwargs: Any) -> None:

@@ -3,7 +3,6 @@ nki.isa.nc_transpose (NKI 0.3.0))."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ from trncore.sim.errors import (
     ShapeError,
     TargetError,
     site_suffix,
+    warn_at,
 )
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import check_engine as _check_engine
@@ -54,7 +54,7 @@ def _warn_accumulate_uninitialized(site: Any, label: str) -> None:
         "also when a non-matmul instruction initialised it (nl.zeros, memset, tensor_copy) (AWS "
         "NKI docs, nki.isa.nc_matmul, NKI 0.6.0); start the group with accumulate=False"
     )
-    warnings.warn(message + (f" (at {site[0]}:{site[1]})" if site else ""), stacklevel=3)
+    warn_at(message, site, stacklevel=3)
 
 
 def _check_one_bank(dst: NkiTensor, rules: Any, op: str, site: Any) -> None:
@@ -215,7 +215,7 @@ def nc_matmul(
                 )
                 if ctx.strict:
                     raise AccumulationError("accumulate-group-reuse", message, site)
-                warnings.warn(f"{message} (at {site[0]}:{site[1]})" if site else message, stacklevel=2)
+                warn_at(message, site, stacklevel=2)
             mode = "accumulate"
         else:
             mode = "mixed"

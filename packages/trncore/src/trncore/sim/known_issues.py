@@ -24,13 +24,12 @@ authors who want AWS's simulator's leniency. The mode is part of the kernel cach
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from trncore.sim import context, versions
 from trncore.sim.context import user_site
-from trncore.sim.errors import NkiValidationError
+from trncore.sim.errors import NkiValidationError, warn_at
 
 __all__ = [
     "CATALOGUE",
@@ -331,11 +330,7 @@ def check(rule: str, detail: str = "", site: tuple[str, int] | None = None) -> b
     text = message(entry, release, detail)
     if how == "error":
         raise KnownIssueError(rule, text, where)
-    loc = f" (at {where[0]}:{where[1]})" if where else ""
-    warning = KnownIssueWarning(f"[known-issue: {rule}] {text}{loc}")
-    if where:  # reported at the kernel's line, as the refusal would be
-        warnings.warn_explicit(warning, KnownIssueWarning, where[0], where[1])
-    else:
-        warnings.warn(warning, stacklevel=2)
+    # reported at the kernel's line, as the refusal would be
+    warn_at(f"[known-issue: {rule}] {text}", where, KnownIssueWarning, stacklevel=2)
     return True
 

@@ -13,7 +13,6 @@ import gc
 import inspect
 import math
 import threading
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -26,7 +25,7 @@ from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
 from trncore.sim.context import user_site
-from trncore.sim.errors import LanguageError, TargetError, site_suffix
+from trncore.sim.errors import LanguageError, TargetError, warn_at
 from trncore.sim.grid import grid_shape, run_grid
 from trncore.sim.lnc import run_instances, run_world
 from trncore.sim.program import Program, TraceContext
@@ -457,11 +456,11 @@ def _launch(
         # The sources differ (docs/emulator.md, Readings chosen): "Using Logical Neuron Cores"
         # (NKI 0.3.0-0.6.0) says the bracket "must contain only one number, the number of cores",
         # the nl.program_id pages describe several axes. Run it, and say so where it is launched.
-        warnings.warn(
+        warn_at(
             f"kernel[{', '.join(map(str, shape))}]: run as an N-D SPMD grid of programs (the "
             "nki.language.program_id pages); AWS's 'Using Logical Neuron Cores' page allows one "
-            "number in the brackets, so check this launch with the Neuron compiler"
-            + site_suffix(user_site()),
+            "number in the brackets, so check this launch with the Neuron compiler",
+            user_site(),
             stacklevel=3,
         )
     lnc = lnc or 1

@@ -12,7 +12,6 @@ view of the storage once, at trace time; replay reuses it.
 from __future__ import annotations
 
 import math
-import warnings
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -23,7 +22,7 @@ from trncore.sim import dtypes, hooks
 from trncore.sim.arrays import strided_view
 from trncore.sim.context import user_site
 from trncore.sim.dtypes import RAW_VIEW as _RAW_VIEW
-from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError, site_suffix
+from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError, site_suffix, warn_at
 
 __all__ = ["SENTINEL_INT", "Allocation", "Buffer", "Layout", "NkiTensor", "Operand", "layout"]
 
@@ -287,10 +286,7 @@ def _warn_ap_offset_reading(site: Any, view_offset: int, offset: int) -> None:
         f"(element {view_offset + offset}). Pass the absolute offset to the whole tensor's .ap() "
         f"to mean the same under both readings"
     )
-    if site:
-        warnings.warn_explicit(f"{message}{site_suffix(site)}", UserWarning, site[0], site[1])
-    else:
-        warnings.warn(message, stacklevel=3)
+    warn_at(message, site, stacklevel=3)
 
 class NkiTensor:
     """A tensor value: a view of one allocation (the emulator's ``NkiTensor``).

@@ -26,14 +26,13 @@ import contextlib
 import functools
 import inspect
 import types
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from trncore.sim import context
 from trncore.sim.context import maybe_current, user_site
-from trncore.sim.errors import NkiValidationError, TargetError, site_suffix
+from trncore.sim.errors import NkiValidationError, TargetError, site_suffix, warn_at
 
 __all__ = [
     "CHANGES",
@@ -421,7 +420,7 @@ def require(api: str, site: tuple[str, int] | None = None) -> None:
         return
     where = site or user_site()
     if deprecation and _first_warning(api, where):
-        warnings.warn(deprecation + site_suffix(where), NkiDeprecationWarning, stacklevel=3)
+        warn_at(deprecation, where, NkiDeprecationWarning, stacklevel=3)
     if fails == "introduced":
         assert row.introduced is not None
         raise VersionError(

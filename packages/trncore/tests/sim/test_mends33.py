@@ -1,0 +1,138 @@
+"""Consistency mends (issue 13, session 33).
+
+- ``trncore.sim.errors.warn_at``: every warning the emulator gives about a kernel line is
+  reported at that line (its file and line number, the ``(at file:line)`` suffix of the rule
+  errors), in the kernel's module (so ``-W`` filters by module see it), once per line under
+  Python's "default" filter, as ``warnings.warn`` from the kernel's own code would be.
+
+Each valid form is checked against an independent reference (NumPy, Python's ``warnings``
+semantics), and each invalid neighbour is refused at the kernel's line.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+from trncore.sim import clear_cache, nisa, nl
+from trncore.sim.errors import site_suffix, warn_at
+from trncore.sim.known_issues import KnownIssueWarning
+from trncore.sim.runner import run_kernel
+from trncore.sim.testing import marked_line
+
+pytestmark = [pytest.mark.simulator]
+
+RNG = np.random.default_rng(33)
+A = RNG.standard_normal((128, 64)).astype(np.float32)
+
+
+# ------------------------------------------------------------------ warn_at: the shared helper
+def raw_engine_in_a_loop(a):
+    # a raw integer engine (the NKI 0.3.0 update guide: no longer accepted; it runs, warned)
+    t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+    for _ in range(3):
+        nisa.memset(dst=t, value=1.0, engine=0)  # HERE
+    out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def accumulate_on_unwritten(a):
+    # nc_matmul(accumulate=True) onto PSUM no matmul wrote (nki.isa.nc_matmul, NKI 0.6.0: undefined)
+    t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    ps = nl.zeros((64, 64), nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=ps, stationary=t, moving=t, accumulate=True)  # HERE
+    s = nl.ndarray((64, 64), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=s, src=ps)
+    out = nl.ndarray((64, 64), nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=s)
+    return out
+
+
+def sin_out_of_range(a):
+    # activation(op=nl.sin) outside [-pi, pi] (Supported Activation Functions, NKI 0.6.0)
+    t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.activation(dst=t, op=nl.sin, data=t, scale=10.0)  # HERE
+    out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def _recorded(kernel: Any, action: str) -> list[warnings.WarningMessage]:
+    clear_cache()  # traced afresh (a replayed program does not warn again)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter(action)
+        run_kernel(kernel, [A], target="trn2")
+    return [w for w in caught if w.filename == __file__]
+
+
+@pytest.mark.parametrize(
+    ("kernel", "text", "expected"),
+    [
+        (raw_engine_in_a_loop, "raw integer", np.ones((128, 64), np.float32)),
+        (accumulate_on_unwritten, "accumulate=True", None),
+        (sin_out_of_range, "outside [-pi, pi]", np.sin(10.0 * A)),
+    ],
+)
+def test_a_warning_is_reported_at_the_kernel_line(kernel: Any, text: str, expected: Any) -> None:
+    clear_cache()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = run_kernel(kernel, [A], target="trn2")
+    line = marked_line(kernel, "# HERE")
+    hits = [w for w in caught if text in str(w.message)]
+    assert hits, [str(w.message) for w in caught]
+    for w in hits:
+        assert (w.filename, w.lineno) == (__file__, line)
+        assert w.category is UserWarning
+        assert str(w.message).endswith(f" (at {__file__}:{line})")
+    if expected is not None:
+        np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-6, atol=1e-6)
+
+
+def test_a_warning_in_a_traced_loop_shows_once_under_the_default_filter() -> None:
+    # Python's "default" action: once per text and line, as warnings.warn from the kernel would be
+    assert len(_recorded(raw_engine_in_a_loop, "default")) == 1
+    assert len(_recorded(raw_engine_in_a_loop, "always")) == 3
+
+
+def test_a_warning_is_in_the_kernels_module_for_filters() -> None:
+    # a filter naming the kernel's module (-W error::UserWarning:<module>) applies to it
+    clear_cache()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings("error", category=UserWarning, module=__name__)
+        with pytest.raises(UserWarning, match="raw integer"):
+            run_kernel(raw_engine_in_a_loop, [A], target="trn2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings("error", category=UserWarning, module="no_such_module")
+        clear_cache()
+        run_kernel(raw_engine_in_a_loop, [A], target="trn2")
+
+
+def _warn_without_site() -> None:
+    warn_at("no kernel here", None, KnownIssueWarning)
+
+
+def test_without_a_site_it_warns_at_the_callers_caller() -> None:
+    with pytest.warns(KnownIssueWarning, match="^no kernel here$") as record:
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        _warn_without_site()
+    assert [(w.filename, w.lineno) for w in record] == [(__file__, line)]
+
+
+def test_with_a_site_the_category_and_suffix_are_kept() -> None:
+    site = (__file__, 7)
+    with pytest.warns(KnownIssueWarning) as record:
+        warn_at("a known issue", site, KnownIssueWarning)
+    assert [str(w.message) for w in record] == ["a known issue" + site_suffix(site)]
+    assert [(w.filename, w.lineno) for w in record] == [site]
+    assert sys.modules[__name__].__file__ == __file__
