@@ -4,6 +4,9 @@
   reported at that line (its file and line number, the ``(at file:line)`` suffix of the rule
   errors), in the kernel's module (so ``-W`` filters by module see it), once per line under
   Python's "default" filter, as ``warnings.warn`` from the kernel's own code would be.
+- ``nisa.memset`` of a whole-number float (``0.0``, ``np.float32(2.0)``) into an integer tile runs
+  as that int with a warning quoting the NKI 0.3.0 update guide (AWS's NKI Library writes it);
+  fractions, nan/inf, values outside the type, bools and non-numbers stay refused at the line.
 
 Each valid form is checked against an independent reference (NumPy, Python's ``warnings``
 semantics), and each invalid neighbour is refused at the kernel's line.
@@ -20,10 +23,10 @@ import numpy as np
 import pytest
 
 from trncore.sim import clear_cache, nisa, nl
-from trncore.sim.errors import site_suffix, warn_at
+from trncore.sim.errors import DtypeError, site_suffix, warn_at
 from trncore.sim.known_issues import KnownIssueWarning
 from trncore.sim.runner import run_kernel
-from trncore.sim.testing import marked_line
+from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = [pytest.mark.simulator]
 
@@ -136,3 +139,96 @@ def test_with_a_site_the_category_and_suffix_are_kept() -> None:
     assert [str(w.message) for w in record] == ["a known issue" + site_suffix(site)]
     assert [(w.filename, w.lineno) for w in record] == [site]
     assert sys.modules[__name__].__file__ == __file__
+
+
+# ------------------------------------------------------------------ memset: a whole float into an int tile
+# The NKI 0.3.0 update guide ("nisa.memset - Strict Type Matching"): the value "must match the
+# destination tensor's dtype ... For integer-typed tensors, pass an integer literal"; AWS's NKI
+# Library of the same release zeroes uint32 tiles with value=0.0 (cross_partition_copy). As for a
+# raw integer enum value, the library's form runs, warned at the line with the guide's words.
+def _memset_kernel(dtype: Any, value: Any, assign: bool = False) -> Any:
+    def kernel(a):
+        t = nl.ndarray((8, 16), dtype, buffer=nl.sbuf)
+        if assign:
+            t[...] = value  # ASSIGN
+        else:
+            nisa.memset(dst=t, value=value)  # MEMSET
+        out = nl.ndarray((8, 16), dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    return kernel
+
+
+_NP = {nl.int8: np.int8, nl.int16: np.int16, nl.int32: np.int32, nl.uint8: np.uint8,
+       nl.uint16: np.uint16, nl.uint32: np.uint32}  # fmt: skip
+Z = np.zeros((8, 16), np.float32)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "want"),
+    [(nl.uint32, 0.0, 0), (nl.int32, 3.0, 3), (nl.int32, np.float32(2.0), 2), (nl.int8, -128.0, -128),
+     (nl.uint8, 255.0, 255), (nl.uint32, 4294967295.0, 4294967295), (nl.int16, -0.0, 0),
+     (nl.uint16, np.float64(7.0), 7)],
+)  # fmt: skip
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_a_whole_float_into_an_int_tile_runs_as_the_int_warned(
+    target: str, dtype: Any, value: Any, want: int
+) -> None:
+    kernel = _memset_kernel(dtype, value)
+    with pytest.warns(UserWarning, match="Strict Type Matching") as record:
+        got = run_kernel(kernel, [Z], target=target)
+    np.testing.assert_array_equal(got, np.full((8, 16), want, _NP[dtype]))
+    assert np.asarray(got).dtype == _NP[dtype]
+    line = marked_line(kernel, "# MEMSET")
+    hits = [w for w in record if "Strict Type Matching" in str(w.message)]
+    assert [(w.filename, w.lineno) for w in hits] == [(__file__, line)]
+    assert f"pass value={want}" in str(hits[0].message)
+    assert "must match the destination tensor's dtype" in str(hits[0].message)
+
+
+def test_an_assignment_of_a_whole_float_into_an_int_tile_warns_at_the_assignment() -> None:
+    # t[...] = 0.0 is a memset (the Beta-2 migration guide's assignment form)
+    kernel = _memset_kernel(nl.int32, 0.0, assign=True)
+    with pytest.warns(UserWarning, match="Strict Type Matching") as record:
+        got = run_kernel(kernel, [Z], target="trn2")
+    np.testing.assert_array_equal(got, np.zeros((8, 16), np.int32))
+    assert [w.lineno for w in record if "Strict Type" in str(w.message)] == [marked_line(kernel, "# ASSIGN")]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [(nl.int32, 2), (nl.uint32, np.uint32(5)), (nl.float32, 2.0), (nl.float32, 0), (nl.bfloat16, 3.0)],
+)
+def test_an_int_into_an_int_tile_and_any_number_into_a_float_tile_do_not_warn(dtype: Any, value: Any) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = run_kernel(_memset_kernel(dtype, value), [Z], target="trn2")
+    np.testing.assert_array_equal(np.asarray(got, np.float64), np.full((8, 16), float(value)))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "text"),
+    [(nl.int32, 0.5, "needs an int value, got 0.5"),
+     (nl.uint32, np.float32(2.5), "needs an int value"),
+     (nl.int32, float("nan"), "needs an int value, got nan"),
+     (nl.int32, float("inf"), "needs an int value, got inf"),
+     (nl.int16, -float("inf"), "needs an int value"),
+     (nl.uint8, 256.0, "in [0, 255], got 256.0"),
+     (nl.uint32, -1.0, "in [0, 4294967295], got -1.0"),
+     (nl.int8, 128.0, "in [-128, 127], got 128.0"),
+     (nl.int32, 2.0**31, "in [-2147483648, 2147483647]"),
+     (nl.int32, True, "needs an int value, got True"),
+     (nl.int32, np.bool_(False), "needs an int value"),
+     (nl.int32, "0", "needs an int value, got '0'")],
+)  # fmt: skip
+def test_other_values_into_an_int_tile_are_refused_at_the_line(dtype: Any, value: Any, text: str) -> None:
+    kernel = _memset_kernel(dtype, value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused, not warned
+        with pytest.raises(DtypeError) as exc:
+            run_kernel(kernel, [Z], target="trn2")
+    assert exc.value.rule == "memset-value-type"
+    assert text in str(exc.value)
+    assert_reported_at(exc.value, kernel, "# MEMSET")
+

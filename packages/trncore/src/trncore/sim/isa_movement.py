@@ -23,6 +23,7 @@ from trncore.sim.errors import (
     ShapeError,
     TargetError,
     site_suffix,
+    warn_at,
 )
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
@@ -356,19 +357,16 @@ def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | No
 
 
 def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None = None) -> None:
-    """Fill ``dst`` with a compile-time constant: an int for integer tiles, an int or float for
-    float tiles (nki.isa.memset, NKI 0.3.0 API reference)."""
+    """Fill ``dst`` with a compile-time constant: an int for integer tiles (a whole-number float
+    runs as the int, warned: :func:`_integral_float_for_int_tile`), an int or float for float
+    tiles (nki.isa.memset, NKI 0.3.0 API reference)."""
     ctx, site = _begin()
     dst = check_compute_operand(dst, "memset", "dst", site, packed_ok=True)
     if isinstance(value, NkiTensor):
         raise TypeError(f"memset value must be a compile-time constant{site_suffix(site)}")
     is_int_value = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if dtypes.is_int(dst.dtype) and not is_int_value:
-        raise DtypeError(
-            "memset-value-type",
-            f"memset of integer {dst.describe()} needs an int value, got {value!r}",
-            site,
-        )
+        value = _integral_float_for_int_tile(dst, value, site)
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise DtypeError(
             "memset-value-type", f"memset value must be a number, got {value!r}", site
@@ -395,6 +393,55 @@ def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None 
         d_op.write(filled)
 
     ctx.emit("memset", eng.name, site, [], [dst], run, _elementwise_meta(dst))
+
+
+def _integral_float_for_int_tile(dst: NkiTensor, value: Any, site: Any) -> int:
+    """The int a float ``value`` stands for in a ``memset`` of an integer tile, warned at the
+    kernel's line; a DtypeError ``memset-value-type`` at the line unless it is a whole number
+    inside the tile's integer type.
+
+    The sources differ (docs/emulator.md, Readings chosen): the NKI 0.3.0 update guide,
+    "``nisa.memset`` - Strict Type Matching", says "NKI 0.3.0 enforces that the ``value`` argument
+    must match the destination tensor's dtype" and "For integer-typed tensors, pass an integer
+    literal" (its example changes ``value=2.0`` into ``value=2`` for an int32 tile), while AWS's
+    own NKI Library of the same release zeroes uint32 tiles with ``value=0.0`` (its
+    ``cross_partition_copy``, which its router_topk tests run). As for a raw integer enum value
+    (:func:`trncore.sim.isa_common.enum_arg`), AWS's library wins and the guide is quoted: a whole
+    number (``0.0``, ``3.0``, ``np.float32(2.0)``) in the type's range runs as that int. A
+    fraction, nan, inf, a value outside the type's range, a bool or a non-number stays refused:
+    no integer is the value the kernel wrote."""
+    if isinstance(value, (float, np.floating)):
+        whole = float(value)
+        if np.isfinite(whole) and whole == int(whole):
+            lo, hi = (0, 1) if dst.dtype == "bool_" else _int_range(dst.dtype)
+            as_int = int(whole)
+            if lo <= as_int <= hi:
+                warn_at(
+                    f"memset: value={value!r} is a float for integer {dst.describe()}; the NKI "
+                    "0.3.0 update guide (nisa.memset, Strict Type Matching) says the value must "
+                    "match the destination tensor's dtype and to pass an integer literal for "
+                    f"integer-typed tensors: pass value={as_int}",
+                    site,
+                    stacklevel=3,
+                )
+                return as_int
+            raise DtypeError(
+                "memset-value-type",
+                f"memset of integer {dst.describe()} needs an int value in [{lo}, {hi}], got "
+                f"{value!r}",
+                site,
+            )
+    raise DtypeError(
+        "memset-value-type",
+        f"memset of integer {dst.describe()} needs an int value, got {value!r}",
+        site,
+    )
+
+
+def _int_range(dtype: str) -> tuple[int, int]:
+    """The smallest and largest value of the integer NKI ``dtype``."""
+    info = np.iinfo(dtypes.storage_dtype(dtype))
+    return int(info.min), int(info.max)
 
 
 _MEMSET_VALUES = "memset_values"
