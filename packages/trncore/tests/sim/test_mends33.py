@@ -232,3 +232,75 @@ def test_other_values_into_an_int_tile_are_refused_at_the_line(dtype: Any, value
     assert text in str(exc.value)
     assert_reported_at(exc.value, kernel, "# MEMSET")
 
+
+# ------------------------------------------------------------------ t.shape compares with a list
+# AWS's guides compare shapes with lists: the NKI 0.3.0 indexing overview (SDK 2.29, "Basic Tensor
+# Indexing": `assert x[1].shape == [2, 2]`), the Access Patterns deep dive (`assert A.shape ==
+# [512, 512]`), the performance guide (`in_tensor.shape == out_tensor.shape == [128, 1024]`).
+def indexing_overview(a):
+    # the guide's own assertions, traced on the emulator (an AssertionError fails the test)
+    x = nl.ndarray((2, 2, 2), dtype=nl.float32, buffer=nl.hbm)
+    assert x[1].shape == [2, 2]
+    y = nl.ndarray((2, 128, 1024), dtype=nl.float32, buffer=nl.hbm)
+    assert y[1, :, :].shape == [128, 1024]
+    assert y[1, :, 0:512].shape == [128, 512]
+    assert y[:, 1, 0:2].shape == [2, 2]
+    assert a.shape == [512, 512]
+    out = nl.ndarray((128, 1024), nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 1024), nl.float32, buffer=nl.sbuf)
+    assert t.shape == out.shape == [128, 1024]
+    assert t.shape == (128, 1024) and [128, 1024] == t.shape and (128, 1024) == t.shape
+    assert t.shape != [128, 512] and [1024, 128] != t.shape and t.shape != [128, 1024, 1]
+    assert not (t.shape != [128, 1024]) and not (t.shape == [128.5, 1024])
+    nisa.memset(dst=t, value=float(len(a.shape)))
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_the_guides_list_comparisons_hold_in_a_kernel() -> None:
+    got = run_kernel(indexing_overview, [np.zeros((512, 512), np.float32)], target="trn2")
+    np.testing.assert_array_equal(got, np.full((128, 1024), 2.0, np.float32))
+
+
+def test_a_wrong_list_fails_the_kernels_assertion() -> None:
+    def kernel(a):
+        assert a.shape == [512, 256]  # HERE
+        return a
+
+    with pytest.raises(AssertionError):
+        run_kernel(kernel, [np.zeros((512, 512), np.float32)], target="trn2")
+
+
+def _shape_of(dims: tuple[int, ...]) -> Any:
+    captured: list[Any] = []
+
+    def kernel(a):
+        captured.append(a.shape)
+        captured.append(a[0:2].shape)
+        return a
+
+    run_kernel(kernel, [np.zeros(dims, np.float32)], target="trn2")
+    return captured
+
+
+def test_a_shape_is_still_the_tuple_everywhere_else() -> None:
+    shape, sliced = _shape_of((4, 6, 8))
+    plain = (4, 6, 8)
+    assert isinstance(shape, tuple) and shape == plain and plain == shape
+    assert hash(shape) == hash(plain)
+    assert {plain: "x"}[shape] == "x" and {shape: "y"}[plain] == "y"
+    assert {shape, plain} == {plain}
+    assert len(shape) == 3 and shape[0] == 4 and shape[-1] == 8 and list(shape) == [4, 6, 8]
+    p, *free = shape
+    assert (p, free) == (4, [6, 8])
+    longer = shape + (2,)  # noqa: RUF005 (the concatenation is what is tested)
+    assert longer == (4, 6, 8, 2) and type(longer) is tuple
+    assert shape[1:] == (6, 8) and type(shape[1:]) is tuple
+    assert shape < (5,) and shape > (4, 6) and sorted([shape, (1, 2)]) == [(1, 2), plain]
+    assert repr(shape) == repr(plain) and str(shape) == str(plain)
+    assert np.zeros(shape).shape == plain and np.empty(shape, np.int8).size == 192
+    assert np.array_equal(np.array(shape), np.array(plain))
+    assert sliced == [2, 6, 8] and sliced == (2, 6, 8) and sliced != [4, 6, 8]
+    assert shape != [4, 6] and shape != "(4, 6, 8)" and shape != np.array(plain).tolist()[:2]
+    with pytest.raises(TypeError):
+        _ = shape < [5]  # ordering against a list stays the tuple's (a TypeError)

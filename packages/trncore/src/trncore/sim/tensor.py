@@ -271,6 +271,47 @@ _ROW_MAJOR: dict[tuple[int, ...], tuple[tuple[int, int], ...]] = {}
 
 
 
+class Shape(tuple[int, ...]):
+    """``t.shape``: a tuple of ints that also compares equal to a list of the same ints.
+
+    AWS's guides compare shapes with lists as well as tuples: the NKI 0.3.0 indexing overview
+    (SDK 2.29, "Basic Tensor Indexing": ``assert x[1].shape == [2, 2]``), the Access Patterns
+    deep dive (``assert A.shape == [512, 512]``) and the performance guide (``in_tensor.shape ==
+    out_tensor.shape == [128, 1024]``), and tuples elsewhere (the tiling overview's ``in_tensor.shape
+    == (X_SIZE, Y_SIZE)``). Everything else is the tuple's: hashing (a shape is a dict key like the
+    tuple it equals), indexing, unpacking, ``len``, ``+`` and slices (which give plain tuples),
+    ordering, ``repr`` and NumPy's use of it. Only ``==`` / ``!=`` are written here, so only they
+    cost a Python call; the emulator's own code reads the plain tuple (``NkiTensor._shape``)
+    where it is hot."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return tuple.__eq__(self, tuple(other))
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return tuple.__ne__(self, tuple(other))
+        return tuple.__ne__(self, other)
+
+    __hash__ = tuple.__hash__
+
+
+#: One :class:`Shape` per distinct shape read (kernels use few): ``t.shape`` is read by every
+#: check of every instruction, so the property looks the shape up here instead of building it
+_SHAPES: dict[tuple[int, ...], Shape] = {}
+
+
+def _new_shape(shape: tuple[int, ...]) -> Shape:
+    """The :class:`Shape` of ``shape``, remembered for the next read."""
+    if len(_SHAPES) > 4096:
+        _SHAPES.clear()  # bound the memory
+    made = _SHAPES[shape] = Shape(shape)
+    return made
+
+
 def _warn_ap_offset_reading(site: Any, view_offset: int, offset: int) -> None:
     """Warn at the kernel's line that an explicit ``.ap(offset=...)`` on a view with its own
     offset is read from the tensor's start. AWS's SDK 2.32 (NKI 0.6.0) texts differ here: the
@@ -358,8 +399,10 @@ class NkiTensor:
     @property
     def shape(self) -> tuple[int, ...]:
         """The view's shape (``t.shape``, AWS NKI Language Guide (NKI 0.3.0)); dim 0 is the partition dim on
-        chip."""
-        return self._shape
+        chip. A :class:`Shape`: a tuple that also equals a list of the same ints (typed as the
+        tuple it is, so the emulator's code treats it as one)."""
+        found = _SHAPES.get(self._shape)
+        return found if found is not None else _new_shape(self._shape)
 
     @property
     def strides(self) -> tuple[int, ...]:
