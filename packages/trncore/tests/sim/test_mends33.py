@@ -7,6 +7,9 @@
 - ``nisa.memset`` of a whole-number float (``0.0``, ``np.float32(2.0)``) into an integer tile runs
   as that int with a warning quoting the NKI 0.3.0 update guide (AWS's NKI Library writes it);
   fractions, nan/inf, values outside the type, bools and non-numbers stay refused at the line.
+- ``t.shape`` equals a list of the same ints (AWS's guides assert it so) and is still the tuple.
+- ``select`` at a run-time index (an SBUF tensor or a register) reads that row, and both index
+  kinds are refused alike (one shared set of checks).
 
 Each valid form is checked against an independent reference (NumPy, Python's ``warnings``
 semantics), and each invalid neighbour is refused at the kernel's line.
@@ -23,7 +26,14 @@ import numpy as np
 import pytest
 
 from trncore.sim import clear_cache, nisa, nl
-from trncore.sim.errors import DtypeError, site_suffix, warn_at
+from trncore.sim.errors import (
+    BoundsError,
+    DtypeError,
+    LanguageError,
+    PartitionError,
+    site_suffix,
+    warn_at,
+)
 from trncore.sim.known_issues import KnownIssueWarning
 from trncore.sim.runner import run_kernel
 from trncore.sim.testing import assert_reported_at, marked_line
@@ -34,15 +44,20 @@ RNG = np.random.default_rng(33)
 A = RNG.standard_normal((128, 64)).astype(np.float32)
 
 
+def _stored(t: Any) -> Any:
+    """``t`` copied to a new ``shared_hbm`` output, the kernel's result."""
+    out = nl.ndarray(tuple(t.shape), t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
 # ------------------------------------------------------------------ warn_at: the shared helper
 def raw_engine_in_a_loop(a):
     # a raw integer engine (the NKI 0.3.0 update guide: no longer accepted; it runs, warned)
     t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
     for _ in range(3):
         nisa.memset(dst=t, value=1.0, engine=0)  # HERE
-    out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=t)
-    return out
+    return _stored(t)
 
 
 def accumulate_on_unwritten(a):
@@ -53,9 +68,7 @@ def accumulate_on_unwritten(a):
     nisa.nc_matmul(dst=ps, stationary=t, moving=t, accumulate=True)  # HERE
     s = nl.ndarray((64, 64), nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=s, src=ps)
-    out = nl.ndarray((64, 64), nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=s)
-    return out
+    return _stored(s)
 
 
 def sin_out_of_range(a):
@@ -63,9 +76,7 @@ def sin_out_of_range(a):
     t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=a)
     nisa.activation(dst=t, op=nl.sin, data=t, scale=10.0)  # HERE
-    out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=t)
-    return out
+    return _stored(t)
 
 
 def _recorded(kernel: Any, action: str) -> list[warnings.WarningMessage]:
@@ -153,9 +164,7 @@ def _memset_kernel(dtype: Any, value: Any, assign: bool = False) -> Any:
             t[...] = value  # ASSIGN
         else:
             nisa.memset(dst=t, value=value)  # MEMSET
-        out = nl.ndarray((8, 16), dtype, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=out, src=t)
-        return out
+        return _stored(t)
 
     return kernel
 
@@ -304,3 +313,59 @@ def test_a_shape_is_still_the_tuple_everywhere_else() -> None:
     assert shape != [4, 6] and shape != "(4, 6, 8)" and shape != np.array(plain).tolist()[:2]
     with pytest.raises(TypeError):
         _ = shape < [5]  # ordering against a list stays the tuple's (a TypeError)
+
+
+# ------------------------------------------------------------------ select at a run-time index
+# nki.language.NkiTensor.select (NKI 0.5.0 and 0.6.0): an NkiTensor index "performs dynamic indirect
+# selection where the index is resolved at runtime"; a VirtualRegister index reads as
+# .ap(scalar_offset=reg) (docs/emulator.md, Readings chosen). Both share their checks: dim in range,
+# one dynamic select per tensor, never the partition dim on chip, with the same messages.
+def _select_kernel(kind: str, form: str) -> Any:
+    def kernel(a, i):
+        i_sb = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=i_sb, src=i)
+        index: Any = i_sb
+        if kind == "register":
+            index = nisa.register_alloc()
+            nisa.register_load(index, i_sb)
+        src = a
+        if form == "partition":
+            src = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=src, src=a)
+        elif form == "twice":
+            src = a.select(0, i_sb)
+        dim = 3 if form == "dim" else 0
+        v = src.select(dim, index)  # HERE
+        return _stored(v)
+
+    return kernel
+
+
+SEL = RNG.standard_normal((6, 8, 4)).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", ["tensor", "register"])
+def test_select_at_a_runtime_index_reads_that_row(kind: str) -> None:
+    for row in (0, 4, 5):
+        got = run_kernel(_select_kernel(kind, "valid"), [SEL, np.array([[row]], np.int32)],
+                         target="trn2", nki_version="0.6")  # fmt: skip
+        np.testing.assert_array_equal(got, SEL[row])
+
+
+@pytest.mark.parametrize(
+    ("form", "error", "rule"),
+    [("partition", PartitionError, "view-partition-dim"), ("twice", LanguageError, "select-indirect"),
+     ("dim", BoundsError, "view-dim")],
+)  # fmt: skip
+def test_select_at_a_runtime_index_is_refused_alike_for_both_index_kinds(
+    form: str, error: type[Exception], rule: str
+) -> None:
+    messages = []
+    for kind in ("tensor", "register"):
+        kernel = _select_kernel(kind, form)
+        with pytest.raises(error) as exc:
+            run_kernel(kernel, [SEL, np.array([[1]], np.int32)], target="trn2", nki_version="0.6")
+        assert exc.value.rule == rule  # type: ignore[attr-defined]
+        assert_reported_at(exc.value, kernel)
+        messages.append(str(exc.value))
+    assert messages[0] == messages[1]  # the same words and the same line

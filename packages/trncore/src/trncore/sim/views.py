@@ -126,6 +126,23 @@ def select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
     return _view(self, self.offset + index * step, dims, "select")
 
 
+def _runtime_select_dims(self: NkiTensor, dim: Any, site: Any) -> tuple[int, Dims]:
+    """``(dim, the view's dims without it)`` for a ``select`` whose index is known at run time
+    (an SBUF tensor, :func:`_dynamic_select`, or a register, :func:`_register_select`), after the
+    checks the two share, each at the kernel's line ``site``: ``dim`` in range; one dynamic select
+    per tensor (``nki.language.NkiTensor.select``, NKI 0.5.0 and 0.6.0: not on a view already
+    indirect); on chip, not dim 0, the partition dim."""
+    d = _dim(self, dim, "select")
+    if self.dynamic is not None:
+        raise LanguageError("select-indirect", "only one dynamic select per tensor: "
+                            f"{self.describe()} is already indirect (see is_indirect)",
+                            site)  # fmt: skip
+    if self.on_chip and d == 0:
+        raise PartitionError("view-partition-dim", "a dynamic select on an on-chip tensor cannot "
+                             f"take dim 0 (the partition dim) of {self.describe()}", site)  # fmt: skip
+    return d, [x for i, x in enumerate(self.dims) if i != d]
+
+
 def _dynamic_select(self: NkiTensor, dim: int, index: NkiTensor) -> NkiTensor:
     """``select`` with a tensor index (``nki.language.NkiTensor.select``, NKI 0.5.0 and 0.6.0: "When
     ``index`` is an ``NkiTensor`` ... performs dynamic indirect selection where the index is resolved
@@ -136,15 +153,7 @@ def _dynamic_select(self: NkiTensor, dim: int, index: NkiTensor) -> NkiTensor:
     from trncore.sim.dynamic import ScalarOffset
 
     site = user_site()
-    d = _dim(self, dim, "select")
-    if self.dynamic is not None:
-        raise LanguageError("select-indirect", "only one dynamic select per tensor: "
-                            f"{self.describe()} is already indirect (see is_indirect)",
-                            site)  # fmt: skip
-    if self.on_chip and d == 0:
-        raise PartitionError("view-partition-dim", "a dynamic select on an on-chip tensor cannot "
-                             f"take dim 0 (the partition dim) of {self.describe()}", site)  # fmt: skip
-    dims = [x for i, x in enumerate(self.dims) if i != d]
+    d, dims = _runtime_select_dims(self, dim, site)
     dynamic = ScalarOffset(index, self.dims[d][0], site)
     result = NkiTensor(self.alloc, self.dtype, self.offset, dims, indexed=True, dynamic=dynamic)
     dynamic.check_static(result)
@@ -159,19 +168,11 @@ def _register_select(self: NkiTensor, dim: int, index: Any) -> NkiTensor:
     access (docs/emulator.md, Readings chosen): the register's value (as ``.ap(scalar_offset=reg,
     indirect_dim=dim)`` reads it), dim removed, on-chip never the partition dim, bounds checked
     where the view is read or written (an out-of-bounds DMA under ``oob_mode=skip`` is skipped)."""
-    d = _dim(self, dim, "select")
-    if self.dynamic is not None:
-        raise LanguageError("select-indirect", "only one dynamic select per tensor: "
-                            f"{self.describe()} is already indirect (see is_indirect)",
-                            user_site())  # fmt: skip
-    if self.on_chip and d == 0:
-        raise PartitionError("view-partition-dim", "a dynamic select on an on-chip tensor cannot "
-                             f"take dim 0 (the partition dim) of {self.describe()}",
-                             user_site())  # fmt: skip
+    site = user_site()
+    d, dims = _runtime_select_dims(self, dim, site)
     step = self.dims[d][0]
-    dims = [x for i, x in enumerate(self.dims) if i != d]
     view = _view(self, self.offset + index.as_scalar_offset() * step, dims, "select")
-    view._unchecked = user_site()
+    view._unchecked = site
     view._oob_skippable = True
     return view
 
