@@ -115,3 +115,63 @@ def test_bf16_transpose_into_a_packed_psum_tile_still_matches_numpy() -> None:
     got = run_kernel(bf16_transpose_packed, [x], target="trn2")
     np.testing.assert_array_equal(got.view(np.uint16), x.T.view(np.uint16))
 
+
+def gather_rows_column_by_column(table, rows):
+    """``out[p, j, :] = table[rows[p, j], :]``: one indirect DMA per index column, each column a
+    ``(P, 1)`` view of the ``[P, N]`` index tile (one row index per partition, nki.isa.dma_copy,
+    "Indirect addressing", NKI 0.3.0 and 0.6.0)."""
+    _, width = table.shape
+    p, n = rows.shape
+    out = nl.ndarray((p, n * width), dtype=table.dtype, buffer=nl.shared_hbm)
+    r = nl.ndarray((p, n), dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=r, src=rows)
+    got = nl.ndarray((p, n * width), dtype=table.dtype, buffer=nl.sbuf)
+    for j in range(n):
+        nisa.dma_copy(
+            dst=got[:, j * width : (j + 1) * width],
+            src=table.ap(
+                pattern=[[width, p], [1, width]],
+                offset=0,
+                vector_offset=r.ap(pattern=[[n, p], [1, 1]], offset=j),
+                indirect_dim=0,
+            ),
+        )
+    nisa.dma_copy(dst=out, src=got)
+    return out
+
+
+def gather_rows_in_one_dma(table, rows):
+    """The same in one DMA whose ``vector_offset`` is the whole ``[P, N]`` index tile (a public
+    probe's second form): no page defines more than one index per partition."""
+    _, width = table.shape
+    p, n = rows.shape
+    out = nl.ndarray((p, n * width), dtype=table.dtype, buffer=nl.shared_hbm)
+    r = nl.ndarray((p, n), dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=r, src=rows)
+    got = nl.ndarray((p, n * width), dtype=table.dtype, buffer=nl.sbuf)
+    src = table.ap(
+        pattern=[[width, p], [width, n], [1, width]],
+        offset=0,
+        vector_offset=r.ap(pattern=[[n, p], [1, n]], offset=0),
+        indirect_dim=0,
+    )
+    nisa.dma_copy(dst=got.reshape((p, n, width)), src=src)  # HERE
+    nisa.dma_copy(dst=out, src=got)
+    return out
+
+
+@pytest.mark.parametrize("p", [128, 37])
+def test_gather_one_index_column_at_a_time_matches_numpy(target: str, p: int) -> None:
+    table = rng.standard_normal((300, 8)).astype(np.float32)
+    rows = rng.integers(0, 300, (p, 5)).astype(np.int32)
+    got = run_kernel(gather_rows_column_by_column, [table, rows])
+    np.testing.assert_array_equal(got, table[rows].reshape(p, -1))
+
+
+def test_gather_with_a_whole_index_tile_in_one_dma_is_refused_at_its_line() -> None:
+    table = rng.standard_normal((300, 8)).astype(np.float32)
+    rows = rng.integers(0, 300, (128, 5)).astype(np.int32)
+    with pytest.raises(ShapeError) as info:
+        run_kernel(gather_rows_in_one_dma, [table, rows], target="trn2")
+    assert_reported_at(info.value, gather_rows_in_one_dma)
+    assert "one row index per partition" in str(info.value) and "[128, 5]" in str(info.value)
