@@ -653,18 +653,22 @@ def test_dma_copies_that_cast_or_reshape_match_numpy() -> None:
 def test_nc_transpose_from_a_wide_tile_matches_numpy(dtype: str) -> None:
     """TensorE nc_transpose of a [128, 128] slice of a wide SBUF tile (copied contiguous first,
     then transposed) gives NumPy's ``.T``, bit for bit (NaN payloads, -0.0) (AWS NKI docs,
-    nki.isa.nc_transpose, NKI 0.3.0: dst[f, p] = data[p, f], dst of data's dtype on trn2)."""
+    nki.isa.nc_transpose, NKI 0.3.0: dst[f, p] = data[p, f], dst of data's dtype on trn2). A
+    float8 transpose writes 16-bit PSUM elements on trn2 (Trainium2 Architecture Guide, "Built-in
+    Transpose Support"), so its dst steps by 2."""
     from trncore.sim import nisa, nl
     from trncore.sim.runner import run_kernel
+
+    w = 2 if dtype.startswith("float8") else 1  # PSUM elements per transposed element
 
     def k(x):  # type: ignore[no-untyped-def]
         big = nl.ndarray((128, 1024), dtype=x.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=big, src=x)
-        pt = nl.ndarray((128, 2, 128), dtype=x.dtype, buffer=nl.psum)
-        nisa.nc_transpose(dst=pt[:, 1, :], data=big[:, 384:512])
-        nisa.nc_transpose(dst=pt[:, 0, :], data=big[:, 0:128])
+        pt = nl.ndarray((128, 2, 128 * w), dtype=x.dtype, buffer=nl.psum)
+        nisa.nc_transpose(dst=pt[:, 1, 0 : 128 * w : w], data=big[:, 384:512])
+        nisa.nc_transpose(dst=pt[:, 0, 0 : 128 * w : w], data=big[:, 0:128])
         sb = nl.ndarray((128, 2, 128), dtype=x.dtype, buffer=nl.sbuf)
-        nisa.tensor_copy(dst=sb, src=pt)
+        nisa.tensor_copy(dst=sb, src=pt[:, :, 0 : 128 * w : w])
         o = nl.ndarray((128, 2, 128), dtype=x.dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=o, src=sb)
         return o

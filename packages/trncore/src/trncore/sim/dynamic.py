@@ -155,6 +155,11 @@ class _VectorOperand:
         # the order in which a 2-D index tile's indices are taken: row-major, or column-major for
         # an indirect dma_transpose (which sets it; see ``_rows``)
         self.column_major = False
+        # an index tile with several partitions of several indices each: only an indirect
+        # dma_transpose defines one (see ``_rows``)
+        index = spec.tensor
+        self.wide_index = index.partitions > 1 and index.free_size > 1
+        self.index_label = index.describe()
         self.free = math.prod(self.shape[1:])
         # When a row's elements are one contiguous run (the usual gather of whole or partial
         # rows), row r's run is row r of a strided 2-D view, and the gather/scatter indexes
@@ -169,6 +174,20 @@ class _VectorOperand:
 
     def _rows(self) -> np.ndarray:
         idx = self.idx
+        if self.wide_index and not self.column_major:
+            # nki.isa.dma_copy, "Indirect addressing" (NKI 0.3.0 and 0.6.0): "Vector indirection
+            # provides per-partition dynamic offsets", the index "an SBUF tensor of shape (P, 1)
+            # containing one row index per partition". A [P, N] tile (a public probe gathers N
+            # rows per partition this way) has no defined reading: taking its first P indices in
+            # row-major order gathered other partitions' rows without a word.
+            raise ShapeError(
+                "ap-vector-offset",
+                f"vector_offset {self.index_label} holds several indices per partition; a "
+                "vector-indirect access takes one row index per partition, an SBUF tile of shape "
+                "(P, 1) (nki.isa.dma_copy, 'Indirect addressing'): gather one column at a time "
+                "(idx.ap([[N, P], [1, 1]], offset=j)); only dma_transpose reads a [P, N] index tile",
+                self.site,
+            )
         if self.column_major:
             # nki.isa.dma_transpose, "DMA Indirect Transpose" (NKI 0.3.0-0.6.0): the hardware
             # takes a [P, N] index tile column by column, ``indices.T.flatten()[:src.shape[0]]``

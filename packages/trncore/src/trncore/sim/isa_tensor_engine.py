@@ -152,6 +152,8 @@ def _matmul_checks(
             f"stationary {stat.dtype}, moving {mov.dtype}",
             site,
         )
+    if is_transpose and not double:
+        _check_fp8_transpose_slots(rules, dst, stat.dtype, "nc_matmul(is_transpose=True)", site)
     if dst.dtype != "float32" and not is_transpose:
         raise DtypeError(
             "matmul-dst-fp32",
@@ -285,6 +287,37 @@ def nc_matmul(
     ctx.emit("nc_matmul", "tensor", site, reads, [dst], run, meta, matmul_write=True)
 
 
+def _check_fp8_transpose_slots(rules: Any, dst: Any, data_dtype: str, api: str, site: Any) -> None:
+    """Refuse a NeuronCore-v3 Tensor Engine transpose of float8 data into a dst without a 2-byte
+    slot per element.
+
+    Trainium2 Architecture Guide for NKI, "Built-in Transpose Support" (NKI 0.3.0 / SDK 2.29 and
+    0.6.0 / SDK 2.32): "NeuronCore-v3 TensorE transpose mode for FP8 input data produces 16-bit
+    output elements in PSUM, with the upper 8 bits filled with zeros". A float8 dst laid out
+    element after element has no room for them (the device would interleave zero bytes with the
+    values), so the float8 view must step by 2 along every free axis from an even column, the
+    value in each slot's low byte: ``t = nl.ndarray((F, 2 * P), float8, psum)``,
+    ``dst=t.ap([[2 * P, F], [2, P]])``, then read ``t.ap(...)`` (or ``t[:, 0:2 * P:2]``) back.
+    NeuronCore-v2 has no transpose mode (its transpose is a matmul); NeuronCore-v4 is not
+    described by the note, so both keep the page's plain layout.
+    """
+    if rules.nc_version != 3 or not (data_dtype.startswith("float8") and dst.dtype.startswith("float8")):
+        return  # other dst dtypes meet the instruction's own dtype rules
+    ppe = dst._partition_elems()
+    column = dst.offset % ppe if ppe else dst.offset
+    if column % 2 == 0 and all(s % 2 == 0 for s, n in dst.dims[1:] if n != 1):
+        return
+    raise ShapeError(
+        "transpose-fp8-psum",
+        f"{api}: a Tensor Engine transpose of float8 data on NeuronCore-v3 writes 16-bit elements "
+        f"into PSUM (the value in the low byte, the upper 8 bits zero: Trainium2 Architecture "
+        f"Guide, 'Built-in Transpose Support'), so dst must be a float8 view that steps by 2 "
+        f"along its free axes from an even column, e.g. t = nl.ndarray((F, 2 * P), dtype, "
+        f"buffer=nl.psum) and dst=t.ap([[2 * P, F], [2, P]]); got {dst.describe()}",
+        site,
+    )
+
+
 def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> tuple[Any, int, int]:
     """nc_transpose's static checks; ``(engine, P, F)`` when they pass."""
     data = check_compute_operand(data, "nc_transpose", "data", site)
@@ -345,6 +378,8 @@ def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> 
             + (" (or be float32 PSUM on NeuronCore-v2's TensorE)" if ctx.rules.nc_version == 2 else ""),
             site,
         )
+    if eng == eng_enum.tensor:
+        _check_fp8_transpose_slots(ctx.rules, dst, data.dtype, "nc_transpose", site)
     return eng, p, f
 
 
