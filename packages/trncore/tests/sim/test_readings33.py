@@ -6,16 +6,26 @@ Nested dynamic loops. The NKI 0.4.0 release notes (Known Issues, carried forward
 not find register" error". The emulator refuses exactly that under those releases: a register
 value carried from one iteration of a loop of a nest to a later one, or out of it, at the line
 that reads it. Plain nested loops run, and are checked against NumPy.
+
+``.ap(offset=N)`` on a view with an offset of its own (``k[b].ap(pattern, offset=N)``). AWS's
+SDK 2.31-2.32 texts differ: the ``NkiTensor.ap`` reference adds ``N`` to the view's offset
+("offset=0 keeps the base, offset=N shifts by N additional elements"); the language guide and
+the Access Patterns deep dive count it from the storage's start. The emulator follows the
+reference (a public GDN prefill kernel, reported verified on a device, needs it; AWS's NKI Library
+never writes the form) and warns at the line with the other reading's start.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
 
 from trncore.sim import clear_cache, nisa, nl, simulate, versions
+from trncore.sim.errors import BoundsError
 from trncore.sim.known_issues import KnownIssueError
-from trncore.sim.testing import assert_reported_at
+from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -185,3 +195,97 @@ def test_the_same_carried_register_under_a_static_outer_loop_runs(release) -> No
     with versions.nki_version(release):
         got = simulate(chase_under_a_static_loop)(a, nxt)
     np.testing.assert_allclose(got, _chase_ref(a, nxt), rtol=1e-5, atol=1e-5)  # float32 sums of 6 rows
+
+
+# ------------------------------------------------------------------ .ap(offset=) on a view
+G = 4  # rows per group
+
+
+def groups_of_each_batch(x):
+    """Group ``g`` of batch ``b`` through ``x[b].ap(pattern, offset=g * G * D)`` (the GDN prefill's
+    load): ``out[b, g]`` is rows ``g*G .. g*G+G`` of ``x[b]`` under the reference's reading."""
+    nb, s, d = x.shape
+    out = nl.ndarray((nb, s // G, G, d), x.dtype, buffer=nl.shared_hbm)
+    for b in nl.affine_range(nb):
+        for g in nl.affine_range(s // G):
+            t = nl.ndarray((G, d), x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x[b].ap(pattern=[[d, G], [1, d]], offset=g * G * d))  # HERE
+            nisa.dma_copy(dst=out[b, g], src=t)
+    return out
+
+
+def groups_from_the_tensor_start(x):
+    """The language guide's reading of the same offsets, written on the whole tensor (where both
+    readings agree): every batch reads batch 0's groups."""
+    nb, s, d = x.shape
+    out = nl.ndarray((nb, s // G, G, d), x.dtype, buffer=nl.shared_hbm)
+    for b in nl.affine_range(nb):
+        for g in nl.affine_range(s // G):
+            t = nl.ndarray((G, d), x.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=x.ap(pattern=[[d, G], [1, d]], offset=g * G * d))
+            nisa.dma_copy(dst=out[b, g], src=t)
+    return out
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_an_explicit_offset_on_a_batch_view_counts_from_the_view(release) -> None:
+    x = rng.standard_normal((3, 12, 16)).astype(F32)
+    want = x.reshape(3, 3, G, 16)  # out[b, g] = x[b, g*G:(g+1)*G]
+    with versions.nki_version(release), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = simulate(groups_of_each_batch)(x)
+    np.testing.assert_array_equal(got, want)
+    lines = [w for w in caught if "NkiTensor.ap reference" in str(w.message)]
+    # batches 1 and 2 (view offsets 192 and 384) part the readings, batch 0 does not
+    assert len(lines) == 2 * 3 and all(w.lineno == marked_line(groups_of_each_batch) for w in lines)
+    text = str(lines[0].message)
+    assert "element 192 of its tensor" in text and "(element 0)" in text, text
+
+
+def test_the_other_reading_is_batch_zero_written_on_the_whole_tensor_silently() -> None:
+    # the start the warning names for the guide's reading, written where the texts agree
+    x = rng.standard_normal((3, 12, 16)).astype(F32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = simulate(groups_from_the_tensor_start)(x)
+    np.testing.assert_array_equal(got, np.broadcast_to(x[0].reshape(1, 3, G, 16), (3, 3, G, 16)))
+
+
+def window_of_a_view(x, start, h, shift):
+    """``n`` rows of ``x[h]`` from row ``start`` (a runtime value) plus ``shift`` rows."""
+    d = x.shape[2]
+    s = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=start)
+    t = nl.ndarray((G, d), x.dtype, buffer=nl.sbuf)
+    view = x[h].ap(pattern=[[d, G], [1, d]], offset=shift * d, scalar_offset=s, indirect_dim=0)
+    nisa.dma_copy(dst=t, src=view)
+    return _store(t)
+
+
+def test_an_explicit_offset_and_a_scalar_offset_on_a_view_both_count_in_the_view() -> None:
+    # indirect_dim is "dimension in self.shape whose stride scales the indirect ... offset"
+    # (the reference): the view's rows, as without an offset
+    x = rng.standard_normal((3, 12, 16)).astype(F32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        got = simulate(window_of_a_view)(x, np.array([[3]], np.int32), 2, 1)
+    np.testing.assert_array_equal(got, x[2, 4:8])
+
+
+def past_the_last_batch(x):
+    """The last batch's view plus one batch: inside the tensor under the guide's reading (batch
+    ``nb - 1`` from the start), past its end under the emulator's."""
+    nb, s, d = x.shape
+    t = nl.ndarray((s, d), x.dtype, buffer=nl.sbuf)
+    view = x[nb - 1].ap(pattern=[[d, s], [1, d]], offset=s * d)
+    nisa.dma_copy(dst=t, src=view)  # HERE
+    return _store(t)
+
+
+def test_an_offset_carrying_a_view_past_its_tensor_is_reported_where_it_is_read() -> None:
+    x = rng.standard_normal((3, 12, 16)).astype(F32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(BoundsError) as info:
+            simulate(past_the_last_batch)(x)
+    assert_reported_at(info.value, past_the_last_batch)
