@@ -197,6 +197,43 @@ def test_the_same_carried_register_under_a_static_outer_loop_runs(release) -> No
     np.testing.assert_allclose(got, _chase_ref(a, nxt), rtol=1e-5, atol=1e-5)  # float32 sums of 6 rows
 
 
+def chase_per_core_meeting_each_iteration(a, nxt):
+    """LNC=2: each core follows ``nxt`` from row ``core`` in one dynamic loop (a register carried
+    across its iterations, not a nest) and the cores meet in every iteration: the other core's
+    open loop must not count as an enclosing one."""
+    me = nl.program_id(0)
+    nxt_sb = nl.ndarray(nxt.shape, nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=nxt_sb, src=nxt)
+    n, c = nxt.shape[1], a.shape[1]
+    row = nisa.register_alloc(me)
+    acc = nl.ndarray((1, c), a.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    out = nl.ndarray((2, c), a.dtype, buffer=nl.shared_hbm)
+    for _ in nl.dynamic_range(3):
+        t = nl.ndarray((1, c), a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap([[c, 1], [1, c]], scalar_offset=row))
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+        nisa.register_load(row, nxt_sb.ap([[n, 1], [1, 1]], scalar_offset=row, indirect_dim=1))
+        nisa.core_barrier(data=out, cores=(0, 1))
+    nisa.dma_copy(dst=out[me : me + 1, :], src=acc)
+    return out
+
+
+@pytest.mark.parametrize("release", LISTING)
+def test_one_dynamic_loop_per_lnc2_core_carrying_a_register_runs(release) -> None:
+    from trncore.sim.runner import run_kernel
+
+    a, nxt = _data()
+    want = np.zeros((2, a.shape[1]))
+    for core in (0, 1):
+        row = core
+        for _ in range(3):
+            want[core] += a[row]
+            row = int(nxt[0, row])
+    with versions.nki_version(release):
+        got = run_kernel(chase_per_core_meeting_each_iteration, [a, nxt], target="trn2", lnc=2)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
 # ------------------------------------------------------------------ .ap(offset=) on a view
 G = 4  # rows per group
 

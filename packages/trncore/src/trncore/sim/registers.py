@@ -76,11 +76,19 @@ class _OpenLoop:
         self.nested = nested
 
 
+def _open_loops(ctx: Any) -> list[_OpenLoop]:
+    """The running instance's open ``dynamic_range`` loops, outermost first. Kept per instance:
+    the two cores of an LNC=2 launch share one context and take turns where they meet."""
+    by_instance: dict[int, list[_OpenLoop]] = ctx.engine_state.setdefault("dynamic_loops", {})
+    return by_instance.setdefault(ctx.program_id, [])
+
+
 def _stamp() -> tuple[tuple[_OpenLoop, int], ...]:
     """The ``dynamic_range`` loops open now, each with its iteration (a register write's stamp)."""
     ctx = context.maybe_current()
-    loops = ctx.engine_state.get("dynamic_loops") if ctx is not None else None
-    return tuple((loop, loop.iteration) for loop in loops) if loops else ()
+    if ctx is None or not ctx.engine_state.get("dynamic_loops"):
+        return ()
+    return tuple((loop, loop.iteration) for loop in _open_loops(ctx))
 
 
 class VirtualRegister(NKIObject):
@@ -369,11 +377,11 @@ class ScalarInduction(LoopInduction):
         return self._arith(o, "%", int.__rmod__)
 
 
-def _loop(lo: int, hi: int, step: int, state: dict[str, Any] | None) -> Iterator[int]:
-    """The iterations, keeping this loop on ``state``'s stack of open loops while its body runs
-    (:class:`_OpenLoop`)."""
+def _loop(lo: int, hi: int, step: int, ctx: Any) -> Iterator[int]:
+    """The iterations, keeping this loop on the instance's stack of open loops while its body
+    runs (:class:`_OpenLoop`)."""
     scalar = known_issues.listed("dynamic-range-index")
-    loops: list[_OpenLoop] = state.setdefault("dynamic_loops", []) if state is not None else []
+    loops: list[_OpenLoop] = _open_loops(ctx) if ctx is not None else []
     this = _OpenLoop(nested=bool(loops))
     if loops:
         loops[-1].nested = True
@@ -408,11 +416,10 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[int]:
                                 f"or a VirtualRegister, got {v!r}", site)  # fmt: skip
     refuse_in_no_reorder("nl.dynamic_range", site)
     ctx = context.maybe_current()
-    state = ctx.engine_state if ctx is not None else None
 
     def bound(v: Any) -> int:
         return int(v.read(site)) if isinstance(v, VirtualRegister) else int(v)
 
     lo, hi = (0, bound(start)) if stop is None else (bound(start), bound(stop))
     lnc_control.record("nl.dynamic_range", len(builtins.range(lo, hi, int(step))), site)
-    return _loop(lo, hi, int(step), state)
+    return _loop(lo, hi, int(step), ctx)
