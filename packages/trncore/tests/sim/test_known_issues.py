@@ -204,22 +204,33 @@ def dynamic_scalar_offset_workaround(a, b):
     return out
 
 
-def nested_dynamic(a, b):
-    # 0.4.0-0.6.0: nested dynamic_range loops with a loop-carried value (acc) do not compile
+def _nested_trips(a):
+    # the inner loop's trip count is a register the inner loop sets for the next outer
+    # iteration: 1 trip, then 5 (a value carried across the outer loop's iterations)
     x = nl.load(a)
     acc = nl.zeros(a.shape, a.dtype, buffer=nl.sbuf)
+    five = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=five, value=5)
+    trips = nisa.register_alloc(1)
+    return x, acc, five, trips
+
+
+def nested_dynamic(a, b):
+    # 0.4.0-0.6.0: nested dynamic_range loops with a loop-carried value do not compile
+    x, acc, five, trips = _nested_trips(a)
     for _ in nl.dynamic_range(2):
-        for _ in nl.dynamic_range(3):  # ISSUE
+        for _ in nl.dynamic_range(trips):  # ISSUE
             nisa.tensor_tensor(dst=acc, data1=acc, data2=x, op=nl.add)
+            nisa.register_load(trips, five)
     return _out(acc)
 
 
 def nested_dynamic_workaround(a, b):
-    x = nl.load(a)
-    acc = nl.zeros(a.shape, a.dtype, buffer=nl.sbuf)
+    x, acc, five, trips = _nested_trips(a)
     for _ in nl.static_range(2):
-        for _ in nl.dynamic_range(3):
+        for _ in nl.dynamic_range(trips):
             nisa.tensor_tensor(dst=acc, data1=acc, data2=x, op=nl.add)
+            nisa.register_load(trips, five)
     return _out(acc)
 
 

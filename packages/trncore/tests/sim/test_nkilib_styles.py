@@ -321,13 +321,15 @@ def test_scalar_engine_tensor_copy_stays_a_trn1_target_error() -> None:
 def test_chained_ap_addresses_the_storage(target: str) -> None:
     # SDK 2.31 access-pattern page ("Composition and .ap on a view"): inner =
     # t.ap([[256, 128], [2, 128]]); outer = inner.ap([[256, 128], [1, 64]]) is equivalent to
-    # t.ap([[256, 128], [1, 64]]) — the inner pattern has no effect. (SDK 2.29 forbade it.)
+    # t.ap([[256, 128], [1, 64]]) — the inner pattern has no effect. (SDK 2.29 forbade it.) An
+    # explicit offset is added to the view's (the NkiTensor.ap reference, SDK 2.31-2.32: "offset=N
+    # shifts by N additional elements"): t[:, 32:160] starts at element 32, so offset=32 is 64.
     def chained(x):
         t = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=x)
         inner = t.ap(pattern=[[256, 128], [2, 128]])
         outer = inner.ap(pattern=[[256, 128], [1, 64]])
-        sliced = t[64:128, 0:128].ap(pattern=[[256, 128], [1, 64]], offset=64)  # offset from storage
+        sliced = t[0:128, 32:160].ap(pattern=[[256, 128], [1, 64]], offset=32)
         a = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
         b = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=a, src=outer)

@@ -56,7 +56,8 @@ def test_ap_gather_past_the_tensor_is_reported_at_the_copy() -> None:
 
 def window_of_head(x, start, h, n, explicit_offset):
     """Rows ``start .. start + n`` of ``x[h]`` by a scalar offset; with ``explicit_offset`` the
-    pattern is given offset=0, which addresses the storage (rows of ``x`` from its start)."""
+    pattern is given offset=0, which keeps the view's offset (the NkiTensor.ap reference,
+    SDK 2.31-2.32: "offset=0 keeps the base")."""
     d = x.shape[2]
     out = nl.ndarray((n, d), dtype=x.dtype, buffer=nl.shared_hbm)
     s = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
@@ -72,16 +73,17 @@ def window_of_head(x, start, h, n, explicit_offset):
 
 
 def test_ap_scalar_offset_on_a_view_with_and_without_an_offset() -> None:
-    # The same page: no offset keeps the view (x[1], rows of its second dimension); an explicit
-    # offset is "interpreted against storage" (the access-pattern deep dive, SDK 2.31-2.32), where
-    # indirect_dim 0 is the heads dimension of the whole tensor.
+    # The same page: no offset keeps the view (x[1], rows of its second dimension), and so does
+    # offset=0 ("offset=0 keeps the base"); indirect_dim 0 is the view's own first dimension
+    # ("dimension in self.shape"). The access-pattern deep dive reads an explicit offset against
+    # the storage (x[2, 0:8] here); the emulator follows the reference (docs/emulator.md).
     x = rng.standard_normal((3, 40, 16)).astype(np.float32)
     start = np.array([[5]], np.int32)
     got = jit(window_of_head)(x, start, 1, 8, False)
     np.testing.assert_array_equal(got, x[1, 5:13])
     first = np.array([[2]], np.int32)
     got = jit(window_of_head)(x, first, 1, 8, True)
-    np.testing.assert_array_equal(got, x[2, 0:8])
+    np.testing.assert_array_equal(got, x[1, 2:10])
 
 
 def cast_copy(x, with_dtype_keyword):

@@ -107,17 +107,18 @@ def test_ap_with_an_absolute_offset_on_the_whole_tensor_reads_that_batch_silentl
 
 def test_ap_offset_on_an_offset_view_warns_at_its_line_naming_both_readings() -> None:
     # A public GDN prefill kernel loads k[batch_id].ap(pattern, offset=...) and reports it
-    # verified on a device; the emulator counts the offset from the tensor's start (the NKI 0.6.0
-    # language guide and Access Patterns deep dive), so batch 1 reads batch 0's rows. Where the
+    # verified on a device; the emulator adds the offset to the view's (the NkiTensor.ap
+    # reference, NKI 0.5.0-0.6.0), so batch 1 reads its own rows; the NKI 0.6.0 language guide and
+    # Access Patterns deep dive count it from the tensor's start (batch 0's rows). Where the
     # readings part, the line says so; batch 0 (view offset 0) is the same under both and is quiet.
     x = rng.standard_normal((3, 8, 16)).astype(np.float32)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = jit(rows_of_batch_view)(x, 1)
-    np.testing.assert_array_equal(got, x[0])  # the guide's reading: offset 0 of the tensor
+    np.testing.assert_array_equal(got, x[1])  # the reference's reading: offset 0 of the view
     lines = [w for w in caught if "NkiTensor.ap reference" in str(w.message)]
     assert lines and lines[0].lineno == marked_line(rows_of_batch_view)
-    assert "element 128" in str(lines[0].message)  # where the reference's reading would start
+    assert "element 128" in str(lines[0].message) and "(element 0)" in str(lines[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_array_equal(jit(rows_of_batch_view)(x, 0), x[0])

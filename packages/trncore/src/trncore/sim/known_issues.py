@@ -216,8 +216,10 @@ CATALOGUE: tuple[KnownIssue, ...] = (
         "nested dynamic_range loops with loop-carried values fail to compile (\"Could not "
         "find register\")",
         "avoid nested dynamic loops, or use nl.static_range / nl.affine_range outside",
-        "refused", "an nl.dynamic_range opened inside another's body, with or without "
-        "loop-carried values (stricter than the note: the emulator does not track them)",
+        "refused", "a register value carried by a loop of a nest of nl.dynamic_range loops: "
+        "written in one iteration and read in a later one or after the loop, at the reading "
+        "line (trncore.sim.registers); a nest without such a value runs (a tensor is memory, "
+        "not a carried register value)",
     ),
     KnownIssue(
         "reinterpret-cast-vector-select", "NkiTensor.reinterpret_cast + vector_select",

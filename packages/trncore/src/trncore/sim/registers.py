@@ -15,7 +15,8 @@ Rules checked at the kernel line: ``register_load``/``register_store`` move one 
 an int or a register; ``dynamic_range``'s step is a positive compile-time int; reading a
 register that was never written is an error. Two Known Issues of the NKI release notes are
 applied by target release (:mod:`trncore.sim.known_issues`): ``dynamic-range-index`` (0.3.0) and
-``nested-dynamic-range`` (0.4.0-0.6.0); the loops and register tests are also the events that
+``nested-dynamic-range`` (0.4.0-0.6.0: a register value carried across the iterations of a nest of
+``dynamic_range`` loops, see :class:`_OpenLoop`); the loops and register tests are also the events that
 ``lnc2-control-flow`` (0.3.0) compares between the cores of an LNC=2 launch
 (:mod:`trncore.sim.lnc_control`).
 """
@@ -49,18 +50,81 @@ __all__ = [
 ]
 
 
+class _OpenLoop:
+    """One running ``nl.dynamic_range`` loop, for the Known Issue ``nested-dynamic-range``.
+
+    The NKI 0.4.0 release notes (Known Issues, carried forward by 0.5.0 and 0.6.0): "Nested
+    ``nl.dynamic_range`` loops with loop-carried values fail to compile with a "Could not find
+    register" error". The language guide (NKI 0.4.0-0.6.0) says that only ``nki.isa`` calls and
+    ``dynamic_range`` loops survive specialization, and that a ``VirtualRegister`` "represents a
+    scalar value stored in a hardware register": a loop body is specialized once, so the runtime
+    values a loop can carry from one iteration to the next are register values (a tensor is
+    memory, the same buffer in every iteration). A register write is stamped with the loops open
+    at the write and their iterations (:func:`_stamp`); a read is of a carried value when one of
+    those loops has moved to a later iteration or has ended since (:meth:`VirtualRegister.read`),
+    and the issue applies when that loop is part of a nest (:attr:`nested`). Plain nested loops
+    (accumulating into a tensor, reading registers written before the nest or earlier in the
+    same iteration) are not the note's case and run.
+    """
+
+    __slots__ = ("closed", "iteration", "nested")
+
+    def __init__(self, nested: bool) -> None:
+        self.iteration = 0
+        self.closed = False
+        #: a dynamic_range was opened inside this one's body, or this one inside another's
+        self.nested = nested
+
+
+def _open_loops(ctx: Any) -> list[_OpenLoop]:
+    """The running instance's open ``dynamic_range`` loops, outermost first. Kept per instance:
+    the two cores of an LNC=2 launch share one context and take turns where they meet."""
+    by_instance: dict[int, list[_OpenLoop]] = ctx.engine_state.setdefault("dynamic_loops", {})
+    return by_instance.setdefault(ctx.program_id, [])
+
+
+def _stamp() -> tuple[tuple[_OpenLoop, int], ...]:
+    """The ``dynamic_range`` loops open now, each with its iteration (a register write's stamp)."""
+    ctx = context.maybe_current()
+    if ctx is None or not ctx.engine_state.get("dynamic_loops"):
+        return ()
+    return tuple((loop, loop.iteration) for loop in _open_loops(ctx))
+
+
 class VirtualRegister(NKIObject):
     """A 32-bit engine-sequencer register (``nisa.register_alloc``)."""
 
     def __init__(self, value: int | float | None = None, from_data: bool = False) -> None:
         self.value = value
         self.from_data = from_data  # holds (or was copied from) a value read from device data
+        #: the dynamic_range loops open at the last write, with their iterations (_OpenLoop)
+        self.written_in: tuple[tuple[_OpenLoop, int], ...] = _stamp() if value is not None else ()
+
+    def write(self, value: int | float, from_data: bool) -> None:
+        """Set the register's value (``register_move`` / ``register_load``)."""
+        self.value, self.from_data = value, from_data
+        self.written_in = _stamp()
+
+    def _check_carried(self, site: Any) -> None:
+        """Apply ``nested-dynamic-range`` to a read of a value carried by a loop of a nest."""
+        for loop, iteration in self.written_in:
+            if loop.nested and (loop.closed or loop.iteration != iteration):
+                when = "after it ended" if loop.closed else "in a later iteration"
+                known_issues.check(
+                    "nested-dynamic-range",
+                    f"a register written inside a nested dynamic_range loop is read {when} "
+                    "(a loop-carried value)",
+                    site,
+                )
+                return
 
     def read(self, site: Any) -> int | float:
         """The register's value at this point of the trace (marks data-dependent control flow)."""
         if self.value is None:
             raise LanguageError("register-uninitialized", "a register is read before any "
                                 "register_move/register_load wrote it", site)  # fmt: skip
+        if self.written_in:
+            self._check_carried(site)
         if self.from_data:
             ctx = context.current()
             ctx.engine_state["data_dependent"] = True
@@ -139,11 +203,11 @@ def register_move(dst: Any, src: Any) -> None:
     """``dst = src`` for an immediate int or another register."""
     dst = _check_register(dst, "register_move", "dst")
     if isinstance(src, VirtualRegister):
-        dst.value, dst.from_data = src.read(context.user_site()), src.from_data
+        dst.write(src.read(context.user_site()), src.from_data)
         return
     if isinstance(src, bool) or not isinstance(src, (int, np.integer)):
         raise TypeError(f"nisa.register_move: src must be an int or a register, got {src!r}")
-    dst.value, dst.from_data = int(src), False
+    dst.write(int(src), False)
 
 
 def register_load(dst: Any, src: Any) -> None:
@@ -157,8 +221,7 @@ def register_load(dst: Any, src: Any) -> None:
     operand = src.operand(site)
     ctx.emit("register_load", "sync", site, [src], [], lambda: None, {"bytes": 4})
     value = np.asarray(operand.read()).reshape(-1)[0]
-    dst.value = int(value) if dtypes.is_int(src.dtype) else float(value)
-    dst.from_data = True
+    dst.write(int(value) if dtypes.is_int(src.dtype) else float(value), True)
 
 
 class IterationRegister(int):
@@ -185,6 +248,10 @@ class IterationRegister(int):
         if self.from_data:
             context.current().engine_state["data_dependent"] = True
         return self.value
+
+    def write(self, value: int | float, from_data: bool) -> None:
+        """A value written into ``i`` by the body (``register_move`` / ``register_load``)."""
+        self.value, self.from_data = value, from_data
 
     def as_scalar_offset(self) -> int:
         """The value as ``.ap(scalar_offset=i)`` (called by :meth:`trncore.sim.tensor.NkiTensor.ap`)."""
@@ -310,27 +377,32 @@ class ScalarInduction(LoopInduction):
         return self._arith(o, "%", int.__rmod__)
 
 
-def _loop(lo: int, hi: int, step: int, state: dict[str, Any] | None) -> Iterator[int]:
-    """The iterations, counting this loop as open in ``state`` while its body runs."""
+def _loop(lo: int, hi: int, step: int, ctx: Any) -> Iterator[int]:
+    """The iterations, keeping this loop on the instance's stack of open loops while its body
+    runs (:class:`_OpenLoop`)."""
     scalar = known_issues.listed("dynamic-range-index")
-    if state is not None:
-        state["dynamic_range_depth"] = state.get("dynamic_range_depth", 0) + 1
+    loops: list[_OpenLoop] = _open_loops(ctx) if ctx is not None else []
+    this = _OpenLoop(nested=bool(loops))
+    if loops:
+        loops[-1].nested = True
+    loops.append(this)
     try:
-        for i in builtins.range(lo, hi, step):
+        for n, i in enumerate(builtins.range(lo, hi, step)):
+            this.iteration = n
             with dynamic_scope("nl.dynamic_range"):  # each iteration: the loop body (depends_on)
                 yield ScalarInduction(i) if scalar else LoopInduction(i)
     finally:
-        if state is not None:
-            state["dynamic_range_depth"] -= 1
+        this.closed = True
+        loops.remove(this)
 
 
 def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[int]:
     """``nl.dynamic_range``: a device loop whose bounds may be registers; runs eagerly here.
 
-    Known Issues of the NKI release notes applied here (by target release): a loop opened
-    inside another ``dynamic_range``'s body (``nested-dynamic-range``, 0.4.0-0.6.0), and
-    arithmetic on the induction variable (``dynamic-range-index``, 0.3.0; see
-    :class:`ScalarInduction`).
+    Known Issues of the NKI release notes applied here (by target release): a register value
+    carried across the iterations of a nest of these loops (``nested-dynamic-range``,
+    0.4.0-0.6.0, at the line reading it; see :class:`_OpenLoop`), and arithmetic on the induction
+    variable (``dynamic-range-index``, 0.3.0; see :class:`ScalarInduction`).
     """
     site = context.user_site()
     # the Dynamic Loops deep dive (NKI 0.3.0 / 0.6.0): step "Must be a compile-time positive
@@ -344,14 +416,10 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[int]:
                                 f"or a VirtualRegister, got {v!r}", site)  # fmt: skip
     refuse_in_no_reorder("nl.dynamic_range", site)
     ctx = context.maybe_current()
-    state = ctx.engine_state if ctx is not None else None
-    if state is not None and state.get("dynamic_range_depth", 0) > 0:
-        known_issues.check("nested-dynamic-range", "a dynamic_range inside a dynamic_range "
-                           "body", site)  # fmt: skip
 
     def bound(v: Any) -> int:
         return int(v.read(site)) if isinstance(v, VirtualRegister) else int(v)
 
     lo, hi = (0, bound(start)) if stop is None else (bound(start), bound(stop))
     lnc_control.record("nl.dynamic_range", len(builtins.range(lo, hi, int(step))), site)
-    return _loop(lo, hi, int(step), state)
+    return _loop(lo, hi, int(step), ctx)

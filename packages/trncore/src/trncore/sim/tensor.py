@@ -314,18 +314,19 @@ def _new_shape(shape: tuple[int, ...]) -> Shape:
 
 def _warn_ap_offset_reading(site: Any, view_offset: int, offset: int) -> None:
     """Warn at the kernel's line that an explicit ``.ap(offset=...)`` on a view with its own
-    offset is read from the tensor's start. AWS's SDK 2.32 (NKI 0.6.0) texts differ here: the
-    language guide ("Pass an explicit integer to override") and the Access Patterns deep dive
-    ("from the beginning of the tensor") against the ``NkiTensor.ap`` reference ("added to the
-    view's base storage offset"). A public kernel whose authors report ``k[b].ap(pattern,
-    offset=...)`` verified on a device (sixth third-party batch, docs/conformance.md) gets another
-    batch's rows on the emulator's reading, so the two readings are named where they part."""
+    offset is added to the view's offset. AWS's SDK 2.31-2.32 (NKI 0.5.0-0.6.0) texts differ here:
+    the ``NkiTensor.ap`` reference ("element offset added to the view's base storage offset ...
+    offset=0 keeps the base, offset=N shifts by N additional elements"), which the emulator
+    follows, against the language guide ("Pass an explicit integer to override") and the Access
+    Patterns deep dive ("from the beginning of the tensor"). A public kernel whose authors report
+    ``k[b].ap(pattern, offset=...)`` verified on a device needs the reference's reading
+    (docs/emulator.md, "Readings chosen"); the line names the other reading's start."""
     message = (
         f".ap(offset={offset}) on a view that starts at element {view_offset} of its tensor: "
-        f"the emulator counts the offset from the tensor's start (NKI language guide and Access "
-        f"Patterns deep dive, NKI 0.6.0); the NkiTensor.ap reference adds it to the view's offset "
-        f"(element {view_offset + offset}). Pass the absolute offset to the whole tensor's .ap() "
-        f"to mean the same under both readings"
+        f"the emulator adds the offset to the view's (element {view_offset + offset}; the "
+        f"NkiTensor.ap reference, NKI 0.5.0-0.6.0); the NKI language guide and Access Patterns "
+        f"deep dive count it from the tensor's start (element {offset}). Pass the absolute "
+        f"offset to the whole tensor's .ap() to mean the same under both readings"
     )
     warn_at(message, site, stacklevel=3)
 
@@ -893,16 +894,15 @@ class NkiTensor:
             # storage directly ... ignoring any shape, strides, or offset carried by the view",
             # so a chained .ap is the outer pattern over the storage. AWS's own library chains
             # .ap() calls, so the defined (2.31) reading is emulated (docs/emulator.md).
-            # With no offset given, the same page keeps the view's storage offset, and the
-            # indirect dimension is the view's own (``x[h].ap(pattern, vector_offset=rows)``
-            # gathers rows of ``x[h]``); an explicit offset addresses the storage.
-            if offset is None:  # base_offset above: the view's own
-                own_stride = True
-            else:
-                if self.offset:
-                    _warn_ap_offset_reading(site, self.offset, int(offset))
-                base_offset = int(offset)
-                row_shape = self.alloc.shape
+            # The view's storage offset is kept and the indirect dimension is the view's own
+            # (``x[h].ap(pattern, vector_offset=rows)`` gathers rows of ``x[h]``). An explicit
+            # offset is added to the view's: the NkiTensor.ap reference (SDK 2.31-2.32) says
+            # "offset=0 keeps the base, offset=N shifts by N additional elements"; the language
+            # guide and the Access Patterns deep dive count it from the storage's start, and the
+            # line warns where the two part (docs/emulator.md, "Readings chosen").
+            own_stride = True
+            if offset is not None and self.offset:
+                _warn_ap_offset_reading(site, self.offset, int(offset))
         if scalar_offset is not None and vector_offset is not None:
             raise LanguageError(
                 "ap-dynamic", "scalar_offset and vector_offset are mutually exclusive", site
