@@ -255,6 +255,17 @@ class Allocation:
         return f"{name}{self.buffer.name}{list(self.shape)} {self.dtype}{where}"
 
 
+def _dense(dims: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``dims`` (step, count) cover consecutive elements in row-major order; a dim of
+    count 1 is skipped (its step addresses nothing)."""
+    step = 1
+    for st, n in reversed([d for d in dims if d[1] != 1]):
+        if st != step:
+            return False
+        step *= n
+    return True
+
+
 def _row_major(shape: Sequence[int]) -> tuple[tuple[int, int], ...]:
     """The (step, count) pairs of a contiguous row-major ``shape``, outermost dim first."""
     dims, step = [], 1
@@ -794,20 +805,28 @@ class NkiTensor:
             raise BoundsError(
                 "reshape-size", f"cannot reshape {self.describe()} to {list(shape)}", user_site()
             )
-        if not self._contiguous():
-            raise LanguageError(
-                "reshape-contiguous",
-                f"reshape needs a contiguous view; {self.describe()} has pattern "
-                f"{self.get_pattern()}",
-                user_site(),
-            )
         if self.on_chip and shape and self.shape and shape[0] != self.shape[0]:
             raise PartitionError(
                 "reshape-partition",
                 f"reshape of on-chip {self.describe()} to {list(shape)} changes the partition dim",
                 user_site(),
             )
+        # NKI language guide, "Querying layout" (NKI 0.6.0, SDK 2.32): reshape requires
+        # "contiguity on the reshaped dimensions". On chip those are the free dims (NkiTensor.reshape:
+        # shape[0] stays the partition dim), so a column slice t[:, a:b] of a wider tile, whose
+        # partitions step by the tile's row, reshapes; a dim of size 1 has no step that matters.
+        chip = self.on_chip and bool(self.dims) and bool(shape)
+        reshaped = self.dims[1:] if chip else self.dims
+        if self.size > 1 and not _dense(reshaped):
+            raise LanguageError(
+                "reshape-contiguous",
+                f"reshape needs contiguous {'free dims' if chip else 'dims'}; {self.describe()} "
+                f"has pattern {self.get_pattern()}",
+                user_site(),
+            )
         dims = _row_major(shape)
+        if chip:
+            dims = ((self.dims[0][0], shape[0]), *_row_major(shape[1:]))
         return NkiTensor(self.alloc, self.dtype, self.offset, dims, indexed=self.indexed)
 
     def view(self, dtype: Any) -> NkiTensor:
