@@ -203,26 +203,40 @@ def pytest_addoption(parser):
 """
 
 
-def test_passing_cases_leave_no_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # the harness writes each case's arrays into --output-directory (GBs over a wide run): the
-    # plugin removes what a passing case wrote and keeps a failed case's files
-    (tmp_path / "test_outputs.py").write_text(WRITING_OUTPUTS, encoding="utf-8")
+@pytest.mark.parametrize("keep_failed", [False, True])
+def test_cases_leave_no_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_failed: bool) -> None:
+    # the harness writes each case's arrays into --output-directory (GBs over a wide run, ~3 GB
+    # of failed cases per default run): the plugin removes what every case wrote, and keeps a
+    # failed case's files only when asked (conform --keep-failed); what was there before stays
+    module = tmp_path / f"test_outputs_{int(keep_failed)}.py"  # one module name per pytest.main
+    module.write_text(WRITING_OUTPUTS, encoding="utf-8")
     (tmp_path / "conftest.py").write_text(OUTPUT_OPTION, encoding="utf-8")
     outdir = tmp_path / "output"
     outdir.mkdir()
     (outdir / "kept-from-before").mkdir()
     monkeypatch.setenv("TRNCORE_CONFORM_RESULTS", str(tmp_path / "results.jsonl"))
+    monkeypatch.setenv("TRNCORE_CONFORM_KEEP_FAILED", "1" if keep_failed else "0")
     monkeypatch.chdir(tmp_path)
     args = ["-q", "-p", "trncore.sim.conform_plugin", "-p", "no:cacheprovider", "-p", "no:randomly",
             "--rootdir", str(tmp_path), "--output-directory", str(outdir),
-            str(tmp_path / "test_outputs.py")]  # fmt: skip
+            str(module)]  # fmt: skip
     try:
         pytest.main(args)
     finally:
         gc.unfreeze()
         for name in ("last_type", "last_value", "last_traceback", "last_exc"):
             monkeypatch.delattr(sys, name, raising=False)
-    assert sorted(p.name for p in outdir.iterdir()) == ["kept-from-before", "out-test_fails"]
+    want = ["kept-from-before", "out-test_fails"] if keep_failed else ["kept-from-before"]
+    assert sorted(p.name for p in outdir.iterdir()) == want
+
+
+def test_keep_failed_reaches_the_child() -> None:
+    parser = argparse.ArgumentParser()
+    conform.add_arguments(parser)
+    for argv, want in (([], "0"), (["--keep-failed"], "1")):
+        args = parser.parse_args([str(CHECKOUT), *argv])
+        env = conform._child_env(CHECKOUT, CHECKOUT / "results.jsonl", args)
+        assert env["TRNCORE_CONFORM_KEEP_FAILED"] == want
 
 
 @pytest.mark.simulator

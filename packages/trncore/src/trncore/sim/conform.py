@@ -189,6 +189,7 @@ def _child_env(checkout: Path, results: Path, args: argparse.Namespace) -> dict[
     env.setdefault("TRNSCI_SIM_CACHE_MIB", "0")
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    env["TRNCORE_CONFORM_KEEP_FAILED"] = "1" if getattr(args, "keep_failed", False) else "0"
     return env
 
 
@@ -399,6 +400,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", type=Path, default=None,
                    help="where results.jsonl and pytest.log go (default: a new temporary dir)")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
+    p.add_argument("--keep-failed", action="store_true",
+                   help="keep the arrays the harness wrote for failed cases (WORKDIR/output; "
+                        "GBs for large cases); by default every case's are deleted")  # fmt: skip
 
 
 def main(args: argparse.Namespace) -> int:

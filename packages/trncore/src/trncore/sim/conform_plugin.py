@@ -55,6 +55,8 @@ TIMEOUT_ENV = "TRNCORE_CONFORM_TIMEOUT"
 MEMORY_ENV = "TRNCORE_CONFORM_MEMORY"
 #: A file of node ids, one a line: the cases a run child keeps of what it collects.
 SELECT_ENV = "TRNCORE_CONFORM_SELECT"
+#: "1": keep the files a failed case wrote into the harness's output directory (``--keep-failed``).
+KEEP_FAILED_ENV = "TRNCORE_CONFORM_KEEP_FAILED"
 
 
 class CaseTimeout(BaseException):
@@ -370,7 +372,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     yield
     conform_meter.on_phase = None
     failed = item.stash.get(_FAILED, False)
-    if not failed:
+    if not (failed and config.read_verbatim(KEEP_FAILED_ENV, "0") == "1"):
         _remove_new_entries(outdir, before)
     if release_failure() or failed:
         conform_meter.release_memory(full=True)
@@ -392,11 +394,13 @@ def _entries(outdir: str | None) -> set[str]:
 
 
 def _remove_new_entries(outdir: str | None, before: set[str]) -> None:
-    """Delete what a passing or skipped case added to the output directory.
+    """Delete what a case added to the output directory.
 
     The harness writes every case's inputs, outputs and golden arrays there; a run over all cases
-    of a few kernels left 5-6 GB (334 attention cases) and filled the disk. A failed case's files
-    stay, to be inspected.
+    of a few kernels left 5-6 GB (334 attention cases) and filled the disk, and the files of the
+    default sample's failed cases alone came to about 3 GB per run (its large-input TIMEOUT and
+    DATA cases), left in a temporary directory nobody cleans. A failed case's files stay only
+    when the run asks for them (``--keep-failed``; re-run the one case with ``-k`` to look at it).
     """
     import shutil
 
