@@ -50,7 +50,9 @@ def test_two_runs_at_once_both_succeed_and_agree(tmp_path, route):
 
 def test_ctrl_c_midway_leaves_nothing_and_the_next_run_succeeds(tmp_path):
     scratch = tmp_path / "interrupted"
-    proc = _start([], scratch)
+    # benzene: its SCF takes seconds, so the interrupt lands midway even on an idle machine
+    # (water's takes about 0.35 s, and a run once finished before the signal reached it)
+    proc = _start(["--molecule", "benzene"], scratch)
     deadline = time.monotonic() + 120
     while not any(scratch.iterdir()):  # midway: PySCF has created its SCF scratch file
         assert proc.poll() is None, "the run ended before it could be interrupted"
