@@ -182,7 +182,6 @@ def _bind_arguments(
         kind = signature.parameters[name].kind
         if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             raise TypeError(f"kernel {fn.__name__}: *args/**kwargs parameters are not supported")
-
         if isinstance(value, np.ndarray):
             names.append(name)
             arrays.append(value)

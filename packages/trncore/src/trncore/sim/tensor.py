@@ -24,7 +24,7 @@ from trncore.sim.context import user_site
 from trncore.sim.dtypes import RAW_VIEW as _RAW_VIEW
 from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError, site_suffix, warn_at
 
-__all__ = ["SENTINEL_INT", "Allocation", "Buffer", "Layout", "NkiTensor", "Operand", "layout"]
+__all__ = ["SENTINEL_INT", "Allocation", "Buffer", "Layout", "NkiTensor", "Operand", "dense", "layout"]
 
 #: AWS NKI docs, NKI CPU Simulator (NKI 0.3.0): the vendor simulator fills new integer tensors with 4 (floats
 #: with NaN).
@@ -255,14 +255,15 @@ class Allocation:
         return f"{name}{self.buffer.name}{list(self.shape)} {self.dtype}{where}"
 
 
-def _dense(dims: Sequence[tuple[int, int]]) -> bool:
+def dense(dims: Sequence[tuple[int, int]]) -> bool:
     """Whether ``dims`` (step, count) cover consecutive elements in row-major order; a dim of
-    count 1 is skipped (its step addresses nothing)."""
-    step = 1
-    for st, n in reversed([d for d in dims if d[1] != 1]):
-        if st != step:
+    count 1 is skipped (its step addresses nothing). ``reshape``'s contiguity rule and
+    ``NkiTensor.is_contiguous`` (trncore.sim.views)."""
+    inner = 1
+    for step, num in reversed(dims):
+        if num != 1 and step != inner:
             return False
-        step *= n
+        inner *= num
     return True
 
 
@@ -817,7 +818,7 @@ class NkiTensor:
         # partitions step by the tile's row, reshapes; a dim of size 1 has no step that matters.
         chip = self.on_chip and bool(self.dims) and bool(shape)
         reshaped = self.dims[1:] if chip else self.dims
-        if self.size > 1 and not _dense(reshaped):
+        if self.size > 1 and not dense(reshaped):
             raise LanguageError(
                 "reshape-contiguous",
                 f"reshape needs contiguous {'free dims' if chip else 'dims'}; {self.describe()} "

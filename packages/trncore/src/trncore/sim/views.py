@@ -20,7 +20,7 @@ from typing import Any
 
 from trncore.sim.context import user_site
 from trncore.sim.errors import BoundsError, LanguageError, PartitionError, site_suffix
-from trncore.sim.tensor import NkiTensor
+from trncore.sim.tensor import NkiTensor, dense
 
 __all__ = ["METHODS", "attach"]
 
@@ -319,13 +319,7 @@ def rearrange(
 
 def is_contiguous(self: NkiTensor) -> bool:
     """Whether the view's dims (free dims only, on chip) are row-major over the storage."""
-    dims = self.dims[1:] if self.on_chip else self.dims
-    inner = 1
-    for step, num in reversed(dims):
-        if num != 1 and step != inner:
-            return False
-        inner *= num
-    return True
+    return dense(self.dims[1:] if self.on_chip else self.dims)
 
 
 def is_indirect(self: NkiTensor) -> bool:
