@@ -32,7 +32,7 @@ from trncore.sim.checks import check_compute_operand, check_same_layout, memoise
 from trncore.sim.errors import DtypeError, ShapeError, TargetError, site_suffix
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
-from trncore.sim.isa_common import float32_rows, reduce_cmd
+from trncore.sim.isa_common import enum_arg, float32_rows, reduce_cmd
 from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import reduce_cmd as _ReduceCmd
 from trncore.sim.isa_common import writer as _writer
@@ -176,9 +176,9 @@ def _checks(
     if isinstance(range_start, bool) or not isinstance(range_start, (int, np.integer)):
         raise TypeError("range_select: range_start must be a compile-time int, got "
                         f"{range_start!r}{site_suffix(site)}")
-    if not isinstance(reduce_cmd, _ReduceCmd):
-        raise TypeError(f"range_select: reduce_cmd must be a nisa.reduce_cmd member, got {reduce_cmd!r}")
-    cmd = reduce_cmd.name
+    # as every enum parameter (docs/emulator.md, Readings chosen): a raw integer that is a
+    # member's value runs as that member, warned at the line; anything else is enum-member
+    cmd = enum_arg(reduce_cmd, _ReduceCmd, "range_select", "reduce_cmd").name
     if cmd == "load_reduce":
         raise NotImplementedError("nisa.range_select reduce_cmd=load_reduce is not emulated (the "
                                   f"page gives no value to load){site_suffix(site)}")  # fmt: skip
