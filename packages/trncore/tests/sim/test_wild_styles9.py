@@ -26,28 +26,29 @@ P, F, WORDS = 128, 16, 6
 # kernel seeds every lane differently because lanes holding equal states emit equal streams.
 
 
-def seed_lanes_then_draw(seeds):
-    """``seeds[p]`` into GpSimd lane ``p``, then one ``[P, F]`` draw on the GpSimd engine."""
+def _seed_lanes_then(seeds, read_back: bool):
+    """``seeds[p]`` into GpSimd lane ``p``; then either one ``[P, F]`` GpSimd draw or
+    ``rand_get_state``, which must return lane ``p``'s state on partition ``p``."""
     s = nl.ndarray((P, WORDS), dtype=nl.uint32, buffer=nl.sbuf)
     nisa.dma_copy(dst=s, src=seeds)
     nisa.rand_set_state(src_seeds=s, engine=nisa.gpsimd_engine)
-    bits = nl.ndarray((P, F), dtype=nl.uint32, buffer=nl.sbuf)
-    nisa.rng(dst=bits, engine=nisa.gpsimd_engine)
-    out = nl.ndarray((P, F), dtype=nl.uint32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=bits)
+    width = WORDS if read_back else F
+    got = nl.ndarray((P, width), dtype=nl.uint32, buffer=nl.sbuf)
+    if read_back:
+        nisa.rand_get_state(dst=got, engine=nisa.gpsimd_engine)
+    else:
+        nisa.rng(dst=got, engine=nisa.gpsimd_engine)
+    out = nl.ndarray((P, width), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=got)
     return out
+
+
+def seed_lanes_then_draw(seeds):
+    return _seed_lanes_then(seeds, read_back=False)
 
 
 def seed_lanes_then_read_back(seeds):
-    """``rand_set_state`` then ``rand_get_state``: lane ``p``'s state comes back on partition p."""
-    s = nl.ndarray((P, WORDS), dtype=nl.uint32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=s, src=seeds)
-    nisa.rand_set_state(src_seeds=s, engine=nisa.gpsimd_engine)
-    back = nl.ndarray((P, WORDS), dtype=nl.uint32, buffer=nl.sbuf)
-    nisa.rand_get_state(dst=back, engine=nisa.gpsimd_engine)
-    out = nl.ndarray((P, WORDS), dtype=nl.uint32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=back)
-    return out
+    return _seed_lanes_then(seeds, read_back=True)
 
 
 def partial_draw_then_full_draw(seed):
