@@ -235,6 +235,22 @@ class _VectorOperand:
         out[ok] = self.flat[flat_idx[ok]]
         return out.reshape(self.shape)
 
+    def written_elements(self) -> np.ndarray:
+        """The flat element indices a :meth:`write` with this run's indices stores to, skipped
+        (out-of-bounds under ``oob_skip``) rows left out; raises as :meth:`write` would."""
+        rows = self._rows()
+        flat_idx, ok = self._indices(rows)
+        return flat_idx.reshape(-1) if ok is None else flat_idx[ok]
+
+    def rows_overlap(self) -> bool:
+        """Whether two partitions of this run's access would write the same element."""
+        rows = self._rows()
+        span = self.inner_hi - self.inner_lo + 1
+        if self.inner.size == span and span <= self.row and self._in_bounds(rows):
+            return bool(np.unique(rows).size < rows.size)  # one run per row, runs apart
+        elements = self.written_elements()
+        return bool(np.unique(elements).size < elements.size)
+
     def write(self, values: np.ndarray) -> None:
         rows = self._rows()
         if self._row_path(rows):

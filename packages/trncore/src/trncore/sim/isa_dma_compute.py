@@ -76,7 +76,15 @@ def dma_compute(
     def write(values: np.ndarray) -> None:
         out_op.write(dtypes.cast(np.asarray(values).reshape(dst.shape), name_))
 
+    scatter = dst.dynamic is not None  # scatter RMW: the run's indices must be unique
+
     def run() -> None:
+        if scatter and out_op.rows_overlap():
+            raise LanguageError("dma-compute-unique", "dma_compute scatter RMW: two partitions "
+                                "index the same destination element, but the page requires "
+                                "unique_indices=True ('non-unique indices not yet supported'): "
+                                "give each partition its own rows, or accumulate duplicates "
+                                "before the scatter", site)  # fmt: skip
         acc = np.zeros(dst.size, dtype=np.float32)
         for op in ops:
             acc = acc + np.asarray(op.read(), dtype=np.float32).reshape(-1)

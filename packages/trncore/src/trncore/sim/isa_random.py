@@ -6,13 +6,19 @@
 The hardware's bits cannot be reproduced (AWS does not document how seeds map to each engine's
 XORWOW lanes). What the emulator guarantees instead:
 
-- each engine (Vector, GpSimd) has one generator state of six 32-bit words, the size of the
-  GpSimd state ``rand_set_state`` / ``rand_get_state`` move per partition (XORWOW's five words
-  and its counter); the state is all zeros at the start of every run of a kernel, so a kernel's
-  random values are the same on every run and the traced run equals its replays;
+- a generator state is six 32-bit words, the size of the GpSimd state ``rand_set_state`` /
+  ``rand_get_state`` move per partition (XORWOW's five words and its counter). The Vector engine
+  has one state; the GpSimd engine has one per compute lane (partition), as the
+  ``rand_set_state`` / ``rand_get_state`` pages say ("each partition in the source tensor seeds
+  the PRNG states for the corresponding compute lane"; NKI 0.3.0-0.6.0). All states are zeros
+  at the start of every run of a kernel, so a kernel's random values are the same on every run
+  and the traced run equals its replays; the GpSimd lanes therefore start equal, and lanes that
+  hold equal states emit equal rows (what AWS's newer RNG library kernel reports of the device,
+  and why it seeds every lane differently);
 - a draw takes ``n`` values from NumPy's PCG64 seeded by the six words (a ``SeedSequence``), then
   replaces the state by six further words of that generator: the same state gives the same
-  values, and successive draws differ;
+  values, and successive draws differ. A GpSimd ``rng`` draws each partition's values from its
+  own lane's state and advances that lane only;
 - ``nisa.rng`` writes 32 random bits per element, truncated to the destination's width (its
   least significant bits), as the page says; every bit pattern is equally likely;
 - ``nl.rand`` gives float values uniform on [0, 1): the 24 high bits of a 32-bit draw times 2^-24
@@ -20,9 +26,9 @@ XORWOW lanes). What the emulator guarantees instead:
   element when such a draw (Vector engine) is below its drop probability;
 - ``set_rng_seed(seed)`` and ``nl.random_seed(seed)`` set the Vector engine's state to
   ``[seed, 0, 0, 0, 0, 0]`` ("using the same seed will generate the same sequence of random
-  numbers", both pages); ``rand_set_state`` sets an engine's state from partition 0 of
-  ``src_seeds`` and ``rand_get_state`` writes the state to every partition of ``dst``, so a
-  get/set pair restores a sequence.
+  numbers", both pages); ``rand_set_state`` sets each lane's state from its partition of
+  ``src_seeds`` and ``rand_get_state`` writes each lane's state to its partition of ``dst``
+  (lane = the partition's index in SBUF), so a get/set pair restores a sequence.
 
 Checked at the kernel line, from the pages: ``rng``'s ``dst`` is an integer type (int8/16/32,
 uint8/16/32) in SBUF or PSUM, at most 128 partitions, the GpSimd engine only on NeuronCore-v3+
@@ -66,16 +72,35 @@ __all__ = [
 _E = engine  # the enum (the instructions' `engine` parameter shadows the name)
 
 _WORDS = 6  # state words per engine (GpSimd XORWOW state per partition)
-_ROW = {int(_E.vector): 0, int(_E.gpsimd): 1}
+_LANES = 128  # GpSimd compute lanes, one per SBUF partition
+_ROW = {int(_E.vector): 0, int(_E.gpsimd): 1}  # 0: the Vector state; 1: the GpSimd lanes
 _INT_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 
 
 def _state(ctx: Any) -> np.ndarray:
-    """The generator states (rows: Vector, GpSimd), zeroed at the start of every run."""
+    """The generator states, zeroed at the start of every run (the runner resets the array):
+    row 0 the Vector engine's, row ``1 + p`` GpSimd lane ``p``'s."""
     state = ctx.engine_state.get("rng")
     if state is None:
-        state = ctx.engine_state["rng"] = np.zeros((2, _WORDS), dtype=np.uint32)
+        state = ctx.engine_state["rng"] = np.zeros((1 + _LANES, _WORDS), dtype=np.uint32)
     return state
+
+
+def _lanes(state: np.ndarray, t: NkiTensor) -> slice:
+    """The GpSimd lanes (rows of ``state``) of on-chip tile ``t``'s partitions."""
+    first = 1 + t.start_partition()
+    return slice(first, first + t.partitions)
+
+
+def _draw_lanes(lanes: np.ndarray, n: int) -> np.ndarray:
+    """``n`` uint32 values per lane (row of ``lanes``), each from its own state; lanes holding
+    equal states give equal rows. Advances every lane in place."""
+    unique, inverse = np.unique(lanes, axis=0, return_inverse=True)
+    rows = np.empty((len(unique), n), dtype=np.uint32)
+    for i, row in enumerate(unique):
+        rows[i] = _draw(row, n)  # advances this copy of the state
+    lanes[...] = unique[inverse.reshape(-1)]
+    return rows[inverse.reshape(-1)]
 
 
 def _draw(row: np.ndarray, n: int) -> np.ndarray:
@@ -118,8 +143,13 @@ def _emit_bits(ctx: Any, site: Any, dst: NkiTensor, row: int, op: str, raw: bool
     shape, name, n = dst.shape, dst.dtype, int(np.prod(dst.shape))
     width = dtypes.itemsize(name) * 8
 
+    lanes = _lanes(state, dst) if row == 1 else None
+
     def run() -> None:
-        bits = _draw(state[row], n)
+        if lanes is None:
+            bits = _draw(state[0], n)
+        else:  # GpSimd: each partition from its lane
+            bits = _draw_lanes(state[lanes], n // dst.partitions).reshape(-1)
         if raw:  # the least significant bits, reinterpreted in dst's integer type
             unsigned = (bits & np.uint32((1 << width) - 1)).astype(f"uint{width}")
             values = unsigned.view(np.dtype(name)) if name.startswith("int") else unsigned
@@ -177,28 +207,30 @@ def _state_tensor(t: Any, op: str, what: str, eng: Any, ctx: Any, site: Any) -> 
 
 
 def rand_set_state(src_seeds: Any, engine: Any = engine.gpsimd, name: str | None = None) -> None:
-    """``nisa.rand_set_state``: the engine's state from partition 0 of ``src_seeds``."""
+    """``nisa.rand_set_state``: each partition of ``src_seeds`` seeds its GpSimd lane."""
     ctx, site = _begin()
-    src, row = _state_tensor(src_seeds, "rand_set_state", "src_seeds", engine, ctx, site)
+    src, _ = _state_tensor(src_seeds, "rand_set_state", "src_seeds", engine, ctx, site)
     state = _state(ctx)
     s_op = src.operand(site)
+    lanes = _lanes(state, src)
 
     def run() -> None:
-        state[row, :] = np.asarray(s_op.read()).reshape(src.partitions, _WORDS)[0]
+        state[lanes] = np.asarray(s_op.read()).reshape(src.partitions, _WORDS)
 
     ctx.emit("rand_set_state", "gpsimd", site, [src], [], run, _elementwise_meta(src))
 
 
 def rand_get_state(dst: Any, engine: Any = engine.gpsimd, name: str | None = None) -> None:
-    """``nisa.rand_get_state``: the engine's state, written to every partition of ``dst``."""
+    """``nisa.rand_get_state``: each GpSimd lane's state, written to its partition of ``dst``."""
     ctx, site = _begin()
-    out, row = _state_tensor(dst, "rand_get_state", "dst", engine, ctx, site)
+    out, _ = _state_tensor(dst, "rand_get_state", "dst", engine, ctx, site)
     state = _state(ctx)
     d_op = out.operand(site)
     shape = out.shape
+    lanes = _lanes(state, out)
 
     def run() -> None:
-        d_op.write(np.broadcast_to(state[row], (out.partitions, _WORDS)).reshape(shape).copy())
+        d_op.write(state[lanes].reshape(shape).copy())
 
     ctx.emit("rand_get_state", "gpsimd", site, [], [out], run, _elementwise_meta(out))
 
