@@ -62,6 +62,30 @@ _gemm_kernel = _gemm_kernel_128_128_512  # an alias, as the wheel has: counted o
 
 
 @nki.jit
+def _gemm_kernel_64_128_128(a, b):
+    # shards M over the launch grid: each program computes its half of the rows at LNC=2
+    M, K = a.shape
+    _, N = b.shape
+    TN = N if N <= 128 else 128
+    rows = M // nl.num_programs(0)
+    TM = rows if rows <= 64 else 64
+    base = nl.program_id(0) * rows
+    c = nl.ndarray((M, N), dtype=a.dtype, buffer=nl.shared_hbm)
+    for m in range(rows // TM):
+        r0 = base + m * TM
+        for n in range(N // TN):
+            acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
+            for k in range(K // 128):
+                at = nl.load_transpose2d(a[r0:r0 + TM, k * 128:(k + 1) * 128])
+                bt = nl.load(b[k * 128:(k + 1) * 128, n * TN:(n + 1) * TN])
+                nisa.nc_matmul(dst=acc, stationary=at, moving=bt, accumulate=k > 0)
+            res = nl.ndarray((TM, TN), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res, src=acc)
+            nl.store(c[r0:r0 + TM, n * TN:(n + 1) * TN], value=res)
+    return c
+
+
+@nki.jit
 def _syrk_kernel(a):
     M, K = a.shape
     c = nl.ndarray((M, M), dtype=a.dtype, buffer=nl.shared_hbm)
@@ -131,6 +155,7 @@ def test_each_outcome_is_classified(fake_wheel: Path) -> None:
         by_kernel.setdefault(o.kernel, set()).add(o.status)
     assert by_kernel == {
         "_gemm_kernel_128_128_512": {"PASS"},
+        "_gemm_kernel_64_128_128": {"PASS"},
         "_syrk_kernel": {"RULE"},
         "_mp2_energy_kernel": {"FAIL"},
         "_batched_pair_kernel": {"NOTIMPL"},
@@ -146,6 +171,12 @@ def test_each_outcome_is_classified(fake_wheel: Path) -> None:
         for t in ("trn1", "trn2")
     )
     assert all(o.lnc == 1 and not o.warnings for o in gemm)
+    # the sharding GEMM runs at LNC=1 on both targets and at LNC=2 on trn2 (NeuronCore-v3)
+    sharded = [o for o in outcomes if o.kernel == "_gemm_kernel_64_128_128"]
+    assert (
+        sorted((o.target, o.lnc) for o in sharded)
+        == [("trn1", 1)] * 3 + [("trn2", 1)] * 3 + [("trn2", 2)] * 3
+    )
     rule_line = _marked_line("# HERE")
     for o in outcomes:
         if o.status == "RULE":
@@ -170,8 +201,8 @@ def test_wheel_file_cli_and_json(fake_wheel: Path, tmp_path: Path, capsys: Any) 
     data = json.loads(out.read_text())
     assert data["version"] == "9.9.9"
     assert data["nki_version"] == "0.3.0"
-    assert data["counts"] == {"PASS": 3, "FAIL": 2, "RULE": 2, "NOTIMPL": 2, "ERROR": 2, "NOCASE": 1}
-    assert "summary: PASS 3, FAIL 2, RULE 2, NOTIMPL 2, ERROR 2, NOCASE 1" in capsys.readouterr().out
+    assert data["counts"] == {"PASS": 9, "FAIL": 2, "RULE": 2, "NOTIMPL": 2, "ERROR": 2, "NOCASE": 1}
+    assert "summary: PASS 9, FAIL 2, RULE 2, NOTIMPL 2, ERROR 2, NOCASE 1" in capsys.readouterr().out
     import trnblas  # ours, not shadowed by the wheel's package
 
     assert "packages" in Path(trnblas.__file__).parts
