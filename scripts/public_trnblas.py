@@ -22,6 +22,13 @@ energies). One line per kernel x shape x target:
 * ``ERROR``: anything else (with the wheel line it came from);
 * ``NOCASE``: a kernel this script has no reference for (a newer wheel).
 
+Then the wheel's public entry points (``nki_gemm``, ``nki_syrk``, ``nki_trsm``,
+``nki_mp2_energy``, the pair-energy functions, ...) run on ragged shapes with the wheel's own
+switches set while it is imported (``TRNBLAS_USE_SIMULATOR=1``: its kernels go through
+``nki.simulate``, here the emulator; ``TRNBLAS_REQUIRE_NKI=1``: a kernel error is raised, not
+hidden by its fallback to torch; ``TRNBLAS_AUTOTUNE=0``): its own padding and slicing are
+checked too, against the same kind of NumPy reference.
+
 Warnings the emulator raises at a kernel line (behaviour AWS's pages leave undefined) are
 listed under the line; they do not change the status. Not part of CI: the wheel is not ours and
 CI has no network (tests/test_public_trnblas.py tests this script on a small wheel of our own).
@@ -34,6 +41,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import os
 import re
 import sys
 import tempfile
@@ -50,6 +58,10 @@ import numpy as np
 ALIAS = "_public_trnblas"
 TARGETS = ("trn1", "trn2")
 STATUSES = ("PASS", "FAIL", "RULE", "NOTIMPL", "ERROR", "NOCASE")
+#: Set while the wheel is imported: its entry points run their kernels through ``nki.simulate``
+#: (the emulator), re-raise kernel errors instead of falling back to torch, and skip the
+#: hardware-only tile autotuner (the wheel's own switches).
+WHEEL_ENV = {"TRNBLAS_USE_SIMULATOR": "1", "TRNBLAS_REQUIRE_NKI": "1", "TRNBLAS_AUTOTUNE": "0"}
 
 
 # --------------------------------------------------------------------------- the wheel
@@ -86,6 +98,22 @@ def load_kernels(root: Path) -> dict[str, Any]:
 
     sim.install(force=True)
     pkg = root / "trnblas"
+    saved = {k: os.environ.get(k) for k in WHEEL_ENV}
+    os.environ.update(WHEEL_ENV)  # the wheel reads them once, at import
+    try:
+        kernels = _import_kernels(pkg, Kernel)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return kernels
+
+
+def _import_kernels(pkg: Path, kernel_type: Any) -> dict[str, Any]:
+    """Import ``pkg`` as :data:`ALIAS`, then each of its modules that mentions ``nki.jit``; the
+    ``kernel_type`` instances they define, by function name."""
     for name in [n for n in sys.modules if n == ALIAS or n.startswith(ALIAS + ".")]:
         del sys.modules[name]  # a second wheel in the same process (the tests)
     spec = importlib.util.spec_from_file_location(
@@ -102,7 +130,7 @@ def load_kernels(root: Path) -> dict[str, Any]:
         parts = path.relative_to(pkg).with_suffix("").parts
         dotted = ".".join((ALIAS, *(p for p in parts if p != "__init__")))
         for value in vars(importlib.import_module(dotted)).values():
-            if isinstance(value, Kernel):
+            if isinstance(value, kernel_type):
                 kernels.setdefault(value.func.__name__, value)
     return kernels
 
@@ -119,7 +147,7 @@ class Case:
     """One shape of one kernel: its arguments, the reference, and how to read the output."""
 
     label: str
-    args: tuple[np.ndarray, ...]
+    args: tuple[Any, ...]
     expect: np.ndarray
     read: Callable[[Any], np.ndarray]
 
@@ -285,6 +313,70 @@ def cases_for(name: str) -> list[Case] | None:
     return list(table[name]()) if name in table else None
 
 
+def entry_cases() -> Iterator[tuple[str, Case]]:
+    """The wheel's public NKI entry points (``trnblas.nki.nki_*``) on ragged shapes: its own host
+    code pads, launches the kernel through ``nki.simulate`` and slices (arrays become torch)."""
+    rng = _rng(70)
+    a, b = (
+        rng.standard_normal((165, 200), dtype=np.float32),
+        rng.standard_normal((200, 612), dtype=np.float32),
+    )
+    yield "nki_gemm", Case("M=165 K=200 N=612", (a, b), a.astype(np.float64) @ b, _array)
+    a, b = (
+        rng.standard_normal((2, 100, 130), dtype=np.float32),
+        rng.standard_normal((2, 130, 70), dtype=np.float32),
+    )
+    yield "nki_batched_gemm", Case("batch=2 M=100 K=130 N=70", (a, b), a.astype(np.float64) @ b, _array)
+    a = rng.standard_normal((200, 100), dtype=np.float32)
+    yield "nki_syrk", Case("M=200 K=100", (a,), a.astype(np.float64) @ a.T, _array)
+    # upper triangular, unit-dominant diagonal: well conditioned; two 128-row blocks
+    tri = (np.triu(0.1 * rng.standard_normal((200, 200))) + np.diag(rng.uniform(1, 2, 200))).astype(
+        np.float32
+    )
+    rhs = rng.standard_normal((200, 30), dtype=np.float32)
+    want = np.linalg.solve(tri.astype(np.float64), rhs.astype(np.float64))
+    yield "nki_trsm", Case("left upper, M=200 NRHS=30", (tri, rhs), want, _array)
+    ic, nocc, nvir = 2, 3, 200
+    t_flat = (0.1 * rng.standard_normal((ic * nvir, nocc * nvir))).astype(np.float32)
+    eo, ev = _energies(nocc, nvir, 71)
+    total = sum(
+        pair_terms(
+            t_flat[p * nvir : (p + 1) * nvir, q * nvir : (q + 1) * nvir], float(eo[p]) + float(eo[q]), ev
+        ).sum()
+        for p in range(ic)
+        for q in range(nocc)
+    )
+    yield (
+        "nki_mp2_energy",
+        Case(f"IC={ic} NOCC={nocc} NVIR={nvir}", (t_flat, eo[:ic], eo, ev), np.array(total), _array),
+    )
+    b3 = (0.1 * rng.standard_normal((2, 200, 100))).astype(np.float32)
+    eo, ev = _energies(2, 200, 72)
+    args = (b3[0], b3[1], float(eo[0]), float(eo[1]), ev)
+    yield (
+        "nki_fused_gemm_energy",
+        Case("NVIR=200 NAUX=100", args, np.array(_pair(b3, eo, ev, 0, 1).sum()), _array),
+    )
+    # the wheel runs one kernel for all pairs up to 4096 estimated loop iterations (NOCC^2 x
+    # N_A^2 x N_K), the per-i kernel above: NOCC=33 with NVIR=150 (N_A=2), NAUX=60 gives 4356
+    for nocc in (3, 33):
+        b3 = (0.1 * rng.standard_normal((nocc, 150, 60))).astype(np.float32)
+        eo, ev = _energies(nocc, 150, 73)
+        total = sum(_pair(b3, eo, ev, p, q).sum() for p in range(nocc) for q in range(nocc))
+        route = "one kernel" if nocc == 3 else "per-i kernel"
+        yield (
+            "nki_batched_pair_energy",
+            Case(f"NOCC={nocc} NVIR=150 NAUX=60 ({route})", (b3, eo, ev), np.array(total), _array),
+        )
+
+
+def _array(out: Any) -> np.ndarray:
+    """A torch (or NumPy) result as a float64 array."""
+    if hasattr(out, "detach"):
+        out = out.detach().cpu().numpy()
+    return np.asarray(out, np.float64)
+
+
 # --------------------------------------------------------------------------- running
 @dataclass
 class Outcome:
@@ -315,25 +407,28 @@ def aws_page(message: str) -> str:
 
 
 def run_case(kernel: Any, case: Case, target: str, lnc: int, version: str, root: Path, tol: float) -> Outcome:
-    """Run one case and classify it (see the module docstring)."""
+    """Run one kernel case and classify it (see the module docstring)."""
+    from trncore.sim.runner import run_kernel
+
+    def call() -> Any:
+        args = [a.copy() for a in case.args]
+        return run_kernel(kernel.func, args, target=target, lnc=lnc if lnc > 1 else None, nki_version=version)
+
+    outcome = Outcome(kernel.func.__name__, case.label, target, lnc, "PASS")
+    return classify(outcome, call, case, root, tol)
+
+
+def classify(outcome: Outcome, call: Callable[[], Any], case: Case, root: Path, tol: float) -> Outcome:
+    """Fill ``outcome`` from running ``call`` and comparing its output with ``case.expect``."""
     import traceback
 
     from trncore.sim import NkiValidationError, clear_cache
-    from trncore.sim.runner import run_kernel
 
-    name = kernel.func.__name__
-    outcome = Outcome(name, case.label, target, lnc, "PASS")
     clear_cache()  # trace every case: an emulator warning comes with the trace, not a replay
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            out = run_kernel(
-                kernel.func,
-                [a.copy() for a in case.args],
-                target=target,
-                lnc=lnc if lnc > 1 else None,
-                nki_version=version,
-            )
+            out = call()
         except NkiValidationError as exc:
             page = aws_page(str(exc))
             outcome.status = "RULE"
@@ -371,6 +466,15 @@ def run_case(kernel: Any, case: Case, target: str, lnc: int, version: str, root:
     return outcome
 
 
+def _echo(res: Outcome, what: str, echo: Callable[[str], None]) -> None:
+    """One line per run, then its warnings (shortened; in full in --json)."""
+    echo(f"  {res.status:<7} {what}: {res.detail}")
+    for text in res.warnings:
+        page = aws_page(text)
+        short = text if len(text) <= 150 else text[:147] + "..."
+        echo(f"          warning at {short}" + (f" (page: {page})" if page else ""))
+
+
 def run_wheel(
     root: Path, targets: tuple[str, ...], version: str, tol: float, echo: Callable[[str], None] = print
 ) -> list[Outcome]:
@@ -390,11 +494,52 @@ def run_wheel(
                     res = run_case(kernel, case, target, lnc, version, root, tol)
                     outcomes.append(res)
                     at = f" LNC={lnc}" if lnc > 1 else ""
-                    echo(f"  {res.status:<7} {name} [{case.label}] {target}{at}: {res.detail}")
-                    for text in res.warnings:  # in full in --json
-                        page = aws_page(text)
-                        short = text if len(text) <= 150 else text[:147] + "..."
-                        echo(f"          warning at {short}" + (f" (page: {page})" if page else ""))
+                    _echo(res, f"{name} [{case.label}] {target}{at}", echo)
+    return outcomes
+
+
+def run_entry(
+    func: Callable[..., Any], name: str, case: Case, target: str, version: str, root: Path, tol: float
+) -> Outcome:
+    """Call the wheel's entry point ``func`` on ``case`` (NumPy arrays passed as torch tensors) with
+    the emulator checking ``target`` and ``version``, and classify it."""
+    import torch
+
+    from trncore.config import TARGET_ENV
+    from trncore.sim.versions import nki_version
+
+    def call() -> Any:
+        args = [torch.from_numpy(a.copy()) if isinstance(a, np.ndarray) else a for a in case.args]
+        saved = os.environ.get(TARGET_ENV)
+        os.environ[TARGET_ENV] = target  # nki.simulate checks the target this names
+        try:
+            with nki_version(version):
+                return func(*args)
+        finally:
+            if saved is None:
+                os.environ.pop(TARGET_ENV, None)
+            else:
+                os.environ[TARGET_ENV] = saved
+
+    return classify(Outcome(name, case.label, target, 1, "PASS"), call, case, root, tol)
+
+
+def run_entries(
+    root: Path, targets: tuple[str, ...], version: str, tol: float, echo: Callable[[str], None] = print
+) -> list[Outcome]:
+    """Every entry point of :func:`entry_cases` the wheel defines x ``targets``, printed as run
+    (after :func:`load_kernels` imported the wheel)."""
+    modules = [m for n, m in sorted(sys.modules.items()) if n == ALIAS or n.startswith(ALIAS + ".")]
+    outcomes = []
+    for name, case in entry_cases():
+        func = next((getattr(m, name) for m in modules if callable(getattr(m, name, None))), None)
+        if func is None:
+            echo(f"  (the wheel has no {name})")
+            continue
+        for target in targets:
+            res = run_entry(func, name, case, target, version, root, tol)
+            outcomes.append(res)
+            _echo(res, f"{name} [{case.label}] {target}", echo)
     return outcomes
 
 
@@ -422,12 +567,17 @@ def main(argv: list[str] | None = None) -> int:
         found = wheel_version(root)
         print(f"{args.wheel} (trnblas {found}) under {release(version).label} on {', '.join(args.target)}")
         outcomes = run_wheel(root, tuple(args.target), version, args.tol)
+        print("the wheel's entry points (its own padding; kernels through nki.simulate):")
+        entries = run_entries(root, tuple(args.target), version, args.tol)
     counts = {s: sum(o.status == s for o in outcomes) for s in STATUSES}
+    entry_counts = {s: sum(o.status == s for o in entries) for s in STATUSES}
     warned = sum(bool(o.warnings) for o in outcomes if o.status == "PASS")
     print(
-        "summary: "
+        "summary: kernels "
         + ", ".join(f"{s} {n}" for s, n in counts.items() if n)
         + (f" ({warned} PASS with a warning)" if warned else "")
+        + "; entry points "
+        + (", ".join(f"{s} {n}" for s, n in entry_counts.items() if n) or "none")
     )
     if args.json:
         args.json.write_text(
@@ -439,6 +589,8 @@ def main(argv: list[str] | None = None) -> int:
                     "targets": args.target,
                     "counts": counts,
                     "runs": [vars(o) for o in outcomes],
+                    "entry_counts": entry_counts,
+                    "entry_points": [vars(o) for o in entries],
                 },
                 indent=1,
             )

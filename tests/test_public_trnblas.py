@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import zipfile
 from collections.abc import Iterator
@@ -122,6 +123,24 @@ def _j_batched_kernel(b_i, B, eps_occ_i, eps_occ_row, eps_vir_col, eps_vir_row):
 @nki.jit
 def _extra_kernel(a):
     return a
+
+
+def nki_gemm(A, B):
+    # an entry point as the wheel writes them: pad, run through nki.simulate, slice
+    import numpy as np
+    import torch
+
+    M, K = A.shape
+    N = B.shape[1]
+    a = np.zeros((-(-M // 128) * 128, -(-K // 128) * 128), dtype=np.float32)
+    a[:M, :K] = A.numpy()
+    b = np.zeros((a.shape[1], N if N <= 512 else -(-N // 512) * 512), dtype=np.float32)
+    b[:K, :N] = B.numpy()
+    return torch.from_numpy(np.asarray(nki.simulate(_gemm_kernel_128_128_512)(a, b)))[:M, :N]
+
+
+def nki_syrk(A):
+    return nki.simulate(_syrk_kernel)(A.numpy())  # the kernel breaks a rule: RULE here too
 """
 
 
@@ -197,12 +216,26 @@ def test_wheel_file_cli_and_json(fake_wheel: Path, tmp_path: Path, capsys: Any) 
             if path.is_file():
                 z.write(path, path.relative_to(fake_wheel))
     out = tmp_path / "r.json"
+    env_before = {key: os.environ.get(key) for key in script.WHEEL_ENV}
     assert script.main([str(whl), "--target", "trn2", "--json", str(out)]) == 0
+    assert {key: os.environ.get(key) for key in script.WHEEL_ENV} == env_before  # restored
     data = json.loads(out.read_text())
     assert data["version"] == "9.9.9"
     assert data["nki_version"] == "0.3.0"
     assert data["counts"] == {"PASS": 9, "FAIL": 2, "RULE": 2, "NOTIMPL": 2, "ERROR": 2, "NOCASE": 1}
-    assert "summary: PASS 9, FAIL 2, RULE 2, NOTIMPL 2, ERROR 2, NOCASE 1" in capsys.readouterr().out
+    # the fake wheel's two entry points (the others are absent): its nki_gemm pads and slices
+    # correctly; its nki_syrk launches the rule-breaking kernel
+    assert [(e["kernel"], e["status"]) for e in data["entry_points"]] == [
+        ("nki_gemm", "PASS"),
+        ("nki_syrk", "RULE"),
+    ]
+    assert f"dispatch.py:{_marked_line('# HERE')}" in data["entry_points"][1]["detail"]
+    printed = capsys.readouterr().out
+    assert (
+        "summary: kernels PASS 9, FAIL 2, RULE 2, NOTIMPL 2, ERROR 2, NOCASE 1; entry points PASS 1, RULE 1"
+        in printed
+    )
+    assert "(the wheel has no nki_trsm)" in printed
     import trnblas  # ours, not shadowed by the wheel's package
 
     assert "packages" in Path(trnblas.__file__).parts
