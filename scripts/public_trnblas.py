@@ -447,7 +447,8 @@ def classify(outcome: Outcome, call: Callable[[], Any], case: Case, root: Path, 
             outcome.status, outcome.detail, out = "ERROR", f"{type(exc).__name__}: {exc} ({where})", None
     seen = set()
     for w in caught:
-        text = f"{_where(w.filename, w.lineno, root)}: {str(w.message).splitlines()[0]}"
+        message = str(w.message).splitlines()[0].replace(f"{root}/", "")  # the wheel's paths as trnblas/...
+        text = f"{_where(w.filename, w.lineno, root)}: {message}"
         if Path(w.filename).is_relative_to(root) and text not in seen:
             seen.add(text)
             outcome.warnings.append(text)
