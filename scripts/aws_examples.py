@@ -214,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in example_files(sdk):
         res = run_file(path, version, args.target, args.timeout)
         res["file"] = str(path.relative_to(sdk))
+        res["detail"] = res.get("detail", "").replace(f"{sdk}/", "")  # kernel lines as nki/...
         results.append(res)
         extra = f" [{res['kernels']} kernel keys]" if res.get("kernels") else ""
         print(f"  {res['status']:<13} {res['file']}{extra} {res.get('detail', '')}"[:300])

@@ -207,7 +207,11 @@ def check_compute_operand(
             rule,
             f"{op} {what} must be in {' or '.join(buffers)}, got {t.describe()}"
             + (
-                "; compute engines cannot access HBM (copy it in with nisa.dma_copy)"
+                # AWS NKI docs, Memory hierarchy overview (NKI 0.3.0-0.6.0): "NKI kernel input
+                # tensors from HBM must be loaded into the SBUF for computation"
+                "; compute engines cannot access HBM (copy it in with nisa.dma_copy; AWS NKI "
+                "docs, Memory hierarchy overview, NKI 0.3.0: HBM inputs must be loaded into "
+                "SBUF for computation)"
                 if buffer.is_hbm
                 else ""
             ),
