@@ -6,10 +6,10 @@ instruction writes the K largest values in ascending order (bfloat16) to ``val_d
 0-based snake indices (uint32) to ``idx_dst``; K is ``val_dst``'s free size. The page does not say
 where in ``val_dst`` the K results land. Reading made here (docs/emulator.md, "Readings chosen"):
 the group's K results are themselves a 16-partition snake, result ``r`` (ascending) at partition
-``r % 16``, column ``r // 16`` of the group, as two public kernels read them (AWS's newer
-nki-library GpSimd top-k de-snakes ``val_dst[:, :ceil(K/16)]`` and reports ``nki.simulate``
-writing an ascending snake; a DSA indexer measured exact on a device reads the same
-``[16, K/16]`` block). Only those ``K`` positions are written; the rest of ``val_dst`` keeps what
+``r % 16``, column ``r // 16`` of the group, as AWS's NKI Library of SDK 2.32 reads them (its
+``gpsimd_topk``, whose API page says the results "are de-snaked", copies ``val_dst[:, :ceil(K/16)]``
+out and reports ``nki.simulate`` writing an ascending snake) and as a public DSA indexer, measured
+exact on a device, does. Only those ``K`` positions are written; the rest of ``val_dst`` keeps what
 it held. Equal values are ranked by lower index first. Constraints checked as the page lists
 them: bf16 source and values, uint32 indices, everything in SBUF, ``val_dst`` and ``idx_dst`` of
 shape ``[par_dim, K]``, ``8 <= n < 65536``, ``1 <= K < 32768``, ``K <= n``, ``src`` free size
