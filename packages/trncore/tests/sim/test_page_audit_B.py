@@ -988,16 +988,18 @@ def _topk_kernel(k_: int, n: int, val_dtype: str, idx_dtype: str) -> Callable[..
 )
 def test_topk_forms(target: str, p: int, cols: int, n: int, k: int) -> None:
     """The page: each group of 16 partitions is a snake (element j at partition j % 16, column
-    j // 16) of n active elements; every partition of the group gets the K largest, ascending."""
+    j // 16) of n active elements; the K largest, ascending, come out as a snake of the group too
+    (result r at partition r % 16, column r // 16: docs/emulator.md, "Readings chosen")."""
     perm = rng.permutation(p * cols).astype(F32) - F32(p * cols // 2)  # distinct, exact in bf16
     x = perm.reshape(p, cols).astype(BF16)
     vals, idx = run_kernel(_topk_kernel(k, n, "bfloat16", "uint32"), [x], target=target)
+    r = np.arange(k)
     for g in range(p // 16):
         snake = x[16 * g : 16 * g + 16].astype(F32).T.reshape(-1)[:n]
         order = np.argsort(snake, kind="stable")[-k:]
-        for row in range(16 * g, 16 * g + 16):
-            np.testing.assert_array_equal(idx[row], order.astype(np.uint32))
-            np.testing.assert_array_equal(vals[row].astype(F32), snake[order])
+        at = (16 * g + r % 16, r // 16)
+        np.testing.assert_array_equal(idx[at], order.astype(np.uint32))
+        np.testing.assert_array_equal(vals[at].astype(F32), snake[order])
 
 
 @pytest.mark.parametrize(

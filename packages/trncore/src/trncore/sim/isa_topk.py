@@ -3,12 +3,17 @@
 The page's layout: the source tile holds a "16-partition snake": element ``j`` of the ``n`` input
 elements sits at partition ``j % 16``, free column ``j // 16`` of a group of 16 partitions. The
 instruction writes the K largest values in ascending order (bfloat16) to ``val_dst`` and their
-0-based snake indices (uint32) to ``idx_dst``; K is ``val_dst``'s free size. Reading of the page
-made here, stated because the page does not spell it out: every group of 16 partitions is one
-snake, and each partition of the group receives that snake's K results; equal values are ranked
-by lower index first. Constraints checked as the page lists them: bf16 source and values, uint32
-indices, everything in SBUF, ``8 <= n < 65536``, ``1 <= K < 32768``, ``K <= n``,
-``src`` free size ``>= ceil(n / 16)``, partition count a multiple of 16.
+0-based snake indices (uint32) to ``idx_dst``; K is ``val_dst``'s free size. The page does not say
+where in ``val_dst`` the K results land. Reading made here (docs/emulator.md, "Readings chosen"):
+the group's K results are themselves a 16-partition snake, result ``r`` (ascending) at partition
+``r % 16``, column ``r // 16`` of the group, as AWS's NKI Library of SDK 2.32 reads them (its
+``gpsimd_topk``, whose API page says the results "are de-snaked", copies ``val_dst[:, :ceil(K/16)]``
+out and reports ``nki.simulate`` writing an ascending snake) and as a public DSA indexer, measured
+exact on a device, does. Only those ``K`` positions are written; the rest of ``val_dst`` keeps what
+it held. Equal values are ranked by lower index first. Constraints checked as the page lists
+them: bf16 source and values, uint32 indices, everything in SBUF, ``val_dst`` and ``idx_dst`` of
+shape ``[par_dim, K]``, ``8 <= n < 65536``, ``1 <= K < 32768``, ``K <= n``, ``src`` free size
+``>= ceil(n / 16)``, partition count a multiple of 16.
 """
 
 from __future__ import annotations
@@ -50,12 +55,27 @@ def topk(val_dst: Any, idx_dst: Any, src: Any, n: int, name: str | None = None) 
     if src.free_size < math.ceil(n / SNAKE):
         problems.append(f"src holds {src.free_size} columns, n={n} needs {math.ceil(n / SNAKE)}")
     for t, what in ((val_dst, "val_dst"), (idx_dst, "idx_dst")):
-        if t.partitions != p or t.free_size != k:
-            problems.append(f"{what} must be [{p}, {k}], got {t.describe()}")
+        if t.partitions != p or t.free_size != k or len(t.shape) != 2 or t.dynamic is not None:
+            problems.append(f"{what} must be [{p}, {k}] (a 2-D static view), got {t.describe()}")
     if problems:
         raise ShapeError("topk-shape", "nisa.topk: " + "; ".join(problems), site)
-    s_op, v_op, i_op = src.operand(site), val_dst.operand(site), idx_dst.operand(site)
     groups = p // SNAKE
+    cols = math.ceil(k / SNAKE)  # the result snake's columns
+    last = k - SNAKE * (cols - 1)  # its partitions in the last column, per group
+    # the written regions (partition range, column range): whole columns, then the last
+    # column's first `last` partitions of each group
+    regions: list[tuple[int, int, int, int]] = []
+    if last == SNAKE:
+        regions.append((0, p, 0, cols))
+    else:
+        if cols > 1:
+            regions.append((0, p, 0, cols - 1))
+        regions.extend((SNAKE * g, SNAKE * g + last, cols - 1, cols) for g in range(groups))
+    v_views = [val_dst[a:b, c:d] for a, b, c, d in regions]
+    i_views = [idx_dst[a:b, c:d] for a, b, c, d in regions]
+    s_op = src.operand(site)
+    v_ops = [v.operand(site) for v in v_views]
+    i_ops = [v.operand(site) for v in i_views]
 
     def run() -> None:
         data = np.asarray(s_op.read(), dtype=np.float32).reshape(groups, SNAKE, -1)
@@ -64,8 +84,17 @@ def topk(val_dst: Any, idx_dst: Any, src: Any, n: int, name: str | None = None) 
         order = np.argsort(-snake, axis=1, kind="stable")[:, :k]  # largest first, low index first
         idx = order[:, ::-1]  # ascending values
         vals = np.take_along_axis(snake, idx, axis=1)
-        v_op.write(np.repeat(vals, SNAKE, axis=0).astype(val_dst.alloc.flat.dtype))
-        i_op.write(np.repeat(idx, SNAKE, axis=0).astype(np.uint32))
+        # result r of group g -> partition 16 g + r % 16, column r // 16 (the results' snake)
+        pad = SNAKE * cols - k
+        v_snake = (
+            np.pad(vals, ((0, 0), (0, pad))).reshape(groups, cols, SNAKE).transpose(0, 2, 1).reshape(p, cols)
+        ).astype(val_dst.alloc.flat.dtype)
+        i_snake = (
+            np.pad(idx, ((0, 0), (0, pad))).reshape(groups, cols, SNAKE).transpose(0, 2, 1).reshape(p, cols)
+        ).astype(np.uint32)
+        for (a, b, c, d), v_op, i_op in zip(regions, v_ops, i_ops):
+            v_op.write(v_snake[a:b, c:d])
+            i_op.write(i_snake[a:b, c:d])
 
     meta = {"partitions": p, "free": 4 * n + k}  # the page's estimate: 4n + K GpSimd cycles
-    ctx.emit("topk", "gpsimd", site, [src], [val_dst, idx_dst], run, meta)
+    ctx.emit("topk", "gpsimd", site, [src], [*v_views, *i_views], run, meta)
