@@ -368,11 +368,11 @@ def _select_reference(x, lo, hi, start=0, ops=(np.greater_equal, np.less), first
 def test_range_select_memo_second_pass_signatures() -> None:
     # range_select's static checks are memoised per line and signature: a second pass with
     # another range_start, other comparisons or other rows computes NumPy's values, and one
-    # with another on_false_value, a bool range_start, an int reduce_cmd, a bfloat16 bound or
+    # with another on_false_value, a bool range_start, a float reduce_cmd, a bfloat16 bound or
     # a start partition a 64-row access may not use is refused at the kernel's line
     # (nki.isa.range_select page, NKI 0.3.0; start partitions: AWS Trainium/Inferentia2
     # Architecture Guide for NKI, NKI 0.3.0)
-    from trncore.sim.errors import DtypeError, PartitionError
+    from trncore.sim.errors import DtypeError, LanguageError, PartitionError
 
     p, f = 128, 48
     x = rng.standard_normal((p, f)).astype(np.float32)
@@ -387,7 +387,7 @@ def test_range_select_memo_second_pass_signatures() -> None:
     bad = [  # (first pass, second pass): equal (==) where a key could confuse them
         ({}, {"false": 0.0}, DtypeError, "on_false_value"),
         ({"start": 1}, {"start": True}, TypeError, "range_start"),
-        ({}, {"cmd": 3}, TypeError, "reduce_cmd"),  # (reduce_cmd.reset_reduce == 3)
+        ({}, {"cmd": 3.0}, LanguageError, "reduce_cmd"),  # (reduce_cmd.reset_reduce == 3.0)
         ({}, {"bound": nl.bfloat16}, DtypeError, "bound0 must be float32"),
         ({"rows": 64}, {"first": 16, "rows": 64}, PartitionError, "start"),
     ]
@@ -397,3 +397,10 @@ def test_range_select_memo_second_pass_signatures() -> None:
             run_kernel(kernel, [x, lo, hi], target="trn2")
         if error is not TypeError:
             assert f":{marked_line(kernel, 'SELECT')}" in str(info.value)
+    # a raw integer that is a member's value runs as the member, warned at the line: the
+    # member's memo entry must not swallow the warning (Readings chosen, raw integer enums)
+    kernel = _range_select_loop([{}, {"cmd": 3}])
+    with pytest.warns(UserWarning, match="reduce_cmd=3 is a raw integer") as record:
+        got = run_kernel(kernel, [x, lo, hi], target="trn2")
+    assert any(f":{marked_line(kernel, 'SELECT')})" in str(w.message) for w in record)
+    np.testing.assert_array_equal(got[1], _select_reference(x, lo, hi))
