@@ -109,6 +109,57 @@ def test_vector_offset_rows_match_numpy(pattern: list[int], offset: int) -> None
     np.testing.assert_array_equal(scattered, expected)
 
 
+def _rows_kernel_2d(inner: list[list[int]], offset: int):  # type: ignore[no-untyped-def]
+    """:func:`_rows_kernel` with an in-row pattern of two ``[step, num]`` dims."""
+    from trncore.sim import nisa, nl
+
+    (s1, n1), (s2, n2) = inner
+
+    def k(a, rows, b):  # type: ignore[no-untyped-def]
+        p = rows.shape[0]
+        idx = nl.ndarray(rows.shape, rows.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=rows)
+        g = nl.ndarray((p, n1, n2), a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=g, src=a.ap([[a.shape[1], p], *inner], offset=offset, vector_offset=idx))
+        out = nl.ndarray(b.shape, b.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=b)
+        nisa.dma_copy(dst=out.ap([[b.shape[1], p], *inner], offset=offset, vector_offset=idx), src=g)
+        gout = nl.ndarray(g.shape, g.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=gout, src=g)
+        return gout, out
+
+    return k
+
+
+@pytest.mark.parametrize(
+    ("inner", "offset"),
+    [
+        ([[4, 2], [1, 4]], 2),  # a run of 8 in row-major order: the row path
+        ([[1, 4], [4, 2]], 2),  # the same 8 elements taken column-major: the element path
+        ([[8, 2], [1, 3]], 1),  # two runs of 3: the element path
+        ([[4, 1], [1, 5]], 0),  # a count-1 dim, then a run of 5: the row path
+    ],
+)
+def test_vector_offset_two_dim_rows_match_numpy(inner: list[list[int]], offset: int) -> None:
+    """vector_offset gathers and scatters whose in-row pattern has two dims give NumPy's
+    indexing in the view's row-major order (AWS NKI Access Patterns deep dive, NKI 0.3.0), on
+    the row path (one contiguous run per row) and the element path alike."""
+    from trncore.sim import simulate
+
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((10, 16)).astype(np.float32)
+    b = rng.standard_normal((10, 16)).astype(np.float32)
+    rows = np.array([[7], [0], [3], [9]], dtype=np.int32)
+    (s1, n1), (s2, n2) = inner
+    cols = offset + s1 * np.arange(n1)[:, None] + s2 * np.arange(n2)[None, :]
+    got, scattered = simulate(_rows_kernel_2d(inner, offset))(a, rows, b)
+    np.testing.assert_array_equal(got, a[rows[:, 0]][:, cols])
+    expected = b.copy()
+    for p, r in enumerate(rows[:, 0]):
+        expected[r, cols] = got[p]
+    np.testing.assert_array_equal(scattered, expected)
+
+
 def test_vector_offset_row_out_of_range_still_refused() -> None:
     from trncore.sim import simulate
     from trncore.sim.errors import BoundsError
