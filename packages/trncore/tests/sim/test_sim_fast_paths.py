@@ -62,21 +62,22 @@ def test_to_f32_leaves_float32_alone() -> None:
     np.testing.assert_array_equal(dtypes.to_f32(b), x)
 
 
-def _rows_kernel(pattern: list[int], offset: int):  # type: ignore[no-untyped-def]
-    """Gather ``[step, num]`` elements at ``offset`` of the rows of ``a`` named by a per-partition
-    row index (``vector_offset``), then scatter them to the same places in a copy of ``b``."""
+def _rows_kernel(inner: list[list[int]], offset: int):  # type: ignore[no-untyped-def]
+    """Gather the elements of the in-row pattern ``inner`` (``[step, num]`` pairs) at ``offset``
+    of the rows of ``a`` named by a per-partition row index (``vector_offset``), then scatter
+    them to the same places in a copy of ``b``."""
     from trncore.sim import nisa, nl
 
     def k(a, rows, b):  # type: ignore[no-untyped-def]
         p = rows.shape[0]
         idx = nl.ndarray(rows.shape, rows.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=idx, src=rows)
-        g = nl.ndarray((p, pattern[1]), a.dtype, buffer=nl.sbuf)
-        src = a.ap([[a.shape[1], p], pattern], offset=offset, vector_offset=idx)
+        g = nl.ndarray((p, *(n for _, n in inner)), a.dtype, buffer=nl.sbuf)
+        src = a.ap([[a.shape[1], p], *inner], offset=offset, vector_offset=idx)
         nisa.dma_copy(dst=g, src=src)
         out = nl.ndarray(b.shape, b.dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=out, src=b)
-        dst = out.ap([[b.shape[1], p], pattern], offset=offset, vector_offset=idx)
+        dst = out.ap([[b.shape[1], p], *inner], offset=offset, vector_offset=idx)
         nisa.dma_copy(dst=dst, src=g)
         gout = nl.ndarray(g.shape, g.dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=gout, src=g)
@@ -100,35 +101,13 @@ def test_vector_offset_rows_match_numpy(pattern: list[int], offset: int) -> None
     rows = np.array([[7], [0], [3], [3], [9]], dtype=np.int32)  # a repeated row included
     step, n = pattern
     cols = offset + step * np.arange(n)
-    kernel = _rows_kernel(pattern, offset)
+    kernel = _rows_kernel([pattern], offset)
     got, scattered = simulate(kernel)(a, rows, b)
     np.testing.assert_array_equal(got, a[rows[:, 0]][:, cols])
     expected = b.copy()
     for p, r in enumerate(rows[:, 0]):  # in partition order: a repeated row keeps the last write
         expected[r, cols] = got[p]
     np.testing.assert_array_equal(scattered, expected)
-
-
-def _rows_kernel_2d(inner: list[list[int]], offset: int):  # type: ignore[no-untyped-def]
-    """:func:`_rows_kernel` with an in-row pattern of two ``[step, num]`` dims."""
-    from trncore.sim import nisa, nl
-
-    (s1, n1), (s2, n2) = inner
-
-    def k(a, rows, b):  # type: ignore[no-untyped-def]
-        p = rows.shape[0]
-        idx = nl.ndarray(rows.shape, rows.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=idx, src=rows)
-        g = nl.ndarray((p, n1, n2), a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=g, src=a.ap([[a.shape[1], p], *inner], offset=offset, vector_offset=idx))
-        out = nl.ndarray(b.shape, b.dtype, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=out, src=b)
-        nisa.dma_copy(dst=out.ap([[b.shape[1], p], *inner], offset=offset, vector_offset=idx), src=g)
-        gout = nl.ndarray(g.shape, g.dtype, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=gout, src=g)
-        return gout, out
-
-    return k
 
 
 @pytest.mark.parametrize(
@@ -152,7 +131,7 @@ def test_vector_offset_two_dim_rows_match_numpy(inner: list[list[int]], offset: 
     rows = np.array([[7], [0], [3], [9]], dtype=np.int32)
     (s1, n1), (s2, n2) = inner
     cols = offset + s1 * np.arange(n1)[:, None] + s2 * np.arange(n2)[None, :]
-    got, scattered = simulate(_rows_kernel_2d(inner, offset))(a, rows, b)
+    got, scattered = simulate(_rows_kernel(inner, offset))(a, rows, b)
     np.testing.assert_array_equal(got, a[rows[:, 0]][:, cols])
     expected = b.copy()
     for p, r in enumerate(rows[:, 0]):
@@ -165,7 +144,7 @@ def test_vector_offset_row_out_of_range_still_refused() -> None:
     from trncore.sim.errors import BoundsError
 
     a = np.zeros((10, 16), np.float32)
-    kernel = _rows_kernel([1, 6], 5)
+    kernel = _rows_kernel([[1, 6]], 5)
     with pytest.raises(BoundsError, match="vector_offset row index 10"):
         simulate(kernel)(a, np.array([[1], [10]], dtype=np.int32), a)
 
