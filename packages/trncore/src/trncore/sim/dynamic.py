@@ -165,7 +165,6 @@ class _VectorOperand:
         index = spec.tensor
         self.wide_index = index.partitions > 1 and index.free_size > 1
         self._index = index  # (described only in an error message)
-        self.free = self.run_size
         # When a row's elements are one contiguous run in row-major order (the usual gather of
         # whole or partial rows; ``dense``), row r's run is row r of a strided 2-D view, and the
         # gather/scatter indexes rows instead of every element: the same elements, far fewer
