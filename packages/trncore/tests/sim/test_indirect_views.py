@@ -120,3 +120,30 @@ def test_views_of_a_scalar_offset_pattern() -> None:
     with pytest.raises(LanguageError, match="would change the dimension") as e:
         run_kernel(ap_block, [a, np.array([[0]], np.int32)], {"cut_rows": True}, target="trn2")
     assert_reported_at(e.value, ap_block)
+
+
+def ap_rows_past_the_end(a, idx, rows: int):
+    """``rows`` rows of ``a`` [N, C] from row ``idx[0, 0]`` by ``.ap(scalar_offset=)``."""
+    i = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i, src=idx)
+    cols = a.shape[1]
+    view = a.ap(pattern=[[cols, rows], [1, cols]], offset=0, scalar_offset=i, indirect_dim=0)  # HERE
+    t = nl.ndarray((rows, cols), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=view)
+    out = nl.ndarray((rows, cols), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_a_scalar_offset_pattern_past_the_tensor_is_refused_at_its_line() -> None:
+    """The Access Patterns deep dive (NKI 0.3.0): the pattern at offset zero must lie inside the
+    tensor before any run-time offset is added; ``N`` rows of an ``N``-row tensor fit (offset 0
+    reads them all, as NumPy's ``a[0:N]``), ``N + 1`` do not, refused where ``.ap`` names them."""
+    from trncore.sim.errors import BoundsError
+
+    a = np.arange(11 * 7, dtype=np.float32).reshape(11, 7)
+    got = run_kernel(ap_rows_past_the_end, [a, np.array([[0]], np.int32)], {"rows": 11}, target="trn2")
+    np.testing.assert_array_equal(got, a)
+    with pytest.raises(BoundsError, match="reaches flat elements") as e:
+        run_kernel(ap_rows_past_the_end, [a, np.array([[0]], np.int32)], {"rows": 12}, target="trn2")
+    assert_reported_at(e.value, ap_rows_past_the_end)

@@ -62,21 +62,22 @@ def test_to_f32_leaves_float32_alone() -> None:
     np.testing.assert_array_equal(dtypes.to_f32(b), x)
 
 
-def _rows_kernel(pattern: list[int], offset: int):  # type: ignore[no-untyped-def]
-    """Gather ``[step, num]`` elements at ``offset`` of the rows of ``a`` named by a per-partition
-    row index (``vector_offset``), then scatter them to the same places in a copy of ``b``."""
+def _rows_kernel(inner: list[list[int]], offset: int):  # type: ignore[no-untyped-def]
+    """Gather the elements of the in-row pattern ``inner`` (``[step, num]`` pairs) at ``offset``
+    of the rows of ``a`` named by a per-partition row index (``vector_offset``), then scatter
+    them to the same places in a copy of ``b``."""
     from trncore.sim import nisa, nl
 
     def k(a, rows, b):  # type: ignore[no-untyped-def]
         p = rows.shape[0]
         idx = nl.ndarray(rows.shape, rows.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=idx, src=rows)
-        g = nl.ndarray((p, pattern[1]), a.dtype, buffer=nl.sbuf)
-        src = a.ap([[a.shape[1], p], pattern], offset=offset, vector_offset=idx)
+        g = nl.ndarray((p, *(n for _, n in inner)), a.dtype, buffer=nl.sbuf)
+        src = a.ap([[a.shape[1], p], *inner], offset=offset, vector_offset=idx)
         nisa.dma_copy(dst=g, src=src)
         out = nl.ndarray(b.shape, b.dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=out, src=b)
-        dst = out.ap([[b.shape[1], p], pattern], offset=offset, vector_offset=idx)
+        dst = out.ap([[b.shape[1], p], *inner], offset=offset, vector_offset=idx)
         nisa.dma_copy(dst=dst, src=g)
         gout = nl.ndarray(g.shape, g.dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=gout, src=g)
@@ -100,11 +101,40 @@ def test_vector_offset_rows_match_numpy(pattern: list[int], offset: int) -> None
     rows = np.array([[7], [0], [3], [3], [9]], dtype=np.int32)  # a repeated row included
     step, n = pattern
     cols = offset + step * np.arange(n)
-    kernel = _rows_kernel(pattern, offset)
+    kernel = _rows_kernel([pattern], offset)
     got, scattered = simulate(kernel)(a, rows, b)
     np.testing.assert_array_equal(got, a[rows[:, 0]][:, cols])
     expected = b.copy()
     for p, r in enumerate(rows[:, 0]):  # in partition order: a repeated row keeps the last write
+        expected[r, cols] = got[p]
+    np.testing.assert_array_equal(scattered, expected)
+
+
+@pytest.mark.parametrize(
+    ("inner", "offset"),
+    [
+        ([[4, 2], [1, 4]], 2),  # a run of 8 in row-major order: the row path
+        ([[1, 4], [4, 2]], 2),  # the same 8 elements taken column-major: the element path
+        ([[8, 2], [1, 3]], 1),  # two runs of 3: the element path
+        ([[4, 1], [1, 5]], 0),  # a count-1 dim, then a run of 5: the row path
+    ],
+)
+def test_vector_offset_two_dim_rows_match_numpy(inner: list[list[int]], offset: int) -> None:
+    """vector_offset gathers and scatters whose in-row pattern has two dims give NumPy's
+    indexing in the view's row-major order (AWS NKI Access Patterns deep dive, NKI 0.3.0), on
+    the row path (one contiguous run per row) and the element path alike."""
+    from trncore.sim import simulate
+
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((10, 16)).astype(np.float32)
+    b = rng.standard_normal((10, 16)).astype(np.float32)
+    rows = np.array([[7], [0], [3], [9]], dtype=np.int32)
+    (s1, n1), (s2, n2) = inner
+    cols = offset + s1 * np.arange(n1)[:, None] + s2 * np.arange(n2)[None, :]
+    got, scattered = simulate(_rows_kernel(inner, offset))(a, rows, b)
+    np.testing.assert_array_equal(got, a[rows[:, 0]][:, cols])
+    expected = b.copy()
+    for p, r in enumerate(rows[:, 0]):
         expected[r, cols] = got[p]
     np.testing.assert_array_equal(scattered, expected)
 
@@ -114,7 +144,7 @@ def test_vector_offset_row_out_of_range_still_refused() -> None:
     from trncore.sim.errors import BoundsError
 
     a = np.zeros((10, 16), np.float32)
-    kernel = _rows_kernel([1, 6], 5)
+    kernel = _rows_kernel([[1, 6]], 5)
     with pytest.raises(BoundsError, match="vector_offset row index 10"):
         simulate(kernel)(a, np.array([[1], [10]], dtype=np.int32), a)
 
@@ -699,9 +729,9 @@ def _brute_covers(t) -> bool:  # type: ignore[no-untyped-def]
 
 def test_whole_view_test_and_covers_agree_with_listing_the_elements() -> None:
     """``_covers`` (whether a first write overwrites a whole tile, so its sentinel fill can go)
-    takes a shortcut for the tile's own whole view; views with the same elements built other ways
-    (a full slice, a reshape, a permuted ``.ap()``) take the general path. Both agree with
-    listing the elements each view names."""
+    takes a shortcut for a view with the whole view's pattern (the whole view, a full slice);
+    views with the same elements built other ways (a reshape, a permuted ``.ap()``) take the
+    general path. Both agree with listing the elements each view names."""
     from trncore.sim.program import _covers
     from trncore.sim.tensor import SBUF, Allocation, NkiTensor
 
@@ -715,7 +745,7 @@ def test_whole_view_test_and_covers_agree_with_listing_the_elements() -> None:
         part = whole[0 : max(1, p // 2), ...]
         skip = whole.ap(pattern=[[f, p], [2, f // 2]]) if f > 1 else part
         views = [whole, full, flat, swapped, part, skip]
-        assert whole.is_whole_view() and not full.is_whole_view()
+        assert whole.is_whole_view() and full.is_whole_view() and part.is_whole_view() == (p == 1)
         for v in views:
             assert _covers(v) == _brute_covers(v), (shape, v.dims)
         assert _covers(whole) and _covers(full) and _covers(part) == (p == 1)

@@ -98,8 +98,9 @@ class _Footprint:
             self.lo = int(elems.min()) * isz
             self.hi = int(elems.max()) * isz + isz
             return
-        self.lo = (offset + sum(min(0, (n - 1) * s) for s, n in dims)) * isz
-        self.hi = (offset + sum(max(0, (n - 1) * s) for s, n in dims)) * isz + isz
+        below, above = _extent(dims)
+        self.lo = (offset + below) * isz
+        self.hi = (offset + above) * isz + isz
         if rows is not None:
             first, last = int(rows.min()) * pitch, int(rows.max()) * pitch
             self.lo += min(first, last) * isz
@@ -183,6 +184,24 @@ class _Footprint:
             idx = idx[np.concatenate(([True], idx[1:] != idx[:-1]))]
         self._starts = idx * self.isz
         return self._starts
+
+
+#: :func:`_extent` of the patterns seen so far (a gather loop records one pattern again and again)
+_EXTENTS: dict[tuple[tuple[int, int], ...], tuple[int, int]] = {}
+
+
+def _extent(dims: tuple[tuple[int, int], ...]) -> tuple[int, int]:
+    """How far a pattern's elements reach below and above its offset, in elements: the smallest
+    and the largest sum of index times step over its indices."""
+    found = _EXTENTS.get(dims)
+    if found is None:
+        if len(_EXTENTS) > 4096:
+            _EXTENTS.clear()  # bound the memory
+        found = _EXTENTS[dims] = (
+            sum(min(0, (n - 1) * s) for s, n in dims),
+            sum(max(0, (n - 1) * s) for s, n in dims),
+        )
+    return found
 
 
 def _increasing(dims: tuple[tuple[int, int], ...]) -> bool:
@@ -444,7 +463,7 @@ def _footprint(t: Any) -> _Footprint | None:
         return _Footprint(isz, t.offset, t.dims)
     size = t.alloc.storage.nbytes // isz
     if isinstance(dyn, ScalarOffset):
-        value = int(np.asarray(dyn.tensor.array()).reshape(-1)[0])
+        value = int(dyn.tensor.array().item(0))  # (the offset tensor holds one element)
         fp = _Footprint(isz, t.offset + value * dyn.row, t.dims)
         if fp.lo < 0 or fp.hi > size * isz:
             return None  # out of bounds: skipped (oob_mode.skip) or refused by the instruction

@@ -15,6 +15,7 @@ import numpy as np
 from trncore.sim import dtypes
 from trncore.sim.arrays import strided_view
 from trncore.sim.errors import BoundsError, BufferError, ShapeError
+from trncore.sim.tensor import dense
 
 __all__ = ["ScalarOffset", "SelectedRows", "VectorOffset"]
 
@@ -44,8 +45,8 @@ class ScalarOffset:
 
     def check_static(self, view: Any) -> None:
         """Trace-time check: the access with a zero offset must already lie inside the tensor."""
-        # the same view without its offset tensor (dynamic sits below trncore.sim.tensor)
-        type(view)(view.alloc, view.dtype, view.offset, view.dims)._check_bounds()
+        # (the bounds of the view's static offset and pattern: its offset tensor is not read)
+        view._check_bounds()
 
     def operand(self, view: Any, site: Any, oob_skip: bool) -> Any:
         """An operand that reads the offset at run time and bounds-checks the shifted access
@@ -137,16 +138,20 @@ class _VectorOperand:
         self.idx = spec.tensor.array()
         self.row = spec.row
         rest = view.dims[1:]
-        inner = np.zeros([n for _, n in rest] or [1], dtype=np.int64)
-        for axis, (step, num) in enumerate(rest):
-            shape = [1] * len(rest)
-            shape[axis] = num
-            inner = inner + (np.arange(num, dtype=np.int64) * step).reshape(shape)
-        self.inner = view.offset + inner.reshape(-1)
+        self._rest = rest
+        self._offset = view.offset
+        # (made per dma_copy of a gather loop: the in-row pattern's extent and shape are worked
+        # out from its (step, count) pairs; its element indices are listed only when a run
+        # takes the element path, see ``inner``)
+        self.run_size = math.prod(n for _, n in rest)  # elements per row
+        self._inner: np.ndarray | None = None
         # the flat index of (row r, element j) is r * row + inner[j] with row >= 0: the bounds of
         # all of them follow from the smallest and largest row index (checked per run, cheaply)
-        self.inner_lo = int(self.inner.min()) if self.inner.size else 0
-        self.inner_hi = int(self.inner.max()) if self.inner.size else 0
+        if self.run_size:
+            self.inner_lo = view.offset + sum(min(0, (n - 1) * s) for s, n in rest)
+            self.inner_hi = view.offset + sum(max(0, (n - 1) * s) for s, n in rest)
+        else:
+            self.inner_lo = self.inner_hi = 0
         self.p = view.shape[0]
         self.shape = view.shape
         self.view = view
@@ -159,18 +164,30 @@ class _VectorOperand:
         # dma_transpose defines one (see ``_rows``)
         index = spec.tensor
         self.wide_index = index.partitions > 1 and index.free_size > 1
-        self.index_label = index.describe()
-        self.free = math.prod(self.shape[1:])
-        # When a row's elements are one contiguous run (the usual gather of whole or partial
-        # rows), row r's run is row r of a strided 2-D view, and the gather/scatter indexes
-        # rows instead of every element: the same elements, far fewer index computations.
+        self._index = index  # (described only in an error message)
+        # When a row's elements are one contiguous run in row-major order (the usual gather of
+        # whole or partial rows; ``dense``), row r's run is row r of a strided 2-D view, and the
+        # gather/scatter indexes rows instead of every element: the same elements, far fewer
+        # index computations.
         self.rows2d: np.ndarray | None = None
-        run = self.inner.size
-        if self.row > 0 and run and self.inner_hi - self.inner_lo + 1 == run:
-            if np.array_equal(self.inner, np.arange(self.inner_lo, self.inner_hi + 1)):
-                n_rows = (self.flat.size - self.inner_lo - run) // self.row + 1
-                if self.inner_lo >= 0 and n_rows > 0:
-                    self.rows2d = strided_view(self.flat, self.inner_lo, (n_rows, run), (self.row, 1))
+        run = self.run_size
+        if self.row > 0 and run and dense(rest):
+            n_rows = (self.flat.size - self.inner_lo - run) // self.row + 1
+            if self.inner_lo >= 0 and n_rows > 0:
+                self.rows2d = strided_view(self.flat, self.inner_lo, (n_rows, run), (self.row, 1))
+
+    @property
+    def inner(self) -> np.ndarray:
+        """Flat element index of each element of a row (row 0), in row-major order of the view."""
+        if self._inner is None:
+            rest = self._rest
+            inner = np.zeros([n for _, n in rest] or [1], dtype=np.int64)
+            for axis, (step, num) in enumerate(rest):
+                shape = [1] * len(rest)
+                shape[axis] = num
+                inner = inner + (np.arange(num, dtype=np.int64) * step).reshape(shape)
+            self._inner = self._offset + inner.reshape(-1)
+        return self._inner
 
     def _rows(self) -> np.ndarray:
         idx = self.idx
@@ -182,7 +199,7 @@ class _VectorOperand:
             # row-major order gathered other partitions' rows without a word.
             raise ShapeError(
                 "ap-vector-offset",
-                f"vector_offset {self.index_label} holds several indices per partition; a "
+                f"vector_offset {self._index.describe()} holds several indices per partition; a "
                 "vector-indirect access takes one row index per partition, an SBUF tile of shape "
                 "(P, 1) (nki.isa.dma_copy, 'Indirect addressing'): gather one column at a time "
                 "(idx.ap([[N, P], [1, 1]], offset=j)); only dma_transpose reads a [P, N] index tile",
@@ -196,7 +213,7 @@ class _VectorOperand:
 
     def _in_bounds(self, rows: np.ndarray) -> bool:
         """Whether every element of the access lies in the tensor (from the extreme rows)."""
-        if not (rows.size and self.inner.size):
+        if not (rows.size and self.run_size):
             return False
         lo = int(rows.min()) * self.row + self.inner_lo
         hi = int(rows.max()) * self.row + self.inner_hi
@@ -255,7 +272,7 @@ class _VectorOperand:
         rows = self._rows()
         if self._row_path(rows):
             assert self.rows2d is not None
-            self.rows2d[rows] = np.asarray(values).reshape(rows.size, self.inner.size)
+            self.rows2d[rows] = np.asarray(values).reshape(rows.size, self.run_size)
             return
         flat_idx, ok = self._indices(rows)
         vals = np.asarray(values).reshape(flat_idx.shape)

@@ -398,14 +398,16 @@ class NkiTensor:
         return cls(alloc, alloc.dtype, 0, dims, shape=shape)
 
     def is_whole_view(self) -> bool:
-        """Whether this is a view :meth:`whole` made (or one with its very pattern): every element
-        of a non-empty allocation once, in order. False says nothing (ask the pattern)."""
+        """Whether this view has the pattern :meth:`whole` makes: every element of a non-empty
+        allocation once, in order (``t[0:P, 0:F]`` of a whole tile, as a kernel names it, too).
+        False says nothing (ask the pattern)."""
         alloc = self.alloc
         return (
             self.offset == 0
             and self.dtype == alloc.dtype
             and alloc.size > 0
-            and self.dims is _ROW_MAJOR.get(alloc.shape)
+            # (a whole view's dims are the shared tuple itself; a slice's compare equal)
+            and self.dims == _ROW_MAJOR.get(alloc.shape)
         )
 
     # ---------------------------------------------------------------- attributes (AWS NKI Language Guide)
@@ -605,6 +607,8 @@ class NkiTensor:
 
     # ---------------------------------------------------------------- indexing (AWS NKI Indexing overview)
     def _check_bounds(self, site: Any = None) -> None:
+        """The static access (offset and pattern; a dynamic view's offset tensor is not read)
+        lies inside the allocation and, on chip, inside its partitions' rows."""
         if self.size == 0:
             return
         problem = self.partition_row_problem(self.offset)
