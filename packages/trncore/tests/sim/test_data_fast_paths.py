@@ -144,6 +144,23 @@ def test_match_replace8_in_place_and_separate_dst_match_the_loop(in_place: bool)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def test_match_replace8_duplicates_beside_nan_rows_match_the_loop() -> None:
+    # one row with a duplicated value and another with two NaN values, every other row's values
+    # distinct (a top-k round): the count of equal pairs is that of a call without either, yet
+    # the duplicate must take the value's second occurrence
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((16, 700)).astype(np.float32)
+    x[0, [10, 20, 30]] = 9.0
+    v = -np.sort(-x, axis=1)[:, :8]
+    v[0] = [9, 9, 8, 7, 6, 5, 4, 3]
+    v[1, 2:4] = np.nan
+    for in_place in (True, False):
+        got, got_idx = simulate(_replace_kernel)(x, v, in_place)
+        want, want_idx = _replace_reference(x, v, -7.5)
+        np.testing.assert_array_equal(got_idx, want_idx)
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
 def _range_select_kernel(x, b0, b1, dst_dtype, in_place):
     p, f = x.shape
     src = nl.ndarray((p, f + 16), dtype=nl.float32, buffer=nl.sbuf)
