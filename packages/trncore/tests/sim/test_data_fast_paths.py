@@ -145,20 +145,31 @@ def test_match_replace8_in_place_and_separate_dst_match_the_loop(in_place: bool)
 
 
 def test_match_replace8_duplicates_beside_nan_rows_match_the_loop() -> None:
-    # one row with a duplicated value and another with two NaN values, every other row's values
-    # distinct (a top-k round): the count of equal pairs is that of a call without either, yet
-    # the duplicate must take the value's second occurrence
+    # vals distinct in every row (a top-k round) while the data repeats values (20.0 three
+    # times, 0.0 and -0.0); then one row with a duplicated value and another with two NaN
+    # values: the count of equal pairs is that of a call without either, yet the duplicate
+    # must take the value's second occurrence
     rng = np.random.default_rng(23)
     x = rng.standard_normal((16, 700)).astype(np.float32)
     x[0, [10, 20, 30]] = 9.0
     v = -np.sort(-x, axis=1)[:, :8]
+    x[2, [5, 50, 500]] = 20.0  # a value of row 2 occurring 3 times; its vals stay distinct
+    x[3, [7, 9]] = -0.0
+    x[3, 8] = 0.0
+    v_distinct = -np.sort(-x, axis=1)[:, :8]
+    v_distinct[[0, 2], 1:3] = [[1234.0, 1236.0], [1235.0, 1237.0]]  # 9.0 / 20.0 once; absent
+    v_distinct[3, 7] = 0.0  # matches -0.0 (column 7 first)
+    v_distinct[4, 5] = np.nan  # matches nothing
+    v = -np.sort(-x, axis=1)[:, :8]
     v[0] = [9, 9, 8, 7, 6, 5, 4, 3]
     v[1, 2:4] = np.nan
-    for in_place in (True, False):
-        got, got_idx = simulate(_replace_kernel)(x, v, in_place)
-        want, want_idx = _replace_reference(x, v, -7.5)
-        np.testing.assert_array_equal(got_idx, want_idx)
-        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    v[2:4] = v_distinct[2:4]  # (rows without NaN or duplicates)
+    for vals in (v_distinct, v):
+        for in_place in (True, False):
+            got, got_idx = simulate(_replace_kernel)(x, vals, in_place)
+            want, want_idx = _replace_reference(x, vals, -7.5)
+            np.testing.assert_array_equal(got_idx, want_idx)
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
 def _range_select_kernel(x, b0, b1, dst_dtype, in_place):

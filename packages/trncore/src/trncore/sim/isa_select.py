@@ -75,11 +75,17 @@ def _occurrences(x: np.ndarray, v: np.ndarray, reverse: bool) -> np.ndarray:
         return _occurrences_dense(x, v, np.zeros(v.shape, np.intp) if rank is None else rank)
     rows, cols = np.divmod(flat, x.shape[1])  # (2-D np.nonzero is ~20x slower here)
     hit = x[rows, cols][:, None] == v[rows]  # [candidate, i]: it equals value i of its row
+    if rank is None:
+        # each value takes its first match in its row: the smallest column of its matches
+        at, slot = np.nonzero(hit)
+        out = np.full(v.size, x.shape[1], dtype=np.int64)
+        np.minimum.at(out, rows[at] * 8 + slot, cols[at])
+        out[out == x.shape[1]] = -1
+        return out.reshape(v.shape)
     seen = np.cumsum(hit, axis=0)  # matches of each value so far, over all rows
     first = np.searchsorted(rows, np.arange(x.shape[0]))  # each row's first candidate
     before = np.concatenate((np.zeros((1, 8), seen.dtype), seen))[first]  # matches in earlier rows
-    # the (rank + 1)-th match of value i in its row
-    take = hit & (seen - before[rows] == (1 if rank is None else rank[rows] + 1))
+    take = hit & (seen - before[rows] == rank[rows] + 1)  # the (rank + 1)-th match of value i
     out = np.full(v.shape, -1, dtype=np.int64)
     at, slot = np.nonzero(take)
     out[rows[at], slot] = cols[at]
