@@ -172,6 +172,39 @@ def test_match_replace8_duplicates_beside_nan_rows_match_the_loop() -> None:
             np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def _find_kernel(x, v):
+    p, f = x.shape
+    d = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=d, src=x)
+    vals = nl.ndarray((p, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=vals, src=v)
+    idx = nl.ndarray((p, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_find_index8(dst=idx, data=d, vals=vals)
+    out = nl.ndarray((p, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=idx)
+    return out
+
+
+def test_find_index8_distinct_vals_over_repeated_data_match_the_loop() -> None:
+    # nki.isa.nc_find_index8: the first occurrence of each value (0.0 matches -0.0), all ones for
+    # a value not present; vals distinct in every row, the 8 largest of their row (few
+    # candidates per row), while the data repeats some of them
+    rng = np.random.default_rng(29)
+    x = rng.standard_normal((12, 900)).astype(np.float32)
+    x[0, [700, 30, 400]] = 8.0
+    x[5, [12, 3]] = -0.0
+    v = -np.sort(-x, axis=1)[:, :8]
+    v[0, 1:3] = [50.0, 60.0]  # 8.0 once; absent values
+    v[5, 7] = 0.0
+    want = np.full(v.shape, 0xFFFFFFFF, dtype=np.uint32)
+    for r in range(x.shape[0]):
+        for i in range(8):
+            hits = np.flatnonzero(x[r] == v[r, i])
+            if hits.size:
+                want[r, i] = hits[0]
+    np.testing.assert_array_equal(simulate(_find_kernel)(x, v), want)
+
+
 def _range_select_kernel(x, b0, b1, dst_dtype, in_place):
     p, f = x.shape
     src = nl.ndarray((p, f + 16), dtype=nl.float32, buffer=nl.sbuf)
