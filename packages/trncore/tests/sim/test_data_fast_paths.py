@@ -144,6 +144,67 @@ def test_match_replace8_in_place_and_separate_dst_match_the_loop(in_place: bool)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def test_match_replace8_duplicates_beside_nan_rows_match_the_loop() -> None:
+    # vals distinct in every row (a top-k round) while the data repeats values (20.0 three
+    # times, 0.0 and -0.0); then one row with a duplicated value and another with two NaN
+    # values: the count of equal pairs is that of a call without either, yet the duplicate
+    # must take the value's second occurrence
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((16, 700)).astype(np.float32)
+    x[0, [10, 20, 30]] = 9.0
+    v = -np.sort(-x, axis=1)[:, :8]
+    x[2, [5, 50, 500]] = 20.0  # a value of row 2 occurring 3 times; its vals stay distinct
+    x[3, [7, 9]] = -0.0
+    x[3, 8] = 0.0
+    v_distinct = -np.sort(-x, axis=1)[:, :8]
+    v_distinct[[0, 2], 1:3] = [[1234.0, 1236.0], [1235.0, 1237.0]]  # 9.0 / 20.0 once; absent
+    v_distinct[3, 7] = 0.0  # matches -0.0 (column 7 first)
+    v_distinct[4, 5] = np.nan  # matches nothing
+    v = -np.sort(-x, axis=1)[:, :8]
+    v[0] = [9, 9, 8, 7, 6, 5, 4, 3]
+    v[1, 2:4] = np.nan
+    v[2:4] = v_distinct[2:4]  # (rows without NaN or duplicates)
+    for vals in (v_distinct, v):
+        for in_place in (True, False):
+            got, got_idx = simulate(_replace_kernel)(x, vals, in_place)
+            want, want_idx = _replace_reference(x, vals, -7.5)
+            np.testing.assert_array_equal(got_idx, want_idx)
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def _find_kernel(x, v):
+    p, f = x.shape
+    d = nl.ndarray((p, f), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=d, src=x)
+    vals = nl.ndarray((p, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=vals, src=v)
+    idx = nl.ndarray((p, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_find_index8(dst=idx, data=d, vals=vals)
+    out = nl.ndarray((p, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=idx)
+    return out
+
+
+def test_find_index8_distinct_vals_over_repeated_data_match_the_loop() -> None:
+    # nki.isa.nc_find_index8: the first occurrence of each value (0.0 matches -0.0), all ones for
+    # a value not present; vals distinct in every row, the 8 largest of their row (few
+    # candidates per row), while the data repeats some of them
+    rng = np.random.default_rng(29)
+    x = rng.standard_normal((12, 900)).astype(np.float32)
+    x[0, [700, 30, 400]] = 8.0
+    x[5, [12, 3]] = -0.0
+    v = -np.sort(-x, axis=1)[:, :8]
+    v[0, 1:3] = [50.0, 60.0]  # 8.0 once; absent values
+    v[5, 7] = 0.0
+    want = np.full(v.shape, 0xFFFFFFFF, dtype=np.uint32)
+    for r in range(x.shape[0]):
+        for i in range(8):
+            hits = np.flatnonzero(x[r] == v[r, i])
+            if hits.size:
+                want[r, i] = hits[0]
+    np.testing.assert_array_equal(simulate(_find_kernel)(x, v), want)
+
+
 def _range_select_kernel(x, b0, b1, dst_dtype, in_place):
     p, f = x.shape
     src = nl.ndarray((p, f + 16), dtype=nl.float32, buffer=nl.sbuf)

@@ -49,6 +49,12 @@ def _check_search(op: str, dst: Any, data: Any, vals: Any, site: Any) -> tuple[A
     return dst, data, vals
 
 
+#: ``[i, j]``: value ``j`` of a row is taken before value ``i`` (order ``0 .. 7``; ``_LATER``:
+#: ``7 .. 0``), for the ranks of duplicates in :func:`_occurrences`
+_EARLIER = np.tril(np.ones((8, 8), dtype=bool), -1)
+_LATER = np.triu(np.ones((8, 8), dtype=bool), 1)
+
+
 def _occurrences(x: np.ndarray, v: np.ndarray, reverse: bool) -> np.ndarray:
     """For each row ``r`` and each of its 8 values ``v[r, i]``: the index in ``x[r]`` of the
     occurrence that value takes, or -1 when there is none. Duplicates of a value take successive
@@ -56,17 +62,26 @@ def _occurrences(x: np.ndarray, v: np.ndarray, reverse: bool) -> np.ndarray:
     duplicate in that order takes the k-th occurrence. Compared in fp32 (NaN matches nothing,
     -0.0 matches 0.0)."""
     same = v[:, :, None] == v[:, None, :]  # [r, i, j]: values i and j of row r are equal
-    earlier = np.triu(np.ones((8, 8), dtype=bool), 1) if reverse else np.tril(np.ones((8, 8), dtype=bool), -1)
-    rank = (same & earlier[None]).sum(axis=2)  # duplicates of value i taken before it
+    rank: np.ndarray | None = None  # None: no row holds a value twice (every rank is 0)
+    # off the diagonal (which holds True for each value but NaN), a True is a duplicate
+    if np.count_nonzero(same) > np.count_nonzero(v == v):
+        rank = (same & (_LATER if reverse else _EARLIER)).sum(axis=2)  # duplicates taken before
     # Only elements at or above a row's smallest value can match one. In a top-k round (max8,
     # then match_replace8 of those 8) that is a handful per row, and the matching runs on those
     # candidates instead of scanning the whole row once per value.
     lo = np.where(np.isnan(v), np.inf, v).min(axis=1)
     flat = np.flatnonzero(x >= lo[:, None])  # row-major: each row's candidates in column order
     if flat.size > x.size // 8:
-        return _occurrences_dense(x, v, rank)
+        return _occurrences_dense(x, v, np.zeros(v.shape, np.intp) if rank is None else rank)
     rows, cols = np.divmod(flat, x.shape[1])  # (2-D np.nonzero is ~20x slower here)
     hit = x[rows, cols][:, None] == v[rows]  # [candidate, i]: it equals value i of its row
+    if rank is None:
+        # each value takes its first match in its row: the smallest column of its matches
+        at, slot = np.nonzero(hit)
+        out = np.full(v.size, x.shape[1], dtype=np.int64)
+        np.minimum.at(out, rows[at] * 8 + slot, cols[at])
+        out[out == x.shape[1]] = -1
+        return out.reshape(v.shape)
     seen = np.cumsum(hit, axis=0)  # matches of each value so far, over all rows
     first = np.searchsorted(rows, np.arange(x.shape[0]))  # each row's first candidate
     before = np.concatenate((np.zeros((1, 8), seen.dtype), seen))[first]  # matches in earlier rows

@@ -25,7 +25,7 @@ from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import engine, matmul_perf_mode
 from trncore.sim.isa_common import pick_engine as _pick_engine
 from trncore.sim.matmul_modes import check_pe_tiling, double_row_dims, is_double_row
-from trncore.sim.tensor import NkiTensor
+from trncore.sim.tensor import NkiTensor, Operand
 
 _MM_DTYPES = {
     "float8_e4m3",
@@ -383,6 +383,19 @@ def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> 
     return eng, p, f
 
 
+def _same_type_words(s_op: Any, d_op: Any, d_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The unsigned-integer views (:data:`trncore.sim.dtypes.RAW_VIEW`) of two static operands'
+    arrays when both hold the same bfloat16/fp8 type and the dst array has shape ``d_shape``;
+    None otherwise (a dynamic operand, another type, a cast or another layout)."""
+    if type(s_op) is not Operand or type(d_op) is not Operand:
+        return None
+    s_arr, d_arr = s_op.arr, d_op.arr
+    word = dtypes.RAW_VIEW.get(s_arr.dtype)
+    if word is None or d_arr.dtype != s_arr.dtype or d_arr.shape != d_shape:
+        return None
+    return s_arr.view(word), d_arr.view(word)
+
+
 def nc_transpose(
     dst: Any, data: Any, engine: Any = engine.unknown, name: str | None = None
 ) -> None:
@@ -399,6 +412,18 @@ def nc_transpose(
         # copy straight from a tile's rows (thousands of bytes apart) is ~6x slower than from
         # the contiguous copy, the same bytes
         d_op.write(dtypes.contiguous(np.asarray(s_op.read())).reshape(p, f).T)
+
+    raw = _same_type_words(s_op, d_op, (f, p))
+    if raw is not None:
+        s_words, d_words = raw
+
+        def run_words() -> None:
+            # run's copies on integer views bound once (static operands of one bf16/fp8 type,
+            # a dst of the transposed shape): the same bytes, ~4 us less NumPy bookkeeping on
+            # a 128 x 128 tile (moe traces ~32 000 of them)
+            d_words[...] = np.ascontiguousarray(s_words).reshape(p, f).T
+
+        run = run_words
 
     meta = {
         "K": p,
