@@ -1,0 +1,112 @@
+"""Forms that an eleventh batch of public third-party NKI kernels writes (checked against the
+emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+invalid neighbour: the NeuronCore-v4 microscaling instructions on trn1/trn2."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from trncore.sim import nisa, nl
+from trncore.sim.errors import TargetError
+from trncore.sim.runner import run_kernel
+from trncore.sim.testing import assert_reported_at, marked_line
+
+pytestmark = pytest.mark.simulator
+
+rng = np.random.default_rng(1101)
+P = 128
+
+# ------------------------------------------------------------ nc_matmul_mx / quantize_mx targets
+# AWS NKI docs, nki.isa.nc_matmul_mx and nki.isa.quantize_mx (NKI 0.3.0-0.6.0): "Available only on
+# NeuronCore-v4 and newer". On trn1/trn2 the packed x4 tiles they read and write are storage only
+# (allocate, bit-exact copies, views); the instructions are refused at the kernel's line by the
+# target rule, as exponential is (they raised NotImplementedError, which said nothing about the
+# kernel). A public trn3 probe passes quantize_mx(dst_data=...), which no page defines.
+
+
+def x4_round_trip(raw):
+    """Packed fp8 bytes through an x4 SBUF tile, reinterpreted by view: valid on every target."""
+    rows, cols = raw.shape
+    t = nl.ndarray((rows, cols), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=raw)
+    packed = t.view(nl.float8_e4m3fn_x4)
+    back = nl.ndarray((rows, cols), dtype=nl.uint8, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=back, src=packed.view(nl.uint8))
+    return back
+
+
+def quantize_mx_kernel(x):
+    """bf16 [128, F] to MXFP8 data [128, F / 4] (x4) and scales (uint8), as the page lays them out."""
+    rows, cols = x.shape
+    src = nl.ndarray((rows, cols), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=x)
+    data = nl.ndarray((rows, cols // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    scale = nl.ndarray((rows, cols // 4), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.quantize_mx(dst=data, src=src, dst_scale=scale)  # HERE
+    out = nl.ndarray((rows, cols // 4), dtype=nl.uint8, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=scale)
+    return out
+
+
+def quantize_mx_dst_data(x):
+    """The neighbour: ``dst_data=`` is not a parameter of the page's quantize_mx."""
+    rows, cols = x.shape
+    src = nl.ndarray((rows, cols), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=x)
+    data = nl.ndarray((rows, cols // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    scale = nl.ndarray((rows, cols // 4), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.quantize_mx(dst_data=data, dst_scale=scale, src=src)  # HERE
+    out = nl.ndarray((rows, cols // 4), dtype=nl.uint8, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=scale)
+    return out
+
+
+def matmul_mx_kernel(stat_raw, mov_raw):
+    """x4 stationary [128, 4] and moving [128, 8] with uint8 scales into a float32 PSUM tile."""
+    s = nl.ndarray(stat_raw.shape, dtype=nl.uint8, buffer=nl.sbuf)
+    m = nl.ndarray(mov_raw.shape, dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=stat_raw)
+    nisa.dma_copy(dst=m, src=mov_raw)
+    stat = s.view(nl.float8_e4m3fn_x4)
+    mov = m.view(nl.float8_e4m3fn_x4)
+    ss = nl.ndarray((P, stat.shape[1]), dtype=nl.uint8, buffer=nl.sbuf)
+    ms = nl.ndarray((P, mov.shape[1]), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.memset(dst=ss, value=127)
+    nisa.memset(dst=ms, value=127)
+    acc = nl.ndarray((stat.shape[1], mov.shape[1]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul_mx(dst=acc, stationary=stat, moving=mov, stationary_scale=ss, moving_scale=ms)  # HERE
+    out = nl.ndarray(acc.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    res = nl.ndarray(acc.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+
+
+def test_x4_storage_round_trip_is_bit_exact(target: str) -> None:
+    raw = rng.integers(0, 256, (P, 32), dtype=np.uint8)
+    np.testing.assert_array_equal(run_kernel(x4_round_trip, [raw], target=target), raw)
+
+
+def test_quantize_mx_is_a_target_error(target: str) -> None:
+    x = rng.standard_normal((P, 64)).astype(ml_dtypes.bfloat16)
+    with pytest.raises(TargetError, match=r"quantize_mx is NeuronCore-v4 \(trn3\) only") as info:
+        run_kernel(quantize_mx_kernel, [x], target=target)
+    assert target in str(info.value)
+    assert_reported_at(info.value, quantize_mx_kernel)
+
+
+def test_nc_matmul_mx_is_a_target_error(target: str) -> None:
+    stat = rng.integers(0, 256, (P, 16), dtype=np.uint8)
+    mov = rng.integers(0, 256, (P, 32), dtype=np.uint8)
+    with pytest.raises(TargetError, match=r"nc_matmul_mx is NeuronCore-v4 \(trn3\) only") as info:
+        run_kernel(matmul_mx_kernel, [stat, mov], target=target)
+    assert_reported_at(info.value, matmul_mx_kernel)
+
+
+def test_quantize_mx_unknown_parameter_names_the_page_parameters(target: str) -> None:
+    x = rng.standard_normal((P, 64)).astype(ml_dtypes.bfloat16)
+    with pytest.raises(TypeError, match=r"dst_data.*\(dst, src, dst_scale, name\)") as info:
+        run_kernel(quantize_mx_dst_data, [x], target=target)
+    assert f"{__file__}:{marked_line(quantize_mx_dst_data, '# HERE')}" in str(info.value)
