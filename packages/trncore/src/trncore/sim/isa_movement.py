@@ -16,6 +16,7 @@ from trncore.sim.checks import (
     check_same_layout,
     memoised_checks,
 )
+from trncore.sim.dynamic import keep_skipped
 from trncore.sim.errors import (
     BufferError,
     DtypeError,
@@ -159,7 +160,7 @@ def dma_copy(
                     # a reshape that copies moves integer words (dtypes.RAW_VIEW), not bf16/fp8
                     # elements through ml_dtypes' loop; the same bytes
                     got = got.view(word).reshape(dshape).view(got.dtype)
-                d_op.write(got.reshape(dshape))
+                d_op.write(keep_skipped(got.reshape(dshape), s_op, d_op.read))
     else:
         # a cast through float32: a static dst takes the instruction writer (isa_common.writer,
         # which casts straight into a bf16/fp16 view); a dynamic one writes through d_op, which
@@ -174,7 +175,8 @@ def dma_copy(
         def run() -> None:
             got = s_op.read()
             if got is not None:
-                write(dtypes.to_f32(np.asarray(got)))
+                values = dtypes.to_f32(np.asarray(got)).reshape(dshape)
+                write(keep_skipped(values, s_op, lambda: dtypes.to_f32(np.asarray(d_op.read()))))
 
     nbytes = src.size * dtypes.itemsize(src.dtype)
     meta = {"bytes": nbytes, "src": src.buffer.name, "dst": dst.buffer.name, "dge": mode}
@@ -269,7 +271,8 @@ def dma_transpose(
         # a contiguous copy of the source first: NumPy's transposing copy from a strided view
         # (a tile's slice) is several times slower than from a contiguous one (same bytes)
         # (dtypes.contiguous: bfloat16/fp8 copied as integer words)
-        d_op.write(np.transpose(dtypes.contiguous(np.asarray(s_op.read())), perm))
+        got = np.transpose(dtypes.contiguous(np.asarray(s_op.read())), perm)
+        d_op.write(keep_skipped(got, s_op, d_op.read, perm))
 
     meta = {
         "bytes": src.size * dtypes.itemsize(src.dtype),
