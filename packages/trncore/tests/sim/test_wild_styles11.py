@@ -38,27 +38,18 @@ def x4_round_trip(raw):
     return back
 
 
-def quantize_mx_kernel(x):
-    """bf16 [128, F] to MXFP8 data [128, F / 4] (x4) and scales (uint8), as the page lays them out."""
+def quantize_mx_kernel(x, page_names):
+    """bf16 [128, F] to MXFP8 data [128, F / 4] (x4) and scales (uint8), as the page lays them out;
+    ``page_names`` False: the neighbour, ``dst_data=``, which is not a parameter of the page's call."""
     rows, cols = x.shape
     src = nl.ndarray((rows, cols), dtype=nl.bfloat16, buffer=nl.sbuf)
     nisa.dma_copy(dst=src, src=x)
     data = nl.ndarray((rows, cols // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
     scale = nl.ndarray((rows, cols // 4), dtype=nl.uint8, buffer=nl.sbuf)
-    nisa.quantize_mx(dst=data, src=src, dst_scale=scale)  # HERE
-    out = nl.ndarray((rows, cols // 4), dtype=nl.uint8, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=scale)
-    return out
-
-
-def quantize_mx_dst_data(x):
-    """The neighbour: ``dst_data=`` is not a parameter of the page's quantize_mx."""
-    rows, cols = x.shape
-    src = nl.ndarray((rows, cols), dtype=nl.bfloat16, buffer=nl.sbuf)
-    nisa.dma_copy(dst=src, src=x)
-    data = nl.ndarray((rows, cols // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
-    scale = nl.ndarray((rows, cols // 4), dtype=nl.uint8, buffer=nl.sbuf)
-    nisa.quantize_mx(dst_data=data, dst_scale=scale, src=src)  # HERE
+    if page_names:
+        nisa.quantize_mx(dst=data, src=src, dst_scale=scale)  # HERE
+    else:
+        nisa.quantize_mx(dst_data=data, dst_scale=scale, src=src)  # NEIGHBOUR
     out = nl.ndarray((rows, cols // 4), dtype=nl.uint8, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=scale)
     return out
@@ -93,7 +84,7 @@ def test_x4_storage_round_trip_is_bit_exact(target: str) -> None:
 def test_quantize_mx_is_a_target_error(target: str) -> None:
     x = rng.standard_normal((P, 64)).astype(ml_dtypes.bfloat16)
     with pytest.raises(TargetError, match=r"quantize_mx is NeuronCore-v4 \(trn3\) only") as info:
-        run_kernel(quantize_mx_kernel, [x], target=target)
+        run_kernel(quantize_mx_kernel, [x, True], target=target)
     assert target in str(info.value)
     assert_reported_at(info.value, quantize_mx_kernel)
 
@@ -109,8 +100,8 @@ def test_nc_matmul_mx_is_a_target_error(target: str) -> None:
 def test_quantize_mx_unknown_parameter_names_the_page_parameters(target: str) -> None:
     x = rng.standard_normal((P, 64)).astype(ml_dtypes.bfloat16)
     with pytest.raises(TypeError, match=r"dst_data.*\(dst, src, dst_scale, name\)") as info:
-        run_kernel(quantize_mx_dst_data, [x], target=target)
-    assert f"{__file__}:{marked_line(quantize_mx_dst_data, '# HERE')}" in str(info.value)
+        run_kernel(quantize_mx_kernel, [x, False], target=target)
+    assert f"{__file__}:{marked_line(quantize_mx_kernel, '# NEIGHBOUR')}" in str(info.value)
 
 
 # ------------------------------------------------------------- oob_mode.skip keeps the destination
