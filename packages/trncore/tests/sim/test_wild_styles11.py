@@ -108,7 +108,8 @@ def test_quantize_mx_unknown_parameter_names_the_page_parameters(target: str) ->
 # nki.isa.dma_copy (NKI 0.3.0-0.6.0): with oob_mode.skip the instruction skips "the DMA transfer
 # for a given dynamic address or index when it is out of bound". A skipped gather row leaves the
 # destination as it was; the emulator wrote zeros there (a public bilinear-warp kernel memsets its
-# tiles to 0 first, so it matched by chance). Elements of a row partly outside the tensor that lie
+# tiles to 0 first, so it matched by chance; AWS's NKI Library memsets its MoE token tiles to 0
+# exactly when it passes oob_mode.skip, bwmm_shard_on_H). Elements of a row partly outside the tensor that lie
 # inside still move (docs/emulator.md, "Readings chosen"). dma_transpose takes oob_mode the same way.
 SENTINEL = -7.0
 
