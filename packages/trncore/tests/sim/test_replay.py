@@ -174,8 +174,6 @@ def test_host_side_float_of_tensor_is_rejected(target: str) -> None:
 def test_not_implemented_apis_name_themselves(target: str) -> None:
     with pytest.raises(NotImplementedError, match="rand2"):
         nisa.rand2(None, 0, 1)
-    with pytest.raises(NotImplementedError, match="quantize_mx"):
-        nisa.quantize_mx(None, None, None)
 
 
 def test_storage_is_recycled_and_reallocation_shows_sentinels(target: str) -> None:

@@ -8,6 +8,7 @@ traced run and on every replay), and the bounds of the resulting access are chec
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,22 @@ from trncore.sim.arrays import strided_view
 from trncore.sim.errors import BoundsError, BufferError, ShapeError
 from trncore.sim.tensor import dense
 
-__all__ = ["ScalarOffset", "SelectedRows", "VectorOffset"]
+__all__ = ["ScalarOffset", "SelectedRows", "VectorOffset", "keep_skipped"]
+
+
+def keep_skipped(
+    values: np.ndarray, source: Any, current: Callable[[], np.ndarray], order: Any = None
+) -> np.ndarray:
+    """``values`` (what a DMA read from ``source``, shaped as it writes them) with the elements of
+    ``source``'s skipped out-of-bounds indices replaced by the destination's ``current()`` ones:
+    a skipped transfer leaves its destination as it was (nki.isa.dma_copy, NKI 0.3.0-0.6.0).
+    ``order`` maps the source's skip mask to the written layout (a transpose's permutation)."""
+    mask = getattr(source, "skipped", None)
+    if mask is None or not mask.any():
+        return values
+    mask = np.transpose(mask, order) if order is not None else mask
+    now = np.asarray(current()).reshape(values.shape)
+    return np.where(mask.reshape(values.shape), now, values)
 
 
 def _index_tensor(t: Any, site: Any, what: str) -> None:
@@ -157,6 +173,7 @@ class _VectorOperand:
         self.view = view
         self.site = site
         self.skip = oob_skip
+        self.skipped: np.ndarray | None = None  # set by read(): the skipped indices' elements
         # the order in which a 2-D index tile's indices are taken: row-major, or column-major for
         # an indirect dma_transpose (which sets it; see ``_rows``)
         self.column_major = False
@@ -237,10 +254,18 @@ class _VectorOperand:
                     f"{self.view.alloc.label()}",
                     self.site,
                 )
+            # nki.isa.dma_copy (NKI 0.3.0-0.6.0): oob_mode.skip skips "the DMA transfer for a
+            # given dynamic address or index when it is out of bound": the elements outside the
+            # tensor move nothing (a read leaves those of the destination as they were, see
+            # keep_skipped); the elements of a partly outside row that lie inside still move
+            # (docs/emulator.md, "Readings chosen")
             return flat_idx, ~bad
         return flat_idx, None
 
     def read(self) -> np.ndarray:
+        """The gathered rows; under ``oob_skip`` :attr:`skipped` marks the elements of the
+        out-of-bounds indices (read as 0), which the instruction must leave unwritten."""
+        self.skipped = None
         rows = self._rows()
         if self._row_path(rows):
             assert self.rows2d is not None
@@ -250,6 +275,7 @@ class _VectorOperand:
             return self.flat[flat_idx].reshape(self.shape)
         out = np.zeros(flat_idx.shape, dtype=self.flat.dtype)
         out[ok] = self.flat[flat_idx[ok]]
+        self.skipped = ~ok.reshape(self.shape)
         return out.reshape(self.shape)
 
     def written_elements(self) -> np.ndarray:
