@@ -179,9 +179,13 @@ def dma_copy(
             got = s_op.read()
             if got is not None:
                 values = dtypes.to_f32(np.asarray(got))
-                if gathers:
-                    values = keep_skipped(values.reshape(dshape), s_op, lambda: dtypes.to_f32(d_op.read()))
-                write(values)
+                if gathers and getattr(s_op, "skipped", None) is not None:
+                    # the skipped elements keep dst's own words: cast first, then merge (a
+                    # float32 round trip of dst would change an integer above 2^24)
+                    cast = dtypes.cast(values.reshape(dshape), dname)
+                    d_op.write(keep_skipped(cast, s_op, d_op.read))
+                else:
+                    write(values)
 
     nbytes = src.size * dtypes.itemsize(src.dtype)
     meta = {"bytes": nbytes, "src": src.buffer.name, "dst": dst.buffer.name, "dge": mode}
