@@ -242,7 +242,7 @@ SIM_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("instructions", ("isa_movement", "isa_scalar", "isa_vector", "isa_statistics",
                       "isa_tensor_engine", "isa_dma_compute", "isa_gather", "isa_nonzero",
                       "isa_range_select", "isa_reduce_chain", "isa_select", "isa_sequence", "isa_topk",
-                      "isa_local_gather", "isa_random", "registers", "lnc", "grid")),
+                      "isa_local_gather", "isa_random", "isa_mx", "registers", "lnc", "grid")),
     ("namespaces", ("isa", "isa_constants", "wrappers", "hbm_constants", "language", "loops",
                     "collectives")),
     ("program", ("liveness", "program", "schedule")),

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["strided_view"]
+__all__ = ["dense", "strided_view"]
 
 
 def strided_view(
@@ -24,3 +24,16 @@ def strided_view(
     item = flat.itemsize
     # (positional arguments: the constructor's keyword parsing cost more than the view itself)
     return np.ndarray(tuple(shape), flat.dtype, flat, offset * item, tuple([s * item for s in steps]))
+
+
+def dense(dims: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``dims`` (step, count) cover consecutive elements in row-major order; a dim of
+    count 1 is skipped (its step addresses nothing). ``reshape``'s contiguity rule,
+    ``NkiTensor.is_contiguous`` (trncore.sim.views) and a gather's row runs
+    (trncore.sim.dynamic); here, below all three, so that none imports another for it."""
+    inner = 1
+    for step, num in reversed(dims):
+        if num != 1 and step != inner:
+            return False
+        inner *= num
+    return True

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.arrays import strided_view
+from trncore.sim.arrays import dense, strided_view
 from trncore.sim.errors import BoundsError, BufferError, ShapeError
-from trncore.sim.tensor import dense
 
 __all__ = ["ScalarOffset", "SelectedRows", "VectorOffset", "keep_skipped"]
 

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes, hooks
-from trncore.sim.arrays import strided_view
+from trncore.sim.arrays import dense, strided_view
 from trncore.sim.context import user_site
 from trncore.sim.dtypes import RAW_VIEW as _RAW_VIEW
 from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError, site_suffix, warn_at
 
-__all__ = ["SENTINEL_INT", "Allocation", "Buffer", "Layout", "NkiTensor", "Operand", "dense", "layout"]
+__all__ = ["SENTINEL_INT", "Allocation", "Buffer", "Layout", "NkiTensor", "Operand", "layout"]
 
 #: AWS NKI docs, NKI CPU Simulator (NKI 0.3.0): the vendor simulator fills new integer tensors with 4 (floats
 #: with NaN).
@@ -253,18 +253,6 @@ class Allocation:
             where = " (kernel argument)"
         name = f"'{self.name}' " if self.name else ""
         return f"{name}{self.buffer.name}{list(self.shape)} {self.dtype}{where}"
-
-
-def dense(dims: Sequence[tuple[int, int]]) -> bool:
-    """Whether ``dims`` (step, count) cover consecutive elements in row-major order; a dim of
-    count 1 is skipped (its step addresses nothing). ``reshape``'s contiguity rule and
-    ``NkiTensor.is_contiguous`` (trncore.sim.views)."""
-    inner = 1
-    for step, num in reversed(dims):
-        if num != 1 and step != inner:
-            return False
-        inner *= num
-    return True
 
 
 def _row_major(shape: Sequence[int]) -> tuple[tuple[int, int], ...]:

@@ -18,9 +18,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from trncore.sim.arrays import dense
 from trncore.sim.context import user_site
 from trncore.sim.errors import BoundsError, LanguageError, PartitionError, site_suffix
-from trncore.sim.tensor import NkiTensor, dense
+from trncore.sim.tensor import NkiTensor
 
 __all__ = ["METHODS", "attach"]
 
