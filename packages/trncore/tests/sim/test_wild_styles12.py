@@ -24,7 +24,7 @@ A = np.random.default_rng(1201).standard_normal((128, 64)).astype(np.float32)
 # A raw integer dge_mode runs as that member, warned at the line (docs/emulator.md, Readings
 # chosen: the NKI 0.3.0 update guide refuses raw integers; AWS's NKI Library of the same release
 # passes dge_mode=3); the batch's fused MoE kernel writes it, and its warnings were lost.
-SOURCE = '''
+SOURCE = """
 from trncore.sim import nisa, nl
 
 
@@ -35,7 +35,7 @@ def raw_dge_copy(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=t)
     return out
-'''
+"""
 LINE = next(i for i, text in enumerate(SOURCE.splitlines(), 1) if "# HERE" in text)
 
 
@@ -53,7 +53,7 @@ def _unregistered(tmp_path: Path) -> tuple[Any, str]:
 def _compiled(name: str) -> Any:
     """``raw_dge_copy`` compiled from the string under ``name``, as a notebook cell runs."""
     namespace: dict[str, Any] = {}
-    exec(compile(SOURCE, name, "exec"), namespace)  # noqa: S102 - the form under test
+    exec(compile(SOURCE, name, "exec"), namespace)  # the form under test
     return namespace["raw_dge_copy"]
 
 

@@ -84,15 +84,11 @@ def warn_at(
         # (as benchmark harnesses load kernels), in ``exec``'d code or in a notebook cell lost
         # every warning at its lines.
         module = _module_of(site[0])
-        extra = {"module": module} if module is not None else {}
-        warnings.warn_explicit(
-            message + site_suffix(site),
-            category,
-            site[0],
-            site[1],
-            registry=_REGISTRY,
-            **extra,
-        )
+        text = message + site_suffix(site)
+        if module is None:
+            warnings.warn_explicit(text, category, site[0], site[1], registry=_REGISTRY)
+        else:
+            warnings.warn_explicit(text, category, site[0], site[1], module=module, registry=_REGISTRY)
     else:
         warnings.warn(message, category, stacklevel=stacklevel + 1)
 
