@@ -76,14 +76,19 @@ def warn_at(
     a site (the call did not come from a kernel) it is an ordinary ``warnings.warn`` at
     ``stacklevel`` counted from the caller of this function, as the caller would pass it."""
     if site:
-        warnings.warn_explicit(
-            message + site_suffix(site),
-            category,
-            site[0],
-            site[1],
-            module=_module_of(site[0]),
-            registry=_REGISTRY,
-        )
+        # ``module`` is passed only when an imported module has the kernel's file: CPython's
+        # ``warn_explicit`` returns at once for ``module=None`` (its mark of a warning given at
+        # interpreter shutdown), under every filter, "always" included; without the argument the
+        # module name comes from the file name, as for any ``warn_explicit`` caller. A
+        # kernel in a file loaded by ``spec_from_file_location`` and not put in ``sys.modules``
+        # (as benchmark harnesses load kernels), in ``exec``'d code or in a notebook cell lost
+        # every warning at its lines.
+        module = _module_of(site[0])
+        text = message + site_suffix(site)
+        if module is None:
+            warnings.warn_explicit(text, category, site[0], site[1], registry=_REGISTRY)
+        else:
+            warnings.warn_explicit(text, category, site[0], site[1], module=module, registry=_REGISTRY)
     else:
         warnings.warn(message, category, stacklevel=stacklevel + 1)
 
