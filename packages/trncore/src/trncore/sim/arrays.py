@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["dense", "strided_view"]
+__all__ = ["dense", "extent", "strided_view"]
 
 
 def strided_view(
@@ -37,3 +37,24 @@ def dense(dims: Sequence[tuple[int, int]]) -> bool:
             return False
         inner *= num
     return True
+
+
+#: :func:`extent` of the patterns seen so far: a kernel names a few patterns again and again (a
+#: gather loop, every view's bounds check), and a look-up costs a tenth of the two sums
+_EXTENTS: dict[tuple[tuple[int, int], ...], tuple[int, int]] = {}
+
+
+def extent(dims: tuple[tuple[int, int], ...]) -> tuple[int, int]:
+    """How far a pattern's elements reach below and above its first one, in elements: the
+    smallest and the largest sum of index times step over its (step, count) ``dims``. The
+    bounds checks of views (trncore.sim.tensor), of indirect accesses (trncore.sim.dynamic) and
+    the LNC=2 race footprints (trncore.sim.core_races) read it."""
+    found = _EXTENTS.get(dims)
+    if found is None:
+        if len(_EXTENTS) > 4096:
+            _EXTENTS.clear()  # bound the memory
+        found = _EXTENTS[dims] = (
+            sum(min(0, (n - 1) * s) for s, n in dims),
+            sum(max(0, (n - 1) * s) for s, n in dims),
+        )
+    return found

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import context, dtypes
-from trncore.sim.arrays import strided_view
+from trncore.sim.arrays import extent, strided_view
 from trncore.sim.dynamic import ScalarOffset, VectorOffset
 from trncore.sim.errors import RaceError
 from trncore.sim.tensor import SHARED_HBM
@@ -98,7 +98,7 @@ class _Footprint:
             self.lo = int(elems.min()) * isz
             self.hi = int(elems.max()) * isz + isz
             return
-        below, above = _extent(dims)
+        below, above = extent(dims)
         self.lo = (offset + below) * isz
         self.hi = (offset + above) * isz + isz
         if rows is not None:
@@ -184,24 +184,6 @@ class _Footprint:
             idx = idx[np.concatenate(([True], idx[1:] != idx[:-1]))]
         self._starts = idx * self.isz
         return self._starts
-
-
-#: :func:`_extent` of the patterns seen so far (a gather loop records one pattern again and again)
-_EXTENTS: dict[tuple[tuple[int, int], ...], tuple[int, int]] = {}
-
-
-def _extent(dims: tuple[tuple[int, int], ...]) -> tuple[int, int]:
-    """How far a pattern's elements reach below and above its offset, in elements: the smallest
-    and the largest sum of index times step over its indices."""
-    found = _EXTENTS.get(dims)
-    if found is None:
-        if len(_EXTENTS) > 4096:
-            _EXTENTS.clear()  # bound the memory
-        found = _EXTENTS[dims] = (
-            sum(min(0, (n - 1) * s) for s, n in dims),
-            sum(max(0, (n - 1) * s) for s, n in dims),
-        )
-    return found
 
 
 def _increasing(dims: tuple[tuple[int, int], ...]) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.arrays import dense, strided_view
+from trncore.sim.arrays import dense, extent, strided_view
 from trncore.sim.errors import BoundsError, BufferError, ShapeError
 
 __all__ = ["ScalarOffset", "SelectedRows", "VectorOffset", "keep_skipped"]
@@ -88,8 +88,7 @@ class _ScalarOperand:
         self.steps = [s for s, _ in view.dims]
         self.view = view
         self.site = site
-        span = sum(max(0, (n - 1) * s) for s, n in view.dims)
-        self.span = span
+        self.span = extent(view.dims)[1]
 
     def _resolve(self) -> np.ndarray | None:
         value = int(self.idx.reshape(-1)[0])
@@ -163,8 +162,8 @@ class _VectorOperand:
         # the flat index of (row r, element j) is r * row + inner[j] with row >= 0: the bounds of
         # all of them follow from the smallest and largest row index (checked per run, cheaply)
         if self.run_size:
-            self.inner_lo = view.offset + sum(min(0, (n - 1) * s) for s, n in rest)
-            self.inner_hi = view.offset + sum(max(0, (n - 1) * s) for s, n in rest)
+            below, above = extent(rest)
+            self.inner_lo, self.inner_hi = view.offset + below, view.offset + above
         else:
             self.inner_lo = self.inner_hi = 0
         self.p = view.shape[0]
@@ -288,7 +287,7 @@ class _VectorOperand:
         """Whether two partitions of this run's access would write the same element."""
         rows = self._rows()
         span = self.inner_hi - self.inner_lo + 1
-        if self.inner.size == span and span <= self.row and self._in_bounds(rows):
+        if self.run_size == span and span <= self.row and self._in_bounds(rows):
             return bool(np.unique(rows).size < rows.size)  # one run per row, runs apart
         elements = self.written_elements()
         return bool(np.unique(elements).size < elements.size)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes, hooks
-from trncore.sim.arrays import dense, strided_view
+from trncore.sim.arrays import dense, extent, strided_view
 from trncore.sim.context import user_site
 from trncore.sim.dtypes import RAW_VIEW as _RAW_VIEW
 from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError, site_suffix, warn_at
@@ -602,8 +602,8 @@ class NkiTensor:
         problem = self.partition_row_problem(self.offset)
         if problem:
             raise BoundsError("access-in-bounds", problem, site or user_site())
-        lo = self.offset + sum(min(0, (n - 1) * s) for s, n in self.dims)
-        hi = self.offset + sum(max(0, (n - 1) * s) for s, n in self.dims)
+        below, above = extent(self.dims)
+        lo, hi = self.offset + below, self.offset + above
         limit = self.alloc.flat_as(self.dtype).size
         if lo < 0 or hi >= limit:
             raise BoundsError(
@@ -629,8 +629,8 @@ class NkiTensor:
         if free_dims is self.dims:
             return ""  # not a partition-major pattern; the flat check above applies
         first_part, start = divmod(offset, ppe) if ppe else (0, 0)
-        lo = start + sum(min(0, (n - 1) * s) for s, n in free_dims)
-        hi = start + sum(max(0, (n - 1) * s) for s, n in free_dims)
+        below, above = extent(free_dims)
+        lo, hi = start + below, start + above
         if lo < 0 or hi >= ppe or first_part + parts > self.alloc.shape[0]:
             return (
                 f"access at offset {offset} with pattern {self.get_pattern()} covers free "
