@@ -84,17 +84,20 @@ def topk(val_dst: Any, idx_dst: Any, src: Any, n: int, name: str | None = None) 
         order = np.argsort(-snake, axis=1, kind="stable")[:, :k]  # largest first, low index first
         idx = order[:, ::-1]  # ascending values
         vals = np.take_along_axis(snake, idx, axis=1)
-        # result r of group g -> partition 16 g + r % 16, column r // 16 (the results' snake)
-        pad = SNAKE * cols - k
-        v_snake = (
-            np.pad(vals, ((0, 0), (0, pad))).reshape(groups, cols, SNAKE).transpose(0, 2, 1).reshape(p, cols)
-        ).astype(val_dst.alloc.flat.dtype)
-        i_snake = (
-            np.pad(idx, ((0, 0), (0, pad))).reshape(groups, cols, SNAKE).transpose(0, 2, 1).reshape(p, cols)
-        ).astype(np.uint32)
+        v_snake = _as_snake(vals, cols).astype(val_dst.alloc.flat.dtype)
+        i_snake = _as_snake(idx, cols).astype(np.uint32)
         for (a, b, c, d), v_op, i_op in zip(regions, v_ops, i_ops):
             v_op.write(v_snake[a:b, c:d])
             i_op.write(i_snake[a:b, c:d])
 
     meta = {"partitions": p, "free": 4 * n + k}  # the page's estimate: 4n + K GpSimd cycles
     ctx.emit("topk", "gpsimd", site, [src], [*v_views, *i_views], run, meta)
+
+
+def _as_snake(results: np.ndarray, cols: int) -> np.ndarray:
+    """Each group's ``K`` results (a row of ``results``, one per group) laid out as a 16-partition
+    snake of ``cols`` columns: result ``r`` of group ``g`` at partition ``16 g + r % 16``, column
+    ``r // 16``; the positions past ``K`` hold zeros (not written)."""
+    groups, k = results.shape
+    padded = np.pad(results, ((0, 0), (0, SNAKE * cols - k)))
+    return padded.reshape(groups, cols, SNAKE).transpose(0, 2, 1).reshape(groups * SNAKE, cols)
