@@ -114,18 +114,20 @@ def test_quantize_mx_unknown_parameter_names_the_page_parameters(target: str) ->
 SENTINEL = -7.0
 
 
-def gather_rows(img, idx, width, skip):
-    """Rows ``img[idx[p]:]`` (``width`` elements each) gathered into a tile filled with SENTINEL."""
+def gather_rows(img, idx, width, skip, fill=SENTINEL, as_int=False):
+    """Rows ``img[idx[p]:]`` (``width`` elements each) gathered into a tile filled with ``fill``:
+    float32, or int32 (``as_int``: the DMA casts)."""
     k = idx.shape[0]
     cols = img.shape[1]
+    dtype = nl.int32 if as_int else nl.float32
     it = nl.ndarray((k, 1), dtype=idx.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=it, src=idx)
-    got = nl.ndarray((k, width), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.memset(dst=got, value=SENTINEL)
+    got = nl.ndarray((k, width), dtype=dtype, buffer=nl.sbuf)
+    nisa.memset(dst=got, value=fill)
     view = img.ap(pattern=[[cols, k], [1, width]], offset=0, vector_offset=it, indirect_dim=0)
     mode = nisa.oob_mode.skip if skip else nisa.oob_mode.error
     nisa.dma_copy(dst=got, src=view, oob_mode=mode)  # HERE
-    out = nl.ndarray((k, width), dtype=nl.float32, buffer=nl.shared_hbm)
+    out = nl.ndarray((k, width), dtype=dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=got)
     return out
 
@@ -169,27 +171,13 @@ def test_skipped_gather_rows_keep_the_destination(target: str, dtype) -> None:
     assert (got[[3, 9, 70, 100]] == SENTINEL).all()
 
 
-def gather_rows_cast(img, idx, fill):
-    """Rows ``img[idx[p]]`` gathered, cast by the DMA, into an int32 tile filled with ``fill``."""
-    k, cols = idx.shape[0], img.shape[1]
-    it = nl.ndarray((k, 1), dtype=idx.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=it, src=idx)
-    got = nl.ndarray((k, cols), dtype=nl.int32, buffer=nl.sbuf)
-    nisa.memset(dst=got, value=fill)
-    view = img.ap(pattern=[[cols, k], [1, cols]], offset=0, vector_offset=it, indirect_dim=0)
-    nisa.dma_copy(dst=got, src=view, oob_mode=nisa.oob_mode.skip)  # HERE
-    out = nl.ndarray((k, cols), dtype=nl.int32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=got)
-    return out
-
-
 def test_skipped_rows_of_a_casting_gather_keep_the_destination_words(target: str) -> None:
     # an int32 fill above 2^24 has no float32 value: the skipped rows must keep its exact words
     img = rng.integers(-50, 50, (40, 6)).astype(np.float32)
     idx = rng.integers(0, 40, (128, 1)).astype(np.int32)
     idx[[4, 90], 0] = 40
     fill = 2**24 + 1
-    got = run_kernel(gather_rows_cast, [img, idx, fill], target=target)
+    got = run_kernel(gather_rows, [img, idx, 6, True, fill, True], target=target)
     keep = idx[:, 0] < 40
     np.testing.assert_array_equal(got[keep], img[idx[keep, 0]].astype(np.int32))
     assert (got[~keep] == fill).all()
