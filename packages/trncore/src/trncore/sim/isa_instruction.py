@@ -143,9 +143,37 @@ def _signature_error(
     except TypeError:
         names = ", ".join(signature.parameters)
         return TypeError(
-            f"nki.isa.{fn.__name__}: {exc}; its parameters are ({names}){site_suffix(context.user_site())}"
+            f"nki.isa.{fn.__name__}: {exc}; its parameters are ({names})"
+            f"{_missing_dst_hint(fn.__name__, signature, args, kwargs)}{site_suffix(context.user_site())}"
         )
     return None
+
+
+def _missing_dst_hint(
+    name: str, signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> str:
+    """Why an output parameter is missing, when one is: the value-returning form
+    ``out[...] = nisa.nc_matmul(stationary=..., moving=...)`` of NKI Beta 1. NKI Beta 2 migration
+    guide (NKI 0.2.0, kept by the 0.3.0-0.6.0 pages): "all of the ISA functions now require a
+    ``dst`` parameter instead of returning a result"."""
+    missing = [
+        p.name
+        for k, p in enumerate(signature.parameters.values())
+        if p.default is inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        and p.name not in kwargs
+        and (p.kind is inspect.Parameter.KEYWORD_ONLY or k >= len(args))
+    ]
+    outputs = [m for m in missing if m == "dst" or m.startswith("dst_") or m.endswith("_dst")]
+    if not outputs:
+        return ""
+    given = ", ".join(f"{o}=..." for o in outputs)
+    return (
+        f"; no {' / '.join(repr(o) for o in outputs)} given: nki.isa instructions write their "
+        f"result into it and return no value (NKI Beta 2 migration guide: all of the ISA functions "
+        f"require a dst parameter instead of returning a result), so write nisa.{name}({given}, ...) "
+        f"rather than out[...] = nisa.{name}(...)"
+    )
 
 
 def returning_handle(fn: Callable[..., Any]) -> Callable[..., Any]:
