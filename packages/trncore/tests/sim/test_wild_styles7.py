@@ -175,3 +175,57 @@ def test_gather_with_a_whole_index_tile_in_one_dma_is_refused_at_its_line() -> N
         run_kernel(gather_rows_in_one_dma, [table, rows], target="trn2")
     assert_reported_at(info.value, gather_rows_in_one_dma)
     assert "one row index per partition" in str(info.value) and "[128, 5]" in str(info.value)
+
+
+def fp8_transpose_whole_slots(x, ident, width, use_matmul):
+    """The transpose into 2-byte slots of a ``[F, width]`` float8 PSUM tile, by ``nc_transpose``
+    or ``nc_matmul(is_transpose=True)``; returns the whole tile, value bytes and upper bytes."""
+    p, f = x.shape
+    out = nl.ndarray((f, width), dtype=x.dtype, buffer=nl.shared_hbm)
+    s = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=x)
+    i_sb = nl.ndarray((p, p), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i_sb, src=ident)
+    slots = nl.ndarray((f, width), dtype=x.dtype, buffer=nl.psum)
+    dst = slots.ap([[width, f], [2, p]])
+    if use_matmul:
+        nisa.nc_matmul(dst=dst, stationary=s, moving=i_sb, is_transpose=True)  # MATMUL
+    else:
+        nisa.nc_transpose(dst=dst, data=s)  # TRANSPOSE
+    t = nl.ndarray((f, width), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=t, src=slots)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@pytest.mark.parametrize("use_matmul", [False, True])
+@pytest.mark.parametrize("shape", [(128, 128), (37, 96)])
+def test_fp8_transpose_writes_zero_upper_bytes_into_its_slots(
+    shape: tuple[int, int], use_matmul: bool
+) -> None:
+    # Trainium2 Architecture Guide for NKI, "Built-in Transpose Support" (NKI 0.3.0 and 0.6.0):
+    # FP8 input "produces 16-bit output elements in PSUM, with the upper 8 bits filled with
+    # zeros" -- read as words, each slot is the value's byte, then a zero byte
+    p, f = shape
+    x = rng.standard_normal(shape).astype(ml_dtypes.float8_e4m3)
+    ident = np.eye(p).astype(ml_dtypes.float8_e4m3)
+    got = run_kernel(
+        fp8_transpose_whole_slots, [x, ident], {"width": 2 * p, "use_matmul": use_matmul}, target="trn2"
+    )
+    want = np.zeros((f, 2 * p), dtype=np.uint8)
+    want[:, 0::2] = x.T.view(np.uint8)
+    np.testing.assert_array_equal(got.view(np.uint8), want)
+
+
+@pytest.mark.parametrize("use_matmul", [False, True])
+def test_fp8_transpose_without_room_for_the_last_upper_byte_is_refused_at_its_line(use_matmul: bool) -> None:
+    # a row of 2P - 1 bytes holds the last value at column 2P - 2 but not its upper byte
+    p, f = 32, 48
+    x = rng.standard_normal((p, f)).astype(ml_dtypes.float8_e4m3)
+    ident = np.eye(p).astype(ml_dtypes.float8_e4m3)
+    with pytest.raises(ShapeError) as info:
+        kwargs = {"width": 2 * p - 1, "use_matmul": use_matmul}
+        run_kernel(fp8_transpose_whole_slots, [x, ident], kwargs, target="trn2")
+    assert info.value.rule == "transpose-fp8-psum"
+    assert_reported_at(info.value, fp8_transpose_whole_slots, "# MATMUL" if use_matmul else "# TRANSPOSE")
+    assert "upper byte" in str(info.value)

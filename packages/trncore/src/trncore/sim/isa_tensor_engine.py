@@ -11,6 +11,7 @@ from trncore.sim import dtypes
 from trncore.sim.checks import check_compute_operand, memoised_checks
 from trncore.sim.errors import (
     AccumulationError,
+    BoundsError,
     BufferError,
     CapacityError,
     DtypeError,
@@ -284,7 +285,14 @@ def nc_matmul(
     if is_stationary_onezero or is_moving_onezero:
         factor = max(1.0, factor / 2)  # nki.isa.nc_matmul, NKI 0.3.0: 0/1 hint up to 2x for fp32 operands
     meta = {"K": k, "M": m, "N": n, "flops": 2 * k * m * n, "factor": factor, "fp8": fp8}
-    ctx.emit("nc_matmul", "tensor", site, reads, [dst], run, meta, matmul_write=True)
+    upper = (
+        _fp8_upper_bytes(ctx.rules, dst, stat.dtype, "nc_matmul(is_transpose=True)", site)
+        if is_transpose and not double
+        else None
+    )
+    run = _with_zeroed(run, upper, site)
+    writes = [dst] if upper is None else [dst, upper]
+    ctx.emit("nc_matmul", "tensor", site, reads, writes, run, meta, matmul_write=True)
 
 
 def _check_fp8_transpose_slots(rules: Any, dst: Any, data_dtype: str, api: str, site: Any) -> None:
@@ -316,6 +324,53 @@ def _check_fp8_transpose_slots(rules: Any, dst: Any, data_dtype: str, api: str, 
         f"buffer=nl.psum) and dst=t.ap([[2 * P, F], [2, P]]); got {dst.describe()}",
         site,
     )
+
+
+def _fp8_upper_bytes(rules: Any, dst: Any, data_dtype: str, api: str, site: Any) -> Any:
+    """The view of the zero upper bytes a NeuronCore-v3 Tensor Engine transpose of float8 data
+    writes beside each element (None for any other transpose).
+
+    Trainium2 Architecture Guide for NKI, "Built-in Transpose Support" (NKI 0.3.0 and 0.6.0): the
+    FP8 transpose mode "produces 16-bit output elements in PSUM, with the upper 8 bits filled with
+    zeros". :func:`_check_fp8_transpose_slots` has put each value in a slot's low byte (a float8 dst
+    stepping by 2 from an even column); the upper bytes are the same pattern one byte on, and the
+    instruction writes them too, so a kernel reading the slots as 16-bit words (or the upper bytes)
+    sees the zeros the device leaves. The last slot's upper byte must lie inside the tile's row: a
+    dst ending on the row's last byte has no room for it.
+    """
+    if rules.nc_version != 3 or dst.dynamic is not None or dst.size == 0:
+        return None
+    if not (data_dtype.startswith("float8") and dst.dtype.startswith("float8")):
+        return None
+    upper = NkiTensor(dst.alloc, dst.dtype, dst.offset + 1, dst.dims, indexed=True, shape=dst.shape)
+    try:
+        upper._check_bounds(site)
+    except BoundsError as exc:
+        problem = exc.detail
+        raise ShapeError(
+            "transpose-fp8-psum",
+            f"{api}: a Tensor Engine transpose of float8 data on NeuronCore-v3 writes 16-bit "
+            f"elements into PSUM, the upper 8 bits zero (Trainium2 Architecture Guide, 'Built-in "
+            f"Transpose Support'), so the byte after each element of dst is written too; the last "
+            f"one lies outside the tile ({problem}): give each row room for the last slot's "
+            f"upper byte, e.g. t = nl.ndarray((F, 2 * P), dtype, buffer=nl.psum); got "
+            f"{dst.describe()}",
+            site,
+        ) from None
+    return upper
+
+
+def _with_zeroed(run: Any, upper: Any, site: Any) -> Any:
+    """``run``, then zeros into ``upper`` (:func:`_fp8_upper_bytes`); ``run`` itself when None."""
+    if upper is None:
+        return run
+    words = upper.operand(site).arr
+
+    def run_and_zero() -> None:
+        run()
+        words[...] = 0
+
+    return run_and_zero
 
 
 def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> tuple[Any, int, int]:
@@ -425,6 +480,10 @@ def nc_transpose(
 
         run = run_words
 
+    upper = None
+    if eng.name == "tensor":
+        upper = _fp8_upper_bytes(ctx.rules, dst, data.dtype, "nc_transpose", site)
+    run = _with_zeroed(run, upper, site)
     meta = {
         "K": p,
         "M": p,
@@ -436,4 +495,5 @@ def nc_transpose(
         "free": p,
     }
     # [INF] a transpose is not an accumulation step: a later accumulate=None matmul overwrites.
-    ctx.emit("nc_transpose", eng.name, site, [data], [dst], run, meta)
+    writes = [dst] if upper is None else [dst, upper]
+    ctx.emit("nc_transpose", eng.name, site, [data], writes, run, meta)
