@@ -62,7 +62,9 @@ def _check_one_bank(dst: NkiTensor, rules: Any, op: str, site: Any) -> None:
     NKI, "Tile Size", NKI 0.3.0-0.6.0: "each nc_matmul can only write to a single PSUM bank, which
     can only hold 512 FP32 elements per PSUM partition"); a PSUM tensor itself may span banks.
     Banks are counted from the tensor's start, which is a bank boundary (auto-placed, or an
-    ``address`` the allocation checks)."""
+    ``address`` the allocation checks). An empty output writes no bank."""
+    if dst.size == 0:
+        return
     isz = dtypes.itemsize(dst.dtype)
     row = dst.alloc.partition_bytes // isz  # elements per partition, in dst's dtype
     first = dst.offset % row if row else 0
