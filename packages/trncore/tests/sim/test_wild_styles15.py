@@ -2,7 +2,7 @@
 emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
 invalid neighbour: heads split over the programs of an LNC=2 launch with the last program taking
 the remainder, so that one program may own no head and run its Tensor Engine work on empty
-tiles."""
+tiles; and, for such a program, a reduction over nothing, which no page defines."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl
-from trncore.sim.errors import CapacityError
+from trncore.sim.errors import CapacityError, LanguageError, ShapeError
 from trncore.sim.runner import run_kernel
 from trncore.sim.testing import assert_reported_at
 
@@ -66,3 +66,59 @@ def test_matmul_output_over_two_banks_is_still_refused_at_its_line(target: str) 
         run_kernel(head_col_sums, [x, 400], target=target)
     assert "banks 0-1" in str(info.value)
     assert_reported_at(info.value, head_col_sums)
+
+
+# ------------------------------------------------------------------ a reduction over nothing
+# With the same split, a program owning no column and reducing its slice reduces nothing: no
+# reducing instruction's page (nki.isa.tensor_reduce, tensor_scalar_reduce, activation's reduce,
+# select_reduce, tensor_partition_reduce, nc_matmul's K; NKI 0.3.0-0.6.0) defines that value, and
+# a maximum of nothing has none. The emulator crashed in NumPy ("zero-size array to reduction
+# operation maximum which has no identity", no kernel line); it is refused at the line.
+
+
+def shard_row_max(x):
+    """out[p, i] = max over program i's columns of x[p, :]: columns split over the programs, the
+    last taking the remainder; each program writes its own column of ``out``."""
+    p, c = x.shape
+    programs = nl.num_programs(0)
+    pid = nl.program_id(0)
+    local = c // programs
+    start = pid * local
+    if pid == programs - 1:
+        local = c - start
+    x_sb = nl.ndarray((p, local), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=x_sb, src=x[:, start : start + local])
+    top = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=top, op=nl.maximum, data=x_sb, axis=1)  # HERE
+    out = nl.ndarray((p, programs), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[:, pid : pid + 1], src=top)
+    return out
+
+
+def test_sharded_row_max_matches_numpy() -> None:
+    x = rng.standard_normal((128, 5)).astype(np.float32)
+    got = run_kernel(shard_row_max, [x], target="trn2", lnc=2)
+    want = np.stack([x[:, 0:2].max(axis=1), x[:, 2:5].max(axis=1)], axis=1)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_reduction_of_an_empty_slice_is_refused_at_its_line() -> None:
+    x = rng.standard_normal((128, 1)).astype(np.float32)  # program 0 owns no column
+    with pytest.raises(ShapeError, match="reduce-empty") as info:
+        run_kernel(shard_row_max, [x], target="trn2", lnc=2)
+    assert_reported_at(info.value, shard_row_max)
+
+
+def test_illegal_reduce_op_is_named_once() -> None:
+    """The op-token error names an operator as ``nl.<name>`` (it printed ``nl.nl.maximum``)."""
+
+    def kernel(x):
+        t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        s = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation_reduce(dst=t, op=nl.exp, data=t, reduce_op=nl.maximum, reduce_res=s)
+        return x
+
+    with pytest.raises(LanguageError, match="op-token") as info:
+        run_kernel(kernel, [np.ones((4, 8), np.float32)], target="trn2")
+    assert "reduce_op=nl.maximum is not legal here" in str(info.value)

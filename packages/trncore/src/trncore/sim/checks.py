@@ -247,6 +247,21 @@ def check_same_layout(a: NkiTensor, b: NkiTensor, op: str, names: str, site: Any
         )
 
 
+def check_reduces_elements(t: NkiTensor, count: int, op: str, what: str, site: Any) -> None:
+    """A reduction reads at least one element for each value it writes. No page of the reducing
+    instructions (nki.isa.tensor_reduce, tensor_scalar_reduce, activation's reduce_res,
+    select_reduce, tensor_partition_reduce; NKI 0.3.0-0.6.0) defines a reduction over none, and a
+    maximum or minimum of nothing has no value; an empty tile elsewhere is a no-op (its
+    instruction writes nothing), but a reduction still writes its result."""
+    if count == 0:
+        raise ShapeError(
+            "reduce-empty",
+            f"{op} reduces {what} of {t.describe()}, which has no elements to reduce: no page "
+            "defines the value of an empty reduction (a maximum of nothing has none)",
+            site,
+        )
+
+
 def check_vector_operand(x: Any, data: NkiTensor, op: str, what: str, site: Any) -> Any:
     """A per-partition scalar: a Python number or a ``(P, 1)`` on-chip tensor (AWS NKI docs,
     nki.isa.tensor_scalar (NKI 0.3.0))."""

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.checks import check_compute_operand, memoised_checks
+from trncore.sim.checks import check_compute_operand, check_reduces_elements, memoised_checks
 from trncore.sim.errors import (
     AccumulationError,
     BufferError,
@@ -131,6 +131,8 @@ def _matmul_checks(
             site,
         )
     _check_one_bank(dst, rules, "nc_matmul", site)
+    if dst.size:  # a non-empty output sums over the K partitions
+        check_reduces_elements(stat, k, "nc_matmul", "the partitions (K)", site)
     for t, what in ((stat, "stationary"), (mov, "moving")):
         if t.dtype not in _MM_DTYPES:
             raise DtypeError(
