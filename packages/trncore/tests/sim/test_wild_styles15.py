@@ -2,7 +2,8 @@
 emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
 invalid neighbour: heads split over the programs of an LNC=2 launch with the last program taking
 the remainder, so that one program may own no head and run its Tensor Engine work on empty
-tiles; and, for such a program, a reduction over nothing, which no page defines."""
+tiles or on tiles of no partition; and, for such a program, a reduction over nothing, which no
+page defines."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl
-from trncore.sim.errors import CapacityError, LanguageError, ShapeError
+from trncore.sim.errors import CapacityError, LanguageError, PartitionError, ShapeError
 from trncore.sim.runner import run_kernel
 from trncore.sim.testing import assert_reported_at
 
@@ -122,3 +123,45 @@ def test_illegal_reduce_op_is_named_once() -> None:
     with pytest.raises(LanguageError, match="op-token") as info:
         run_kernel(kernel, [np.ones((4, 8), np.float32)], target="trn2")
     assert "reduce_op=nl.maximum is not legal here" in str(info.value)
+
+
+# ------------------------------------------------------------------ a shard of no row
+# Splitting rows (partitions) the same way leaves program 0 a [0, C] tile at one row. An
+# instruction whose outputs are all empty writes nothing: activation and tensor_scalar on no
+# partition crashed in NumPy (reshaping 0 rows) and the start-partition rule named "0
+# partitions". A 16-row tile starting at partition 16 is still refused (AWS Trainium/Inferentia2
+# Architecture Guide for NKI, NKI 0.3.0: at most 32 partitions start at 0, 32, 64 or 96).
+
+
+def shard_rows_exp(x, first):
+    """out[r, :] = 2 * exp(x[r, :]): rows split over the programs, the last taking the remainder,
+    each program's rows placed from partition ``first`` of an SBUF tile."""
+    r, c = x.shape
+    programs = nl.num_programs(0)
+    pid = nl.program_id(0)
+    local = r // programs
+    start = pid * local
+    if pid == programs - 1:
+        local = r - start
+    tile = nl.ndarray((128, c), dtype=nl.float32, buffer=nl.sbuf)
+    rows = tile[first : first + local, :]
+    nisa.dma_copy(dst=rows, src=x[start : start + local, :])
+    nisa.activation(dst=rows, op=nl.exp, data=rows)  # HERE
+    nisa.tensor_scalar(dst=rows, data=rows, op0=nl.multiply, operand0=2.0)
+    out = nl.ndarray((r, c), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[start : start + local, :], src=rows)
+    return out
+
+
+@pytest.mark.parametrize("r", [1, 5])
+def test_program_with_no_row_matches_numpy(r: int) -> None:
+    x = rng.standard_normal((r, 24)).astype(np.float32)
+    got = run_kernel(shard_rows_exp, [x, 0], target="trn2", lnc=2)
+    np.testing.assert_allclose(got, 2 * np.exp(x), rtol=1e-6, atol=1e-6)
+
+
+def test_rows_from_a_disallowed_start_partition_are_still_refused_at_their_line(target: str) -> None:
+    x = rng.standard_normal((16, 24)).astype(np.float32)
+    with pytest.raises(PartitionError, match="start-partition") as info:
+        run_kernel(shard_rows_exp, [x, 16], target=target)
+    assert_reported_at(info.value, shard_rows_exp)

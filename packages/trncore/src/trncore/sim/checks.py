@@ -148,6 +148,8 @@ def check_partitions(t: NkiTensor, op: str, what: str, site: Any, start_rules: b
     """AWS NKI docs, Indexing overview (NKI 0.3.0); AWS Trainium/Inferentia2 Architecture Guide for NKI
     (NKI 0.3.0): at most 128 partitions; compute engines obey the start-partition rules."""
     p = t.partitions
+    if p == 0:
+        return  # an empty access uses no partition (its instruction writes nothing)
     if p > 128:
         raise PartitionError(
             "partition-dim-max",

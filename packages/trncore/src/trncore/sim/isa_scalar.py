@@ -181,7 +181,7 @@ def _activation_checks(
         raise LanguageError(
             "activation-reduce-op", f"{name} with reduce_cmd needs reduce_op=nl.add", site
         )
-    if cmd in (2, 3):
+    if cmd:  # any reduce command, reset too: TraceContext.emit skips an all-empty instruction
         check_reduces_elements(data, data.free_size, name, "the free axis", site)
     return token
 
