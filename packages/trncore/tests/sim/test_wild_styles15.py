@@ -28,18 +28,25 @@ rng = np.random.default_rng(1501)
 # and refused it. An empty output writes no bank; an output over two banks is still refused.
 
 
+def _share(n):
+    """(start, count) of this program's share of ``n`` items: ``n // programs`` each, the last
+    program taking the remainder (the public KDA decode step's split of its heads)."""
+    programs = nl.num_programs(0)
+    pid = nl.program_id(0)
+    local = n // programs
+    start = pid * local
+    if pid == programs - 1:
+        local = n - start
+    return start, local
+
+
 def head_col_sums(x, col0):
     """out[0, h * V + j] = sum_p x[h, p, j]: heads split over the programs, the last program taking
     the remainder; one ones-column matmul per program over its heads side by side, written from
     column ``col0`` of a two-bank PSUM tile (past 512 - heads * V the output crosses into the
     second bank: the neighbour)."""
     bh, p, v = x.shape
-    programs = nl.num_programs(0)
-    pid = nl.program_id(0)
-    local = bh // programs
-    start = pid * local
-    if pid == programs - 1:
-        local = bh - start
+    start, local = _share(bh)
     ones = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.memset(dst=ones, value=1.0)
     x_sb = nl.ndarray((p, local * v), dtype=nl.float32, buffer=nl.sbuf)
@@ -81,16 +88,12 @@ def shard_row_max(x):
     """out[p, i] = max over program i's columns of x[p, :]: columns split over the programs, the
     last taking the remainder; each program writes its own column of ``out``."""
     p, c = x.shape
-    programs = nl.num_programs(0)
-    pid = nl.program_id(0)
-    local = c // programs
-    start = pid * local
-    if pid == programs - 1:
-        local = c - start
+    start, local = _share(c)
     x_sb = nl.ndarray((p, local), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=x_sb, src=x[:, start : start + local])
     top = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_reduce(dst=top, op=nl.maximum, data=x_sb, axis=1)  # HERE
+    programs, pid = nl.num_programs(0), nl.program_id(0)
     out = nl.ndarray((p, programs), dtype=nl.float32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out[:, pid : pid + 1], src=top)
     return out
@@ -137,12 +140,7 @@ def shard_rows_exp(x, first):
     """out[r, :] = 2 * exp(x[r, :]): rows split over the programs, the last taking the remainder,
     each program's rows placed from partition ``first`` of an SBUF tile."""
     r, c = x.shape
-    programs = nl.num_programs(0)
-    pid = nl.program_id(0)
-    local = r // programs
-    start = pid * local
-    if pid == programs - 1:
-        local = r - start
+    start, local = _share(r)
     tile = nl.ndarray((128, c), dtype=nl.float32, buffer=nl.sbuf)
     rows = tile[first : first + local, :]
     nisa.dma_copy(dst=rows, src=x[start : start + local, :])
