@@ -148,6 +148,8 @@ def check_partitions(t: NkiTensor, op: str, what: str, site: Any, start_rules: b
     """AWS NKI docs, Indexing overview (NKI 0.3.0); AWS Trainium/Inferentia2 Architecture Guide for NKI
     (NKI 0.3.0): at most 128 partitions; compute engines obey the start-partition rules."""
     p = t.partitions
+    if p == 0:
+        return  # an empty access uses no partition (its instruction writes nothing)
     if p > 128:
         raise PartitionError(
             "partition-dim-max",
@@ -243,6 +245,21 @@ def check_same_layout(a: NkiTensor, b: NkiTensor, op: str, names: str, site: Any
             f"{op} {names} need equal partition counts and elements per partition: "
             f"{a.describe()} ({a.partitions} x {a.free_size}) vs {b.describe()} "
             f"({b.partitions} x {b.free_size})",
+            site,
+        )
+
+
+def check_reduces_elements(t: NkiTensor, count: int, op: str, what: str, site: Any) -> None:
+    """A reduction reads at least one element for each value it writes. No page of the reducing
+    instructions (nki.isa.tensor_reduce, tensor_scalar_reduce, activation's reduce_res,
+    select_reduce, tensor_partition_reduce; NKI 0.3.0-0.6.0) defines a reduction over none, and a
+    maximum or minimum of nothing has no value; an empty tile elsewhere is a no-op (its
+    instruction writes nothing), but a reduction still writes its result."""
+    if count == 0:
+        raise ShapeError(
+            "reduce-empty",
+            f"{op} reduces {what} of {t.describe()}, which has no elements to reduce: no page "
+            "defines the value of an empty reduction (a maximum of nothing has none)",
             site,
         )
 

@@ -276,6 +276,8 @@ def _op_label(op: Any) -> str:
     api = getattr(op, "__nki_api__", None)
     if api is not None:
         return f"{api} (in NKI's release table, not emulated)"
+    if isinstance(op, Op):
+        return f"nl.{op.name}"  # an operator token (its repr already reads nl.<name>)
     if callable(op) and getattr(op, "__module__", "").startswith("trncore.sim"):
         return f"nl.{getattr(op, '__name__', op)}"
     return repr(op)

@@ -22,6 +22,7 @@ from trncore.sim import versions
 from trncore.sim.alu import BINARY
 from trncore.sim.checks import (
     check_compute_operand,
+    check_reduces_elements,
     check_same_layout,
     check_vector_operand,
     read_f32,
@@ -108,6 +109,7 @@ def tensor_scalar_reduce(
     data = check_compute_operand(data, "tensor_scalar_reduce", "data", site)
     dst = check_compute_operand(dst, "tensor_scalar_reduce", "dst", site)
     check_same_layout(data, dst, "tensor_scalar_reduce", "data and dst", site)
+    check_reduces_elements(data, data.free_size, "tensor_scalar_reduce", "the free axis", site)
     p = data.partitions
     res = None
     if reduce_res is not None:

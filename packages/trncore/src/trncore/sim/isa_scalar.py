@@ -15,6 +15,7 @@ from trncore.sim.alu import (
 from trncore.sim.checks import (
     F32,
     check_compute_operand,
+    check_reduces_elements,
     check_same_layout,
     check_vector_operand,
     memoised_checks,
@@ -180,6 +181,8 @@ def _activation_checks(
         raise LanguageError(
             "activation-reduce-op", f"{name} with reduce_cmd needs reduce_op=nl.add", site
         )
+    if cmd:  # any reduce command, reset too: TraceContext.emit skips an all-empty instruction
+        check_reduces_elements(data, data.free_size, name, "the free axis", site)
     return token
 
 

@@ -223,9 +223,10 @@ def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: str | None = 
         raise ShapeError("element-count", "nc_stream_shuffle dst and src need the same elements "
                          f"per partition: {src.describe()} -> {dst.describe()}", site)  # fmt: skip
     active = math.ceil(max(src.partitions, dst.partitions) / 32) * 32
-    allowed = {128: (0,), 96: (0,), 64: (0, 64), 32: (0, 32, 64, 96)}[active]
+    # (no partition at all: an empty shuffle, which starts nowhere and writes nothing)
+    allowed = {128: (0,), 96: (0,), 64: (0, 64), 32: (0, 32, 64, 96)}.get(active, ())
     for t, what in ((src, "src"), (dst, "dst")):
-        if t.dynamic is None and t.start_partition() not in allowed:
+        if active and t.dynamic is None and t.start_partition() not in allowed:
             raise PartitionError("stream-shuffle-start", f"nc_stream_shuffle with {active} "
                                  f"active partitions needs {what} to start at one of {allowed}: "
                                  f"{t.describe()}", site)  # fmt: skip

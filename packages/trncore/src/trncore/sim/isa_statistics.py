@@ -13,6 +13,7 @@ from trncore.sim.alu import BINARY, TOKENS_0_5
 from trncore.sim.checks import (
     F32,
     check_compute_operand,
+    check_reduces_elements,
     check_same_layout,
     read_f32,
 )
@@ -46,6 +47,7 @@ def tensor_partition_reduce(dst: Any, op: Any, data: Any, name: str | None = Non
     data = check_compute_operand(data, "tensor_partition_reduce", "data", site, buffers=("sbuf",))
     dst = check_compute_operand(dst, "tensor_partition_reduce", "dst", site, buffers=("sbuf",))
     token = _op_token(op, "op", site, _PARTITION_TOKENS)
+    check_reduces_elements(data, data.partitions, "tensor_partition_reduce", "the partitions", site)
     if dst.partitions != 1 or dst.free_size != data.free_size:
         raise ShapeError(
             "partition-reduce-dst",

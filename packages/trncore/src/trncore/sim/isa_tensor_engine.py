@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.checks import check_compute_operand, memoised_checks
+from trncore.sim.checks import check_compute_operand, check_reduces_elements, memoised_checks
 from trncore.sim.errors import (
     AccumulationError,
     BoundsError,
@@ -63,7 +63,9 @@ def _check_one_bank(dst: NkiTensor, rules: Any, op: str, site: Any) -> None:
     NKI, "Tile Size", NKI 0.3.0-0.6.0: "each nc_matmul can only write to a single PSUM bank, which
     can only hold 512 FP32 elements per PSUM partition"); a PSUM tensor itself may span banks.
     Banks are counted from the tensor's start, which is a bank boundary (auto-placed, or an
-    ``address`` the allocation checks)."""
+    ``address`` the allocation checks). An empty output writes no bank."""
+    if dst.size == 0:
+        return
     isz = dtypes.itemsize(dst.dtype)
     row = dst.alloc.partition_bytes // isz  # elements per partition, in dst's dtype
     first = dst.offset % row if row else 0
@@ -130,6 +132,8 @@ def _matmul_checks(
             site,
         )
     _check_one_bank(dst, rules, "nc_matmul", site)
+    if dst.size:  # a non-empty output sums over the K partitions
+        check_reduces_elements(stat, k, "nc_matmul", "the partitions (K)", site)
     for t, what in ((stat, "stationary"), (mov, "moving")):
         if t.dtype not in _MM_DTYPES:
             raise DtypeError(

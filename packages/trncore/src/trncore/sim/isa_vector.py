@@ -19,6 +19,7 @@ from trncore.sim.alu import (
 from trncore.sim.checks import (
     F32,
     check_compute_operand,
+    check_reduces_elements,
     check_same_layout,
     check_vector_operand,
     memoised_checks,
@@ -458,6 +459,8 @@ def tensor_reduce(
             site,
         )
     kept = math.prod(data.shape[1 : nd - len(axes)])
+    check_reduces_elements(data, math.prod(data.shape[nd - len(axes) :]), "tensor_reduce",
+                           f"axis {axis}", site)  # fmt: skip
     if dst.partitions != data.partitions or dst.free_size != kept:
         raise ShapeError(
             "reduce-dst",
@@ -684,6 +687,8 @@ def _select(
     if reduce_res is not None:
         reduce_res = check_compute_operand(reduce_res, name, "reduce_res", site)
         writes.append(reduce_res)
+    if reduce_res is not None or cmd != int(reduce_cmd.idle):
+        check_reduces_elements(dst, dst.free_size, name, "the free axis", site)
     if cmd == int(reduce_cmd.load_reduce):
         raise NotImplementedError(f"nisa.{name} reduce_cmd=load_reduce is not emulated (the page "
                                   f"gives no value to load){site_suffix(site)}")  # fmt: skip
