@@ -429,18 +429,12 @@ class _Store:
         self.count = len(self.wide) + sum(len(v) for v in self.buckets.values())
 
 
-def _shared(t: Any) -> bool:
-    """Whether operand ``t`` is a view of a shared HBM tensor."""
-    alloc = getattr(t, "alloc", None)
-    return alloc is not None and alloc.buffer is SHARED_HBM
-
-
 def _footprint(t: Any) -> _Footprint | None:
     """What view ``t`` touches now (dynamic offsets read from their tensors; None: nothing)."""
     isz = dtypes.storage_dtype(t.dtype).itemsize
     dyn = t.dynamic
     if dyn is None:
-        if any(n == 0 for _, n in t.dims):
+        if 0 in t._shape:  # (the dims' counts)
             return None
         return _Footprint(isz, t.offset, t.dims)
     size = t.alloc.storage.nbytes // isz
@@ -515,8 +509,9 @@ class RaceTracker:
     # ------------------------------------------------------------------ the hook
     def __call__(self, ins: Any, reads: Sequence[Any], writes: Sequence[Any]) -> None:
         """Run ``ins``; record and check its shared-HBM accesses."""
-        shared_r = [t for t in reads if _shared(t)]
-        shared_w = [t for t in writes if _shared(t)]
+        # (emit sends only instructions with a shared-HBM operand here; operands are tensors)
+        shared_r = [t for t in reads if t.alloc.buffer is SHARED_HBM]
+        shared_w = [t for t in writes if t.alloc.buffer is SHARED_HBM]
         if not shared_r and not shared_w:
             ins.run()
             return
@@ -546,13 +541,15 @@ class RaceTracker:
             self._check(t.alloc, rec)
             rec.old = None
             new.append((t.alloc, rec))
+        touched = self.touched
         for t, _ in (*reads_fp, *writes_fp):
-            cores, written, dynamic = self.touched.get(t.alloc.id, (frozenset(), False, False))
-            self.touched[t.alloc.id] = (
-                cores | {slot},
-                written or any(t is w for w in shared_w),
-                dynamic or t.dynamic is not None,
-            )
+            seen = touched.get(t.alloc.id)
+            write = any(t is w for w in shared_w)
+            dyn = t.dynamic is not None
+            if seen is not None and slot in seen[0] and (seen[1] or not write) and (seen[2] or not dyn):
+                continue  # (nothing new: the usual case of a loop's accesses)
+            cores, written, dynamic = seen if seen is not None else (frozenset(), False, False)
+            touched[t.alloc.id] = (cores | {slot}, written or write, dynamic or dyn)
         for alloc, rec in new:
             self._store(alloc, slot, rec.write).add(rec)
 
