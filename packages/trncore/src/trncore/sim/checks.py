@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -88,7 +88,15 @@ def static_lookup(
             (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype,
              t.offset if offsets else type(dynamic), t.dims)
         )  # fmt: skip
-    return lookup(ctx, (op, site, offsets, *sigs, *extra))
+    key = (op, site, offsets, *sigs, *extra)
+    memo = ctx.static_checks  # (lookup inlined: once per instruction)
+    try:
+        hit = memo.get(key, MISS)
+    except TypeError:  # an unhashable keyword value (a list): never memoised
+        return None, MISS
+    if hit is MISS and len(memo) > _MEMO_MAX:
+        memo.clear()  # bound the memory
+    return key, hit
 
 
 def lookup(ctx: Any, key: Any) -> tuple[Any, Any]:
@@ -118,7 +126,11 @@ def memoised_checks(
 ) -> T:
     """:func:`memoised` under the :func:`static_lookup` key of an instruction's operands."""
     key, hit = static_lookup(ctx, op, site, operands, extra, offsets)
-    return _run_and_record(ctx, key, hit, run)
+    if hit is MISS:  # (_run_and_record inlined: every instruction of a loop comes here)
+        hit = run()
+        if key is not None:
+            ctx.static_checks[key] = hit
+    return hit  # (Any: no typing.cast, which is a call)
 
 
 def remember(ctx: Any, key: Any, result: T) -> T:
@@ -134,7 +146,7 @@ def _run_and_record(ctx: Any, key: Any, hit: Any, run: Callable[[], T]) -> T:
         hit = run()
         if key is not None:
             ctx.static_checks[key] = hit
-    return cast(T, hit)
+    return hit  # (Any: no typing.cast, which is a call)
 
 
 def as_tensor(x: Any, op: str, what: str, site: Any) -> NkiTensor:

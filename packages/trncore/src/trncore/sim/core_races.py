@@ -388,51 +388,74 @@ class _Record:
 
 
 class _Store:
-    """The records of one allocation by one core and one kind, filed in byte-range buckets."""
+    """The records of one allocation by one core and one kind, filed by the byte-range bucket
+    they start in.
 
-    __slots__ = ("bsize", "buckets", "count", "wide")
+    A record is filed once, in its first bucket (a loop's accesses each span tens of buckets,
+    and filing one in every bucket it spans cost a list append per bucket on every shared-HBM
+    access); ``reach`` is the most buckets past its first that a filed record spans, so the
+    records meeting a range start at most ``reach`` buckets before it. Records spanning
+    ``_WIDE`` buckets or more are kept apart (``wide``).
+    """
+
+    __slots__ = ("bsize", "buckets", "count", "reach", "wide")
 
     def __init__(self, nbytes: int) -> None:
         self.bsize = max(64, -(-nbytes // _BUCKETS))
-        self.buckets: dict[int, list[_Record]] = {}
+        #: by first bucket: (filing number, record), in filing order
+        self.buckets: dict[int, list[tuple[int, _Record]]] = {}
         self.wide: list[_Record] = []
-        self.count = 0
+        self.count = 0  # records filed so far (their filing numbers)
+        self.reach = 0
 
     def add(self, rec: _Record) -> None:
-        first, last = rec.fp.lo // self.bsize, (rec.fp.hi - 1) // self.bsize
+        first = rec.fp.lo // self.bsize
+        span = (rec.fp.hi - 1) // self.bsize - first
         self.count += 1
-        if last - first >= _WIDE:
+        if span >= _WIDE:
             self.wide.append(rec)
             return
-        for b in range(first, last + 1):
-            self.buckets.setdefault(b, []).append(rec)
+        if span > self.reach:
+            self.reach = span
+        filed = self.buckets.get(first)
+        if filed is None:
+            self.buckets[first] = [(self.count, rec)]
+        else:
+            filed.append((self.count, rec))
 
     def near(self, fp: _Footprint) -> list[_Record]:
-        """Records whose byte range meets ``fp``'s (each once, in trace order)."""
+        """Records whose byte range meets ``fp``'s (each once): the wide ones in filing order,
+        then the others by the first bucket of ``fp``'s range they cover, then filing order
+        (the order of a scan of every bucket each record spans, which names the same record
+        first in a refusal)."""
         first, last = fp.lo // self.bsize, (fp.hi - 1) // self.bsize
-        # (records hash by identity; id() would raise an audit event per record)
-        seen: dict[_Record, None] = dict.fromkeys(self.wide)
-        for b in range(first, min(last, first + 4 * _BUCKETS) + 1):
-            for rec in self.buckets.get(b, ()):
-                seen[rec] = None
-        return [r for r in seen if r.fp.lo < fp.hi and fp.lo < r.fp.hi]
+        lo, hi = fp.lo, fp.hi
+        out = [r for r in self.wide if r.fp.lo < hi and lo < r.fp.hi]
+        found: list[tuple[int, int, _Record]] = []
+        get = self.buckets.get
+        for b in range(first - self.reach, min(last, first + 4 * _BUCKETS) + 1):
+            for seq, rec in get(b, ()):
+                if rec.fp.lo < hi and lo < rec.fp.hi:
+                    found.append((b if b > first else first, seq, rec))
+        if found:
+            if len(found) > 1:
+                found.sort(key=_scan_order)
+            out.extend(rec for _, _, rec in found)
+        return out
 
     def prune(self, keep: Any) -> None:
         """Drop the records ``keep`` rejects (ordered before every later access of the others)."""
         self.wide = [r for r in self.wide if keep(r)]
         for b in list(self.buckets):
-            kept = [r for r in self.buckets[b] if keep(r)]
+            kept = [e for e in self.buckets[b] if keep(e[1])]
             if kept:
                 self.buckets[b] = kept
             else:
                 del self.buckets[b]
-        self.count = len(self.wide) + sum(len(v) for v in self.buckets.values())
 
 
-def _shared(t: Any) -> bool:
-    """Whether operand ``t`` is a view of a shared HBM tensor."""
-    alloc = getattr(t, "alloc", None)
-    return alloc is not None and alloc.buffer is SHARED_HBM
+def _scan_order(entry: tuple[int, int, _Record]) -> tuple[int, int]:
+    return entry[0], entry[1]
 
 
 def _footprint(t: Any) -> _Footprint | None:
@@ -440,7 +463,7 @@ def _footprint(t: Any) -> _Footprint | None:
     isz = dtypes.storage_dtype(t.dtype).itemsize
     dyn = t.dynamic
     if dyn is None:
-        if any(n == 0 for _, n in t.dims):
+        if 0 in t._shape:  # (the dims' counts)
             return None
         return _Footprint(isz, t.offset, t.dims)
     size = t.alloc.storage.nbytes // isz
@@ -515,8 +538,9 @@ class RaceTracker:
     # ------------------------------------------------------------------ the hook
     def __call__(self, ins: Any, reads: Sequence[Any], writes: Sequence[Any]) -> None:
         """Run ``ins``; record and check its shared-HBM accesses."""
-        shared_r = [t for t in reads if _shared(t)]
-        shared_w = [t for t in writes if _shared(t)]
+        # (emit sends only instructions with a shared-HBM operand here; operands are tensors)
+        shared_r = [t for t in reads if t.alloc.buffer is SHARED_HBM]
+        shared_w = [t for t in writes if t.alloc.buffer is SHARED_HBM]
         if not shared_r and not shared_w:
             ins.run()
             return
@@ -546,13 +570,15 @@ class RaceTracker:
             self._check(t.alloc, rec)
             rec.old = None
             new.append((t.alloc, rec))
+        touched = self.touched
         for t, _ in (*reads_fp, *writes_fp):
-            cores, written, dynamic = self.touched.get(t.alloc.id, (frozenset(), False, False))
-            self.touched[t.alloc.id] = (
-                cores | {slot},
-                written or any(t is w for w in shared_w),
-                dynamic or t.dynamic is not None,
-            )
+            seen = touched.get(t.alloc.id)
+            write = any(t is w for w in shared_w)
+            dyn = t.dynamic is not None
+            if seen is not None and slot in seen[0] and (seen[1] or not write) and (seen[2] or not dyn):
+                continue  # (nothing new: the usual case of a loop's accesses)
+            cores, written, dynamic = seen if seen is not None else (frozenset(), False, False)
+            touched[t.alloc.id] = (cores | {slot}, written or write, dynamic or dyn)
         for alloc, rec in new:
             self._store(alloc, slot, rec.write).add(rec)
 

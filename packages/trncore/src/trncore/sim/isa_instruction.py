@@ -84,7 +84,7 @@ class NkiInstruction:
 
     def __init__(self, ctx: Any, first: int, end: int, site: Any, op: str) -> None:
         self._ctx = ctx
-        self._core = int(getattr(ctx, "program_id", 0) or 0)
+        self._core = ctx.program_id  # (an int on every trace context)
         self._first, self._end = first, end
         self._scope: tuple[tuple[str, int], ...] = ctx.engine_state.get(_SCOPE, ())
         self._site = site
@@ -186,16 +186,18 @@ def returning_handle(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             if ctx is None:
                 return fn(*args, **kwargs)
-            first = len(ctx.instrs)
+            instrs = ctx.instrs
+            first = len(instrs)
             out = fn(*args, **kwargs)
         except TypeError as exc:
             better = _signature_error(fn, args, kwargs, exc)
             if better is None:
                 raise
             raise better from None
-        end = len(ctx.instrs)
+        end = len(instrs)
         if out is None and end > first:
-            return NkiInstruction(ctx, first, end, ctx.instrs[first].site, ctx.instrs[first].op)
+            ins = instrs[first]
+            return NkiInstruction(ctx, first, end, ins.site, ins.op)
         return out
 
     call.__trncore_handle__ = True  # type: ignore[attr-defined]

@@ -117,6 +117,12 @@ def _dma_copy_checks(ctx: Any, site: Any, dst: Any, src: Any, dge_mode: Any, eng
     return mode
 
 
+def _dma_meta(src: Any, dst: Any, mode: Any) -> dict[str, Any]:
+    """A DMA's cost-model fields: bytes moved, the two buffers, the DGE mode."""
+    nbytes = src.size * dtypes.itemsize(src.dtype)
+    return {"bytes": nbytes, "src": src.buffer.name, "dst": dst.buffer.name, "dge": mode}
+
+
 def dma_copy(
     dst: Any,
     src: Any,
@@ -139,9 +145,12 @@ def dma_copy(
     # the key leaves the offsets out: a loop over the tiles of one HBM tensor checks once. A
     # dynamic (register or vector offset) operand is keyed by its offset's kind, the only thing
     # of it the checks read; its values are read and bounds-checked when the DMA runs.
-    mode = memoised_checks(ctx, "dma_copy", site, (dst, src), (dge_mode, engine),
-                           lambda: _dma_copy_checks(ctx, site, dst, src, dge_mode, engine),
-                           offsets=False)  # fmt: skip
+    # (with the cost-model fields: the sizes and buffers are the operands' static signature)
+    meta = memoised_checks(
+        ctx, "dma_copy", site, (dst, src), (dge_mode, engine),
+        lambda: _dma_meta(src, dst, _dma_copy_checks(ctx, site, dst, src, dge_mode, engine)),
+        offsets=False,
+    )  # fmt: skip
     skip = int(oob_mode) == 1
     s_op = src.operand(site, skip)
     d_op = dst.operand(site, skip)
@@ -187,8 +196,6 @@ def dma_copy(
                 else:
                     write(values)
 
-    nbytes = src.size * dtypes.itemsize(src.dtype)
-    meta = {"bytes": nbytes, "src": src.buffer.name, "dst": dst.buffer.name, "dge": mode}
     # with oob_mode=error the transfer writes all of dst or fails (a dynamic source out of
     # bounds raises): a dst tile written whole needs no sentinel fill first
     ctx.emit("dma_copy", "dma", site, [src], [dst], run, meta, writes_whole_or_fails=not skip)
@@ -348,24 +355,26 @@ def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | No
     """AWS NKI docs, nki.isa.tensor_copy (NKI 0.3.0): on-chip copy (the PSUM to SBUF eviction), bit-exact or
     cast via float32."""
     ctx, site = _begin()
-    eng = memoised_checks(ctx, "tensor_copy", site, (dst, src), (engine,),
-                          lambda: _tensor_copy_checks(ctx, site, dst, src, engine))  # fmt: skip
+    # the checks' verdict, the engine's name and the cost-model fields, all static: one memo hit
+    # (the fields' dict is shared by the line's instructions; recorded metadata is never changed)
+    eng_name, meta = memoised_checks(
+        ctx, "tensor_copy", site, (dst, src), (engine,),
+        lambda: (_tensor_copy_checks(ctx, site, dst, src, engine).name, _elementwise_meta(dst)),
+    )  # fmt: skip
     s_op = src.operand(site)
-    write = _writer(dst, site)
-    d_op = dst.operand(site)
-    same = src.dtype == dst.dtype
-    dshape = dst.shape
-
-    if same:
+    if src.dtype == dst.dtype:
+        d_op = dst.operand(site)
+        dshape = dst.shape
 
         def run() -> None:
             d_op.write(np.asarray(s_op.read()).reshape(dshape))
     else:
+        write = _writer(dst, site)  # (the cast's writer, made only where the copy casts)
 
         def run() -> None:
             write(dtypes.to_f32(np.asarray(s_op.read())))
 
-    ctx.emit("tensor_copy", eng.name, site, [src], [dst], run, _elementwise_meta(dst))
+    ctx.emit("tensor_copy", eng_name, site, [src], [dst], run, meta)
 
 
 def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None = None) -> None:

@@ -169,6 +169,22 @@ def _matmul_checks(
     return double, k, m, n
 
 
+def _matmul_plan(
+    checked: tuple[bool, int, int, int], stat: Any, mov: Any, onezero: Any
+) -> tuple[bool, int, int, int, dict[str, Any]]:
+    """``(double_row, K, M, N, cost-model fields)`` of a matmul whose checks gave ``checked``
+    (the fields are static: shared by the line's instructions, recorded metadata is never
+    changed)."""
+    double, k, m, n = checked
+    kk = 2 * k if double else k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows
+    factor = 4.0 if stat.dtype in _WIDE else 1.0
+    fp8 = stat.dtype.startswith("float8") and mov.dtype.startswith("float8")
+    if onezero:
+        factor = max(1.0, factor / 2)  # nki.isa.nc_matmul, NKI 0.3.0: 0/1 hint up to 2x for fp32 operands
+    meta = {"K": kk, "M": m, "N": n, "flops": 2 * kk * m * n, "factor": factor, "fp8": fp8}
+    return double, k, m, n, meta
+
+
 def nc_matmul(
     dst: Any,
     stationary: Any,
@@ -192,14 +208,19 @@ def nc_matmul(
     # the static checks (operands, shapes, dtypes, tiling, the one-bank rule) read only the
     # operands' static signatures and these keywords: decided once per kernel line and
     # signature (trncore.sim.checks.static_lookup); the accumulation state below is not
-    keywords = (perf_mode, tile_position, tile_size, is_transpose)
+    # (the 0/1 hints only change the cost model's factor, kept in the memo with the verdict)
+    keywords = (perf_mode, tile_position, tile_size, is_transpose, bool(is_stationary_onezero),
+                bool(is_moving_onezero))  # fmt: skip
     hit = memoised_checks(
         ctx, "nc_matmul", site, (stationary, moving, dst), keywords,
-        lambda: _matmul_checks(ctx, site, dst, stationary, moving, is_transpose, tile_position, tile_size,
-                               perf_mode),
+        lambda: _matmul_plan(
+            _matmul_checks(ctx, site, dst, stationary, moving, is_transpose, tile_position,
+                           tile_size, perf_mode),
+            stationary, moving, is_stationary_onezero or is_moving_onezero,
+        ),
     )  # fmt: skip
     stat, mov, dst = stationary, moving, dst
-    double, k, m, n = hit
+    double, k, m, n, meta = hit
     # accumulate bookkeeping (docs/emulator.md, What is checked): data independent, so decided at trace time.
     written = dst.matmul_flag_state()  # all (True), none (False) or some (None) of dst
     if accumulate is None:
@@ -247,7 +268,7 @@ def nc_matmul(
     s_op, m_op, d_arr = stat.operand(site), mov.operand(site), dst.array()
     dshape = dst.shape
     if double:
-        k = 2 * k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows
+        k = 2 * k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows (as in the meta)
 
     # an overwriting product goes straight into a dst view of its (M, N) shape (no temporary)
     direct = mode == "overwrite" and d_arr.shape == (m, n)
@@ -284,11 +305,6 @@ def nc_matmul(
             d_arr[...] = np.where(first, res, d_arr + res)
 
     reads = [stat, mov] + ([dst] if mode != "overwrite" else [])
-    factor = 4.0 if stat.dtype in _WIDE else 1.0
-    fp8 = stat.dtype.startswith("float8") and mov.dtype.startswith("float8")
-    if is_stationary_onezero or is_moving_onezero:
-        factor = max(1.0, factor / 2)  # nki.isa.nc_matmul, NKI 0.3.0: 0/1 hint up to 2x for fp32 operands
-    meta = {"K": k, "M": m, "N": n, "flops": 2 * k * m * n, "factor": factor, "fp8": fp8}
     upper = (
         _fp8_upper_bytes(ctx.rules, dst, stat.dtype, "nc_matmul(is_transpose=True)", site)
         if is_transpose and not double
@@ -442,6 +458,13 @@ def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> 
     return eng, p, f
 
 
+def _transpose_plan(checked: tuple[Any, int, int]) -> tuple[str, int, int, dict[str, Any]]:
+    """``(engine name, P, F, cost-model fields)`` of a transpose whose checks gave ``checked``."""
+    eng, p, f = checked
+    meta = {"K": p, "M": p, "N": p, "flops": 0, "factor": 1.0, "fp8": False, "partitions": f, "free": p}
+    return eng.name, p, f, meta
+
+
 def _same_type_words(s_op: Any, d_op: Any, d_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
     """The unsigned-integer views (:data:`trncore.sim.dtypes.RAW_VIEW`) of two static operands'
     arrays when both hold the same bfloat16/fp8 type and the dst array has shape ``d_shape``;
@@ -461,9 +484,12 @@ def nc_transpose(
     """AWS NKI docs, nki.isa.nc_transpose (NKI 0.3.0): ``dst[f, p] = data[p, f]``; TensorE (SBUF -> PSUM,
     <=128x128) or VectorE (<=32x32)."""
     ctx, site = _begin()
-    hit = memoised_checks(ctx, "nc_transpose", site, (data, dst), (engine,),
-                          lambda: _transpose_checks(ctx, site, dst, data, engine))  # fmt: skip
-    eng, p, f = hit
+    # the checks' verdict, the engine's name and the cost-model fields (static: shared by the
+    # line's instructions, recorded metadata is never changed) from one memo hit
+    eng_name, p, f, meta = memoised_checks(
+        ctx, "nc_transpose", site, (data, dst), (engine,),
+        lambda: _transpose_plan(_transpose_checks(ctx, site, dst, data, engine)),
+    )  # fmt: skip
     s_op, d_op = data.operand(site), dst.operand(site)
 
     def run() -> None:
@@ -485,19 +511,9 @@ def nc_transpose(
         run = run_words
 
     upper = None
-    if eng.name == "tensor":
+    if eng_name == "tensor":
         upper = _fp8_upper_bytes(ctx.rules, dst, data.dtype, "nc_transpose", site)
     run = _with_zeroed(run, upper, site)
-    meta = {
-        "K": p,
-        "M": p,
-        "N": p,
-        "flops": 0,
-        "factor": 1.0,
-        "fp8": False,
-        "partitions": f,
-        "free": p,
-    }
-    # [INF] a transpose is not an accumulation step: a later accumulate=None matmul overwrites.
     writes = [dst] if upper is None else [dst, upper]
-    ctx.emit("nc_transpose", eng.name, site, [data], writes, run, meta)
+    # [INF] a transpose is not an accumulation step: a later accumulate=None matmul overwrites.
+    ctx.emit("nc_transpose", eng_name, site, [data], writes, run, meta)

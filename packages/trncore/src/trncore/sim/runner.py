@@ -351,8 +351,7 @@ def _finish_trace(
     for alloc in ctx.allocs:
         # the strict-mode written masks and PSUM matmul flags serve the checks made while
         # tracing; replays never read them, and a cached program should not hold them
-        alloc.mask = None
-        alloc.mm_flags = None
+        alloc.stop_tracking()  # (mask = None and mm_flags = None in one call per tile)
     return prog
 
 
