@@ -563,7 +563,8 @@ def get_program(
         # collect the traced run's results before other threads can replay the program
         result = prog.collect(arrays, hand_over) if execute else NOT_RUN
         _stats["traces"] += 1
-        # (register loops over device data: trace again next call)
+        # not cached: a data-dependent program (register loops over device data) is traced
+        # again next call; a handed-over one gave its outputs' storage to the caller
         if prog.data_dependent or hand_over:
             return prog, arrays, result
         _keep(digest, prog)
