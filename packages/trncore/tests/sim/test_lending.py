@@ -206,3 +206,19 @@ def test_a_data_dependent_program_hands_its_outputs_over_and_copies_its_argument
     np.testing.assert_array_equal(first, x + 3)  # the first call's output is its own
     np.testing.assert_array_equal(second, x + 5)
     assert sim.cache_info()["programs"] == 0
+
+
+def test_one_tensor_returned_twice_gives_two_arrays(one_shot: None) -> None:
+    # handed over once; the second result is a copy, so writing one does not change the other
+    def twice(a):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out, out
+
+    a, _ = _inputs()
+    first, second = simulate(twice)(a)
+    assert not np.shares_memory(first, second)
+    np.testing.assert_array_equal(first, a)
+    np.testing.assert_array_equal(second, a)

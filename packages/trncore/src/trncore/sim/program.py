@@ -135,17 +135,19 @@ class Program:
     def _handed_over(self) -> tuple[np.ndarray, ...]:
         """The outputs for :meth:`collect` with ``hand_over``: views of storage where they can be."""
         outs = []
-        given: set[int] = set()  # (an allocation's storage goes to one output; another copies)
+        # a storage goes to one output, another output of it is copied (the same tensor returned
+        # twice; on-chip tiles at one explicit address share their storage)
+        given: set[int] = set()
         for t in self.outputs:
             alloc = t.alloc
             arr = t.array()
             view = None
-            if not alloc.is_input and alloc.id not in given:
+            if not alloc.is_input and _identity(alloc.storage) not in given:
                 view = lending.handed_over(arr, alloc.storage)
             if view is None:
                 view = np.array(arr, copy=True)
             else:
-                given.add(alloc.id)
+                given.add(_identity(alloc.storage))
             outs.append(view)
         return tuple(outs)
 
