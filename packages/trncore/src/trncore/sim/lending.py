@@ -5,9 +5,10 @@ instructions on it (the instructions are closures over NumPy views of that stora
 trace time). A program the cache will not keep runs once: its traced run is its only run.
 For such a call the copies are pure cost, and on this machine much of that cost is the
 kernel's: the first write into freshly allocated memory is page faults and page zeroing (and,
-when the system is short of free huge pages, compaction), measured at 0.2-2.6 s of CPU per
-1.2 GB (docs/emulator.md, Benchmark, "Large storage"). So, when :func:`one_shot` says the
-program cannot be kept:
+when the system is short of free huge pages, compaction), measured at 0.2-2.4 s of CPU per
+1.2 GB whether the memory is advised huge pages or not (NumPy already advises them for arrays
+of 4 MiB or more; docs/emulator.md, Benchmark, "Large storage"). So, when :func:`one_shot`
+says the program cannot be kept:
 
 * each kernel argument that can stand for its own copy (:func:`lendable`) becomes the storage
   of its HBM allocation, instead of being copied into new storage; an instruction that writes
