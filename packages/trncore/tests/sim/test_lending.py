@@ -174,40 +174,6 @@ def test_only_arguments_over_the_cache_budget_make_a_call_one_shot(monkeypatch: 
     sim.clear_cache()
 
 
-@pytest.mark.filterwarnings("ignore:nl.dynamic_range is deprecated")  # (the 0.3.0 form, as test_registers)
-def test_a_data_dependent_program_hands_its_outputs_over_and_copies_its_arguments(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # a register loop over device data (register_load): the program is valid for its traced data
-    # only and never kept, so its outputs need no copy; its small arguments (under the default
-    # budget) were copied in, since whether it is data-dependent is known only after the trace
-    sim.clear_cache()
-    monkeypatch.delenv("TRNSCI_SIM_CACHE_MIB", raising=False)
-
-    def add_n_times(x, count):
-        c = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=c, src=count)
-        reg = nisa.register_alloc()
-        nisa.register_load(reg, c)
-        acc = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=acc, src=x)
-        for _ in nl.dynamic_range(0, reg, 1):
-            nisa.tensor_scalar(dst=acc, data=acc, op0=nl.add, operand0=1.0)
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=out, src=acc)
-        return out
-
-    x = np.zeros((4, 8), np.float32)
-    prog, _, first = get_program(add_n_times, [x, np.array([[3]], np.int32)], lend=True)
-    assert prog.data_dependent and prog.lent_inputs == frozenset()
-    assert not np.shares_memory(prog.inputs[0].storage, x)
-    assert np.shares_memory(first, prog.outputs[0].alloc.storage)
-    second = simulate(add_n_times)(x, np.array([[5]], np.int32))
-    np.testing.assert_array_equal(first, x + 3)  # the first call's output is its own
-    np.testing.assert_array_equal(second, x + 5)
-    assert sim.cache_info()["programs"] == 0
-
-
 def test_one_tensor_returned_twice_gives_two_arrays(one_shot: None) -> None:
     # handed over once; the second result is a copy, so writing one does not change the other
     def twice(a):
