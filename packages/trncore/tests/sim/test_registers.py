@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import trncore.sim as sim
 from trncore.sim import nisa, nl
 from trncore.sim.errors import LanguageError, ShapeError
-from trncore.sim.runner import run_kernel
+from trncore.sim.runner import get_program, run_kernel
 
 pytestmark = pytest.mark.simulator
 
@@ -33,6 +34,25 @@ def test_dynamic_range_over_a_register_loaded_from_data(target: str) -> None:
     for n in (3, 5, 0):  # same kernel key, different data: the program is traced each time
         got = run_kernel(add_n_times, [x, np.array([[n]], np.int32)])
         np.testing.assert_array_equal(got, x + n)
+
+
+def test_a_data_dependent_program_hands_its_outputs_over_and_copies_its_arguments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # never kept (valid for its traced data only), so its outputs need no copy
+    # (trncore.sim.lending); its small arguments, under the default cache budget, were copied
+    # in, since whether a program is data-dependent is known only after its trace
+    sim.clear_cache()
+    monkeypatch.delenv("TRNSCI_SIM_CACHE_MIB", raising=False)
+    x = np.zeros((4, 8), np.float32)
+    prog, _, first = get_program(add_n_times, [x, np.array([[3]], np.int32)], lend=True)
+    assert prog.data_dependent and prog.lent_inputs == frozenset()
+    assert not np.shares_memory(prog.inputs[0].storage, x)
+    assert np.shares_memory(first, prog.outputs[0].alloc.storage)
+    second = run_kernel(add_n_times, [x, np.array([[5]], np.int32)])
+    np.testing.assert_array_equal(first, x + 3)  # the first call's output is its own
+    np.testing.assert_array_equal(second, x + 5)
+    assert sim.cache_info()["programs"] == 0
 
 
 def test_while_register_loop_and_register_store(target: str) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import context, dtypes, heap, hooks
+from trncore.sim import context, dtypes, heap, hooks, lending
 from trncore.sim.accesses import Access
 from trncore.sim.blas import blas_threads
 from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
@@ -90,6 +90,9 @@ class Program:
     nki_version: str | None = None
     #: float->int casts truncate (releases before 0.6.0, see dtypes.float_to_int_truncation)
     cast_truncate: bool = False
+    #: indices of the arguments whose caller's arrays are the inputs' storage (a one-shot
+    #: program, trncore.sim.lending): written in place, nothing to write back
+    lent_inputs: frozenset[int] = frozenset()
 
     def run(self, arrays: Sequence[np.ndarray]) -> Any:
         """Replay on ``arrays`` (one per tensor argument); returns the output array(s)."""
@@ -105,20 +108,48 @@ class Program:
             ins.run()
         return self._outputs(arrays)
 
-    def collect(self, arrays: Sequence[np.ndarray] | None) -> Any:
-        """Write modified inputs back to the caller's arrays; copies of the outputs."""
-        return run_timed(self._outputs, arrays)
+    def collect(self, arrays: Sequence[np.ndarray] | None, hand_over: bool = False) -> Any:
+        """Write modified inputs back to the caller's arrays; copies of the outputs.
 
-    def _outputs(self, arrays: Sequence[np.ndarray] | None) -> Any:
+        ``hand_over`` (a program that will never run again, trncore.sim.lending): an output that
+        is a whole allocation of its own is returned as a view of the program's storage instead
+        of a copy. The program must not be run after that: its run would write the caller's
+        outputs.
+        """
+        return run_timed(self._outputs, arrays, hand_over)
+
+    def _outputs(self, arrays: Sequence[np.ndarray] | None, hand_over: bool = False) -> Any:
         if arrays is not None:
             for i in self.written_inputs:
                 target = arrays[i]
-                if isinstance(target, np.ndarray) and target.flags.writeable:
+                if i not in self.lent_inputs and isinstance(target, np.ndarray) and target.flags.writeable:
                     dtypes.assign(target, self.inputs[i].flat.reshape(target.shape))
-        outs = tuple(np.array(t.array(), copy=True) for t in self.outputs)
+        if hand_over:
+            outs = self._handed_over()
+        else:
+            outs = tuple(np.array(t.array(), copy=True) for t in self.outputs)
         if self.single_output:
             return outs[0]
         return outs if outs else None
+
+    def _handed_over(self) -> tuple[np.ndarray, ...]:
+        """The outputs for :meth:`collect` with ``hand_over``: views of storage where they can be."""
+        outs = []
+        # a storage goes to one output, another output of it is copied (the same tensor returned
+        # twice; on-chip tiles at one explicit address share their storage)
+        given: set[int] = set()
+        for t in self.outputs:
+            alloc = t.alloc
+            arr = t.array()
+            view = None
+            if not alloc.is_input and _identity(alloc.storage) not in given:
+                view = lending.handed_over(arr, alloc.storage)
+            if view is None:
+                view = np.array(arr, copy=True)
+            else:
+                given.add(_identity(alloc.storage))
+            outs.append(view)
+        return tuple(outs)
 
     @functools.cached_property
     def nbytes(self) -> int:
@@ -183,7 +214,8 @@ class TraceContext:
         self.shared_allocs: list[Allocation] = []
         self.shared_counter = 0
         self.inputs: list[Allocation] = []
-        self.written: set[int] = set()
+        #: the kernel arguments written (their allocation ids), saving lent ones' bytes
+        self.written = lending.WrittenArguments()
         self.engine_state: dict[str, Any] = {}
         #: the results of instructions' static checks, by instruction, kernel line, operand
         #: signatures and static keyword values (trncore.sim.checks.static_lookup): a loop
@@ -402,8 +434,12 @@ class TraceContext:
         alloc.stop_tracking()
         self.free_storage.setdefault(alloc.storage.nbytes, []).append(alloc.storage)
 
-    def add_input(self, array: np.ndarray, buffer: Buffer, name: str = "") -> NkiTensor:
-        """Copy a kernel argument into a new ``buffer`` allocation (always initialized) and return it."""
+    def add_input(self, array: np.ndarray, buffer: Buffer, name: str = "", lend: bool = False) -> NkiTensor:
+        """Copy a kernel argument into a new ``buffer`` allocation (always initialized) and return it.
+
+        ``lend``: the caller's ``array`` itself is the allocation's storage, no copy (a one-shot
+        program, see trncore.sim.lending; the caller checked :func:`~trncore.sim.lending.lendable`).
+        """
         dtype = dtypes.dtype_name(array.dtype)
         alloc = Allocation(
             len(self.allocs),
@@ -415,8 +451,12 @@ class TraceContext:
             "input",
             0,
             self.strict,
+            array.reshape(-1).view(np.uint8) if lend else None,
         )
-        run_timed(_copy_in, alloc.flat, array)
+        if lend:
+            self.written.lent[alloc.id] = array
+        else:
+            run_timed(_copy_in, alloc.flat, array)
         alloc.is_input = True
         if alloc.mask is not None:
             alloc.mask[:] = True

@@ -20,7 +20,7 @@ import numpy as np
 
 from trncore import config
 from trncore.keys import KernelKey
-from trncore.sim import cache_purity, context, dtypes, versions
+from trncore.sim import cache_purity, context, dtypes, lending, versions
 from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
@@ -268,8 +268,12 @@ def _start_trace(
     execute: bool,
     release: str,
     shape: tuple[int, ...] = (),
+    lend: bool = False,
 ) -> tuple[TraceContext, Callable[[int], Any]]:
-    """A new trace context holding the inputs, and the function tracing one instance."""
+    """A new trace context holding the inputs, and the function tracing one instance.
+
+    ``lend``: the program will not be kept (trncore.sim.lending.one_shot), so the arguments that
+    can stand for their copies are used in place."""
     rules = rules_for(key.target)
     ctx = TraceContext(rules, strict=strict, execute=execute, lnc=lnc)
     ctx.grid = grid
@@ -277,7 +281,11 @@ def _start_trace(
     # AWS NKI docs, NKI CPU Simulator (NKI 0.3.0), How It Works: inputs in shared_hbm under LNC=2;
     # the arguments of an N-D grid's programs are shared by all of them (trncore.sim.grid)
     buffer = SHARED_HBM if lnc > 1 or math.prod(shape) > 1 else PRIVATE_HBM
-    tensors = [ctx.add_input(np.asarray(a), buffer, n) for n, a in zip(names, arrays)]
+    held = [np.asarray(a) for a in arrays]
+    tensors = [
+        ctx.add_input(a, buffer, n, lend and lending.lendable(a, held[:i] + held[i + 1 :]))
+        for i, (n, a) in enumerate(zip(names, held))
+    ]
     body = rebind(fn)
 
     def instance(pid: int) -> Any:
@@ -300,19 +308,26 @@ def _trace(
     execute: bool,
     release: str,
     shape: tuple[int, ...] = (),
+    lend: bool = False,
 ) -> Program:
-    ctx, instance = _start_trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release, shape)
+    ctx, instance = _start_trace(
+        fn, names, arrays, params, key, lnc, grid, strict, execute, release, shape, lend
+    )
     truncate = versions.cast_truncates(release)
-    context.push(ctx)
     try:
-        with blas_threads(), dtypes.float_to_int_truncation(truncate):
-            if shape:  # the programs of an N-D SPMD grid, one after the other (trncore.sim.grid)
-                results = run_grid(ctx, shape, instance)
-            else:  # LNC=2 instances, with their sendrecv / core_barrier meetings (trncore.sim.lnc)
-                results = run_instances(ctx, lnc, instance)
-    finally:
-        context.pop()
-    return _finish_trace(ctx, results[0], fn, key, lnc, release)
+        context.push(ctx)
+        try:
+            with blas_threads(), dtypes.float_to_int_truncation(truncate):
+                if shape:  # the programs of an N-D SPMD grid, one after the other (trncore.sim.grid)
+                    results = run_grid(ctx, shape, instance)
+                else:  # LNC=2 instances, with their sendrecv / core_barrier meetings (trncore.sim.lnc)
+                    results = run_instances(ctx, lnc, instance)
+        finally:
+            context.pop()
+        return _finish_trace(ctx, results[0], fn, key, lnc, release)
+    except BaseException:
+        ctx.written.restore()  # a failed kernel leaves lent arguments as they were (lending)
+        raise
 
 
 def _finish_trace(
@@ -333,6 +348,7 @@ def _finish_trace(
         outputs=outputs,
         single_output=isinstance(result, NkiTensor),
         written_inputs=[i for i, a in enumerate(ctx.inputs) if a.id in ctx.written],
+        lent_inputs=frozenset(i for i, a in enumerate(ctx.inputs) if a.id in ctx.written.lent),
         sbuf_peak=sbuf_peak,
         psum_peak=psum_bytes,
         psum_banks_peak=psum_banks,
@@ -481,12 +497,17 @@ def get_program(
     lnc: int | tuple[int, ...] | None = None,
     execute: bool = True,
     nki_version: str | None = None,
+    lend: bool = False,
 ) -> tuple[Program, list[np.ndarray], Any]:
     """The cached program for this call, tracing it if new.
 
     Returns ``(program, arrays, result)``: ``result`` holds the outputs of the traced run when
     this call traced and executed the kernel, else :data:`NOT_RUN`. ``nki_version`` is the
     target NKI release (default: :func:`trncore.sim.versions.current`).
+
+    ``lend`` (the caller drops the program after this call, as :func:`run_kernel` does): a traced
+    program the cache will not keep uses the arguments in place and hands its outputs over
+    instead of copying them (:mod:`trncore.sim.lending`); such a program must not be run again.
     """
     # a functools.partial kernel: its bound arguments are the call's (they were dropped with the
     # partial, since _launch takes ``.func``, and the kernel ran with its defaults)
@@ -528,13 +549,22 @@ def get_program(
         if prog is not None and cache_purity.changed(fn, digest) is None:
             return prog, arrays, NOT_RUN
         external = cache_purity.before_trace(fn)
+        budget = _byte_budget()
+        one_shot = lend and execute and lending.one_shot(arrays, budget)
         with _collector_paused():
-            prog = _trace(fn, names, arrays, params, key, lnc, grid, strict, execute, release, shape)
+            prog = _trace(
+                fn, names, arrays, params, key, lnc, grid, strict, execute, release, shape, one_shot
+            )
         cache_purity.remember(fn, digest, external)
+        # a program the cache will not keep runs once: its outputs go to the caller uncopied
+        # (trncore.sim.lending; _keep refuses a program over the byte budget)
+        hand_over = lend and (one_shot or prog.data_dependent or prog.nbytes > budget)
         # collect the traced run's results before other threads can replay the program
-        result = prog.collect(arrays) if execute else NOT_RUN
+        result = prog.collect(arrays, hand_over) if execute else NOT_RUN
         _stats["traces"] += 1
-        if prog.data_dependent:  # register loops over device data: trace again next call
+        # not cached: a data-dependent program (register loops over device data) is traced
+        # again next call; a handed-over one gave its outputs' storage to the caller
+        if prog.data_dependent or hand_over:
             return prog, arrays, result
         _keep(digest, prog)
     return prog, arrays, result
@@ -566,7 +596,9 @@ def run_kernel(
             "inlined, AWS NKI Language Guide, NKI 0.3.0)",
             user_site(),
         )
-    prog, arrays, result = get_program(fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version)
+    prog, arrays, result = get_program(
+        fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version, lend=True
+    )
     if result is not NOT_RUN:
         return result
     return prog.run(arrays)
