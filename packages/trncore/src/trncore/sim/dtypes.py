@@ -193,7 +193,9 @@ def to_f32(values: np.ndarray) -> np.ndarray:
     """
     if values.dtype in _BYTE_FLOATS:
         table = _byte_float_tables(values.dtype)[0]
-        return table.take(values.view(np.uint8))
+        # (mode "wrap": a byte is always inside the 256 entries, and NumPy's take skips its
+        # per-element bounds check, ~15 % of the read)
+        return table.take(values.view(np.uint8), mode="wrap")
     if values.dtype in _ML_DTYPES:
         if values.ndim and values.strides[-1] != values.itemsize and not values.flags.c_contiguous:
             # ml_dtypes converts an array whose last axis is strided several times slower than
