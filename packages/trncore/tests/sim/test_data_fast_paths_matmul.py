@@ -11,6 +11,9 @@ with its old values) changes them.
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -41,6 +44,15 @@ def test_every_byte_pattern_decodes_as_ml_dtypes_on_first_and_later_reads(fp8: t
     np.testing.assert_array_equal(
         dtypes.read_only_f32(strided).view(np.uint32), strided.astype(np.float32).view(np.uint32)
     )
+
+
+def test_a_decoded_operand_keeps_no_storage_alive() -> None:
+    storage = np.arange(64, dtype=np.uint8).view(ml_dtypes.float8_e5m2)
+    alive = weakref.ref(storage)
+    dtypes.read_only_f32(storage[8:40])
+    del storage
+    gc.collect()
+    assert alive() is None  # the cache holds the decoded values, not the tile it read
 
 
 def test_other_dtypes_convert_as_to_f32() -> None:

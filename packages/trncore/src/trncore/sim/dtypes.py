@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -208,9 +209,10 @@ def to_f32(values: np.ndarray) -> np.ndarray:
 
 
 #: The float32 values of one-byte-float operands read through :func:`read_only_f32`, by the
-#: identity of the array read: (that array, its bytes when decoded, the read-only decoding).
-#: Holding the array keeps its ``id`` from naming another object while the entry lives.
-_DECODED: dict[int, tuple[np.ndarray, bytes, np.ndarray]] = {}
+#: identity of the array read: (a weak reference to that array, its bytes when decoded, the
+#: read-only decoding). The weak reference tells a later array given the same ``id`` apart and
+#: does not keep a tile's storage alive.
+_DECODED: dict[int, tuple[weakref.ref[np.ndarray], bytes, np.ndarray]] = {}
 #: Entries kept (oldest dropped first): a [128, 2, 512] fp8 operand holds 512 KiB of float32
 #: and 128 KiB of bytes, so at most ~20 MiB.
 _DECODED_LIMIT = 32
@@ -232,14 +234,14 @@ def read_only_f32(values: np.ndarray) -> np.ndarray:
     raw = values.tobytes()
     key = id(values)
     entry = _DECODED.get(key)
-    if entry is not None and entry[0] is values and entry[1] == raw:
+    if entry is not None and entry[0]() is values and entry[1] == raw:
         return entry[2]
     decoded = to_f32(values)
     decoded.flags.writeable = False  # shared by the reads that find these bytes
     _DECODED.pop(key, None)  # (re-inserted last: the oldest entries go first)
     if len(_DECODED) >= _DECODED_LIMIT:
         _DECODED.pop(next(iter(_DECODED)), None)
-    _DECODED[key] = (values, raw, decoded)
+    _DECODED[key] = (weakref.ref(values), raw, decoded)
     return decoded
 
 
