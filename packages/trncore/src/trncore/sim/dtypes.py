@@ -30,11 +30,14 @@ __all__ = [
     "contiguous",
     "dtype_name",
     "float_to_int_truncation",
+    "is_byte_float",
     "is_float",
     "is_int",
     "is_packed",
     "itemsize",
+    "read_only_f32",
     "storage_dtype",
+    "to_f32",
 ]
 
 NKI_DTYPES: dict[str, np.dtype] = {
@@ -133,6 +136,12 @@ def is_float(name: str) -> bool:
 def is_packed(name: str) -> bool:
     """Whether NKI dtype ``name`` is a 4-packed MX type (``float8_e4m3fn_x4`` and kin)."""
     return name in PACKED_NAMES
+
+
+def is_byte_float(name: str) -> bool:
+    """Whether NKI dtype ``name`` is a one-byte float (the fp8 types and ``float8_e8m0fnu``),
+    read through a 256-entry table (:func:`to_f32`)."""
+    return NKI_DTYPES.get(name) in _BYTE_FLOATS
 
 
 def is_int(name: str) -> bool:
