@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,11 +30,14 @@ __all__ = [
     "contiguous",
     "dtype_name",
     "float_to_int_truncation",
+    "is_byte_float",
     "is_float",
     "is_int",
     "is_packed",
     "itemsize",
+    "read_only_f32",
     "storage_dtype",
+    "to_f32",
 ]
 
 NKI_DTYPES: dict[str, np.dtype] = {
@@ -134,6 +138,12 @@ def is_packed(name: str) -> bool:
     return name in PACKED_NAMES
 
 
+def is_byte_float(name: str) -> bool:
+    """Whether NKI dtype ``name`` is a one-byte float (the fp8 types and ``float8_e8m0fnu``),
+    read through a 256-entry table (:func:`to_f32`)."""
+    return NKI_DTYPES.get(name) in _BYTE_FLOATS
+
+
 def is_int(name: str) -> bool:
     """Whether NKI dtype ``name`` is an integer type (``bool_`` counts as one: stored as uint8)."""
     return name in INT_NAMES
@@ -193,7 +203,9 @@ def to_f32(values: np.ndarray) -> np.ndarray:
     """
     if values.dtype in _BYTE_FLOATS:
         table = _byte_float_tables(values.dtype)[0]
-        return table.take(values.view(np.uint8))
+        # (mode "wrap": a byte is always inside the 256 entries, and NumPy's take skips its
+        # per-element bounds check, ~15 % of the read)
+        return table.take(values.view(np.uint8), mode="wrap")
     if values.dtype in _ML_DTYPES:
         if values.ndim and values.strides[-1] != values.itemsize and not values.flags.c_contiguous:
             # ml_dtypes converts an array whose last axis is strided several times slower than
@@ -203,6 +215,47 @@ def to_f32(values: np.ndarray) -> np.ndarray:
             values = contiguous(values)
         return values.astype(np.float32, order="C")
     return np.asarray(values, dtype=np.float32)
+
+
+#: The float32 values of one-byte-float operands read through :func:`read_only_f32`, by the
+#: identity of the array read: (a weak reference to that array, its bytes when decoded, the
+#: read-only decoding). The weak reference tells a later array given the same ``id`` apart and
+#: does not keep a tile's storage alive.
+_DECODED: dict[int, tuple[weakref.ref[np.ndarray], bytes, np.ndarray]] = {}
+#: Entries kept (oldest dropped first): a [128, 2, 512] fp8 operand holds 512 KiB of float32
+#: and 128 KiB of bytes, so at most ~20 MiB.
+_DECODED_LIMIT = 32
+
+
+def read_only_f32(values: np.ndarray) -> np.ndarray:
+    """``to_f32(values)`` for a caller that only reads the result (``nc_matmul``'s operands).
+
+    A one-byte-float array read again with the same bytes gets the float32 array decoded the
+    first time (read-only). The bytes are compared in full on every read, so any write to the
+    storage in between, by whatever path, decodes afresh: the result is always the table's
+    decoding of the current bytes. Why: AWS's fp8 kernels keep a weight tile in SBUF and feed it
+    to many matmuls (in the fp8 output projection 5 034 of 5 040 moving-operand reads find the
+    bytes unchanged); comparing them costs a tenth of the 256-entry table read (~4 against
+    ~40 us for [112, 2, 239]).
+    bfloat16 is converted as ``to_f32`` does: its conversion costs what the comparison would.
+    """
+    if values.dtype not in _BYTE_FLOATS:
+        return to_f32(values)
+    raw = values.tobytes()
+    key = id(values)
+    entry = _DECODED.get(key)
+    if entry is not None and entry[0]() is values and entry[1] == raw:
+        return entry[2]
+    decoded = to_f32(values)
+    decoded.flags.writeable = False  # shared by the reads that find these bytes
+    _DECODED.pop(key, None)  # (re-inserted last: the oldest entries go first)
+    if len(_DECODED) >= _DECODED_LIMIT:
+        # (the oldest key from a copy of the keys: kernels on other threads, e.g. run_ranks'
+        # ranks, share the cache, and an iterator over the dict itself could see it change)
+        for oldest in list(_DECODED)[:1]:
+            _DECODED.pop(oldest, None)
+    _DECODED[key] = (weakref.ref(values), raw, decoded)
+    return decoded
 
 
 @functools.cache
