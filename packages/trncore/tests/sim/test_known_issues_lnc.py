@@ -1,11 +1,13 @@
 """Known Issue ``lnc2-control-flow`` (NKI 0.3.0 release notes, Known Issues, "Multi-Core (LNC2)"):
 "LNC2 requires identical control flow across cores ... Programs with dynamic control flow that
 differs across cores may deadlock or produce incorrect results. This constraint is not enforced at
-compile time." The 0.4.0 notes no longer list it.
+compile time." The 0.4.0 notes no longer list it; AWS's LNC overview (Using Logical Neuron Cores,
+still in the SDK 2.32 / NKI 0.6.0 docs) still calls such a kernel's behaviour undefined.
 
 Each kernel reads a per-core count into a register (nkilib's dynamic style) and loops on it. With
 different counts on the two cores the dynamic control flow differs: refused under 0.3.0 at the
-line where the cores diverge, computed per core (checked against NumPy) under 0.4.0-0.6.0. With
+line where the cores diverge; under 0.4.0-0.6.0 a warning at that line, then computed per core
+(checked against NumPy), and refused in strict mode. With
 equal counts (the workaround: keep the register-driven control flow identical) it runs under every
 release, even though each core works on its own rows. A Python branch on ``nl.program_id`` is not
 dynamic control flow (resolved at trace time, AWS "Using Logical Neuron Cores", NKI 0.3.0).
@@ -19,7 +21,8 @@ import warnings
 import numpy as np
 import pytest
 
-from trncore.sim import known_issues, nisa, nl, versions
+from trncore.sim import known_issues, nisa, nl, strict_mode, versions
+from trncore.sim.errors import LanguageError
 from trncore.sim.known_issues import KnownIssueError, KnownIssueWarning
 from trncore.sim.runner import run_kernel
 from trncore.sim.testing import marked_line
@@ -132,9 +135,16 @@ def test_divergent_dynamic_control_flow(release, kernel, counts, core) -> None:
     listed = release in known_issues.issue(RULE).releases
     with versions.nki_version(release):
         if not listed:
-            got = _run(kernel, x, counts)
+            # AWS's LNC overview still calls it undefined: a warning at the line, then each core
+            # runs its own way (an error in strict mode, test_divergence_is_refused_in_strict_mode)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                got = _run(kernel, x, counts)
             ref = _expected(x, counts, core0_only=kernel is extra_loop_on_core_zero)
             np.testing.assert_array_equal(got, ref)
+            hits = [w for w in caught if "dynamic control flow differs" in str(w.message)]
+            assert len(hits) == 1 and hits[0].lineno == marked_line(kernel, "# DIVERGE")
+            assert f"core {core} runs" in str(hits[0].message) and "LNC overview" in str(hits[0].message)
             return
         with pytest.raises(KnownIssueError) as info:
             _run(kernel, x, counts)
@@ -179,3 +189,12 @@ def test_single_core_launch_is_not_compared() -> None:
     ref = x.copy()
     ref[:4] += 2
     np.testing.assert_array_equal(got[:4], ref[:4])
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if r not in known_issues.issue(RULE).releases])
+def test_divergence_is_refused_in_strict_mode(release) -> None:
+    x = _x()
+    with versions.nki_version(release), strict_mode(), pytest.raises(LanguageError) as info:
+        _run(add_count_per_core, x, (2, 3))
+    assert info.value.rule == "lnc-control-flow"
+    assert info.value.lineno == marked_line(add_count_per_core, "# DIVERGE")

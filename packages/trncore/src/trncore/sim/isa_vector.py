@@ -33,6 +33,7 @@ from trncore.sim.errors import (
     LanguageError,
     ShapeError,
     site_suffix,
+    warn_at,
 )
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
@@ -217,6 +218,31 @@ def _inplace_op(token: Op, rev: bool, operand: Any) -> Any:
     return lambda x, out: uf(x, operand(), out=out)
 
 
+def _gpsimd_arith(ctx: Any, site: Any, t0: Op) -> None:
+    """tensor_scalar on GpSimd with an operator other than rsqrt. The ``nki.isa.tensor_scalar``
+    page (NKI 0.3.0-0.6.0) says two things: its ``engine`` parameter lists gpsimd "(only allowed
+    for rsqrt)", while its text says "If arithmetic operators are used, the tensor_scalar
+    instruction can run on Vector or Scalar or GpSimd Engine" and that bitvec ones "must run on
+    Vector Engine". Public kernels reported compiled and run on devices put integer index
+    arithmetic (multiply, add, less) there (docs/emulator.md "Readings chosen"): an arithmetic
+    operator runs, with a warning at the line (an error in strict mode); a bitvec one is refused."""
+    message = (
+        f"tensor_scalar engine=gpsimd with op0={t0.name}: the nki.isa.tensor_scalar page's engine "
+        "parameter lists gpsimd as 'only allowed for rsqrt', while its text lets arithmetic "
+        "operators run on Vector, Scalar or GpSimd Engine"
+    )
+    if t0.kind == "bitvec":
+        raise LanguageError(
+            "tensor-scalar-gpsimd",
+            f"tensor_scalar with bitvec op0={t0.name} must run on Vector Engine, not gpsimd "
+            "(nki.isa.tensor_scalar, NKI 0.3.0-0.6.0)",
+            site,
+        )
+    if ctx.strict:
+        raise LanguageError("tensor-scalar-gpsimd", message + " (strict mode)", site)
+    warn_at(message + "; runs as on the Vector Engine", site, stacklevel=4)
+
+
 def _tensor_scalar_checks(
     ctx: Any, site: Any, dst: Any, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
     engine: Any,
@@ -251,9 +277,7 @@ def _tensor_scalar_checks(
     _check_engine(eng, (eng_enum.vector, eng_enum.scalar, eng_enum.gpsimd), "tensor_scalar",
                   "nki.isa.tensor_scalar, NKI 0.3.0 and 0.6.0", site)  # fmt: skip
     if eng == eng_enum.gpsimd and t0.name != "rsqrt":
-        raise LanguageError(
-            "tensor-scalar-gpsimd", "tensor_scalar engine=gpsimd is only allowed for rsqrt", site
-        )
+        _gpsimd_arith(ctx, site, t0)
     if eng == eng_enum.scalar and ctx.rules.nc_version == 3:
         pair = (t0.name, t1.name if t1 else None)
         if pair not in {("multiply", "add"), ("multiply", None), ("add", None)}:

@@ -5,7 +5,13 @@ physical NeuronCore of an LNC=2 launch to execute identical control flow: "Progr
 control flow that differs across cores may deadlock or produce incorrect results. This constraint
 is not enforced at compile time." AWS's LNC overview (Using Logical Neuron Cores, NKI 0.3.0)
 says the same and adds that the compiler satisfies the requirement itself "most of the time":
-what it cannot align is *dynamic* control flow. The 0.4.0 notes no longer list the issue.
+what it cannot align is *dynamic* control flow. The 0.4.0 notes no longer list the issue, but
+the overview (SDK 2.32, NKI 0.6.0) still says it: "if you use dynamic control flow, and this
+control-flow is different on the different cores, then the behavior is undefined, and you will
+likely receive an error at runtime", and a public DeepSeek-V4 indexer kernel reports its two cores
+stalling on Trn2 when their ``nl.fori_loop`` trip counts differ. So under the releases whose notes
+do not list the issue the divergence is still reported at the same line: a warning quoting the
+overview (an error, ``lnc-control-flow``, in strict mode), and each core then runs its own way.
 
 What counts as dynamic control flow here is what runs on the engine sequencers at run time, not
 what Python decides while tracing (a branch on ``nl.program_id`` is resolved at trace time, as the
@@ -30,10 +36,12 @@ from __future__ import annotations
 from typing import Any
 
 from trncore.sim import context, known_issues
+from trncore.sim.errors import LanguageError, warn_at
 
 __all__ = ["finish", "record", "take"]
 
 _RULE = "lnc2-control-flow"
+_OVERVIEW_RULE = "lnc-control-flow"  # the LNC overview's requirement, under releases not listing _RULE
 _KEY = "lnc_flow"  # engine_state entry: {program_id: [(kind, outcome, site), ...]}
 _DONE = "lnc_flow_reported"
 
@@ -52,22 +60,31 @@ def _report(pid: int, mine: tuple[str, Any, Any] | None, other: int,
     there = _describe(theirs) if theirs is not None else "no more dynamic control flow"
     detail = (f"core {pid} runs {here}; at the same point of its dynamic control flow, core "
               f"{other} runs {there}")  # fmt: skip
-    known_issues.check(_RULE, detail, site)
+    if known_issues.listed(_RULE):
+        known_issues.check(_RULE, detail, site)
+        return
+    text = (f"LNC=2 dynamic control flow differs between the cores: {detail}. AWS's LNC overview "
+            "(Using Logical Neuron Cores, NKI 0.3.0-0.6.0): when dynamic control flow differs on "
+            "the cores 'the behavior is undefined, and you will likely receive an error at "
+            "runtime'; keep register-driven trip counts and tests identical on both cores")  # fmt: skip
+    ctx = context.maybe_current()
+    if ctx is not None and ctx.strict:
+        raise LanguageError(_OVERVIEW_RULE, text + " (strict mode)", site)
+    warn_at(text + "; each core runs its own way here", site, stacklevel=3)
 
 
 def record(kind: str, outcome: Any, site: Any) -> None:
     """Record one dynamic control-flow event of the running core of an LNC=2 launch.
 
     ``kind``: ``nl.dynamic_range``, ``nl.fori_loop`` (``outcome``: the trip count) or ``test``
-    (a register condition; ``outcome``: its truth). A no-op outside LNC=2 launches and under
-    releases that do not list the issue.
+    (a register condition; ``outcome``: its truth). A no-op outside LNC=2 launches.
     """
     ctx = context.maybe_current()
     if ctx is None:
         return
     state = ctx.engine_state
     sched = state.get("lnc")
-    if sched is None or state.get(_DONE) or not known_issues.listed(_RULE):
+    if sched is None or state.get(_DONE):
         return
     flows: dict[int, list[tuple[str, Any, Any]]] = state.setdefault(_KEY, {})
     pid = ctx.program_id
@@ -101,7 +118,7 @@ def take(ctx: Any) -> dict[int, list[tuple[str, Any, Any]]] | None:
 def finish(flows: dict[int, list[tuple[str, Any, Any]]] | None, lnc: int) -> None:
     """After every core finished: a core that stopped short of another's events diverged at the
     first event it lacks (reported at that event's line)."""
-    if not flows or not known_issues.listed(_RULE):
+    if not flows:
         return
     seqs = [flows.get(pid, []) for pid in range(lnc)]
     longest = max(range(lnc), key=lambda pid: len(seqs[pid]))
