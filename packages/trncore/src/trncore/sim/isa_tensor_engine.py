@@ -87,8 +87,8 @@ def _check_one_bank(dst: NkiTensor, rules: Any, op: str, site: Any) -> None:
 def _matmul_checks(
     ctx: Any, site: Any, dst: Any, stationary: Any, moving: Any, is_transpose: Any,
     tile_position: Any, tile_size: Any, perf_mode: Any,
-) -> tuple[bool, int, int, int]:
-    """nc_matmul's static checks; ``(double_row, K, M, N)`` when they pass."""
+) -> tuple[bool, int, int, int, bool]:
+    """nc_matmul's static checks; ``(double_row, K, M, N, fp8 slots)`` when they pass."""
     rules = ctx.rules
     double = is_double_row(rules, perf_mode, site)  # trncore.sim.matmul_modes
     stat = check_compute_operand(stationary, "nc_matmul", "stationary", site, buffers=("sbuf",))
@@ -157,8 +157,9 @@ def _matmul_checks(
             f"stationary {stat.dtype}, moving {mov.dtype}",
             site,
         )
-    if is_transpose and not double:
-        _check_fp8_transpose_slots(rules, dst, stat.dtype, "nc_matmul(is_transpose=True)", site)
+    slots = is_transpose and not double and _check_fp8_transpose_slots(
+        rules, dst, stat.dtype, "nc_matmul(is_transpose=True)", site
+    )
     if dst.dtype != "float32" and not is_transpose:
         raise DtypeError(
             "matmul-dst-fp32",
@@ -166,23 +167,23 @@ def _matmul_checks(
             f"(NeuronCore-v{rules.nc_version}), got {dst.describe()}",
             site,
         )
-    return double, k, m, n
+    return double, k, m, n, slots
 
 
 def _matmul_plan(
-    checked: tuple[bool, int, int, int], stat: Any, mov: Any, onezero: Any
-) -> tuple[bool, int, int, int, dict[str, Any]]:
-    """``(double_row, K, M, N, cost-model fields)`` of a matmul whose checks gave ``checked``
+    checked: tuple[bool, int, int, int, bool], stat: Any, mov: Any, onezero: Any
+) -> tuple[bool, int, int, int, bool, dict[str, Any]]:
+    """``(double_row, K, M, N, fp8 slots, cost-model fields)`` of a matmul whose checks gave ``checked``
     (the fields are static: shared by the line's instructions, recorded metadata is never
     changed)."""
-    double, k, m, n = checked
+    double, k, m, n, slots = checked
     kk = 2 * k if double else k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows
     factor = 4.0 if stat.dtype in _WIDE else 1.0
     fp8 = stat.dtype.startswith("float8") and mov.dtype.startswith("float8")
     if onezero:
         factor = max(1.0, factor / 2)  # nki.isa.nc_matmul, NKI 0.3.0: 0/1 hint up to 2x for fp32 operands
     meta = {"K": kk, "M": m, "N": n, "flops": 2 * kk * m * n, "factor": factor, "fp8": fp8}
-    return double, k, m, n, meta
+    return double, k, m, n, slots, meta
 
 
 def nc_matmul(
@@ -220,7 +221,7 @@ def nc_matmul(
         ),
     )  # fmt: skip
     stat, mov, dst = stationary, moving, dst
-    double, k, m, n, meta = hit
+    double, k, m, n, slots, meta = hit
     # accumulate bookkeeping (docs/emulator.md, What is checked): data independent, so decided at trace time.
     written = dst.matmul_flag_state()  # all (True), none (False) or some (None) of dst
     if accumulate is None:
@@ -312,19 +313,14 @@ def nc_matmul(
             d_arr[...] = np.where(first, res, d_arr + res)
 
     reads = [stat, mov] + ([dst] if mode != "overwrite" else [])
-    upper = (
-        _fp8_upper_bytes(ctx.rules, dst, stat.dtype, "nc_matmul(is_transpose=True)", site)
-        if is_transpose and not double
-        else None
-    )
-    run = _with_zeroed(run, upper, site)
-    writes = [dst] if upper is None else [dst, upper]
+    run, writes = _with_zeroed(run, dst, slots, site)
     ctx.emit("nc_matmul", "tensor", site, reads, writes, run, meta, matmul_write=True)
 
 
-def _check_fp8_transpose_slots(rules: Any, dst: Any, data_dtype: str, api: str, site: Any) -> None:
+def _check_fp8_transpose_slots(rules: Any, dst: Any, data_dtype: str, api: str, site: Any) -> bool:
     """Refuse a NeuronCore-v3 Tensor Engine transpose of float8 data into a dst without a 2-byte
-    slot per element.
+    slot per element; whether the transpose writes such slots (its upper bytes then zeroed,
+    :func:`_upper_bytes`).
 
     Trainium2 Architecture Guide for NKI, "Built-in Transpose Support" (NKI 0.3.0 / SDK 2.29 and
     0.6.0 / SDK 2.32): "NeuronCore-v3 TensorE transpose mode for FP8 input data produces 16-bit
@@ -334,14 +330,17 @@ def _check_fp8_transpose_slots(rules: Any, dst: Any, data_dtype: str, api: str, 
     value in each slot's low byte: ``t = nl.ndarray((F, 2 * P), float8, psum)``,
     ``dst=t.ap([[2 * P, F], [2, P]])``, then read ``t.ap(...)`` (or ``t[:, 0:2 * P:2]``) back.
     NeuronCore-v2 has no transpose mode (its transpose is a matmul); NeuronCore-v4 is not
-    described by the note, so both keep the page's plain layout.
+    described by the note, so both keep the page's plain layout. The instruction writes each
+    slot's upper byte too, so the last slot's upper byte must lie inside the tile's row.
     """
     if rules.nc_version != 3 or not (data_dtype.startswith("float8") and dst.dtype.startswith("float8")):
-        return  # other dst dtypes meet the instruction's own dtype rules
+        return False  # other dst dtypes meet the instruction's own dtype rules
     ppe = dst._partition_elems()
     column = dst.offset % ppe if ppe else dst.offset
     if column % 2 == 0 and all(s % 2 == 0 for s, n in dst.dims[1:] if n != 1):
-        return
+        if dst.dynamic is None and dst.size:
+            _check_upper_byte_room(dst, api, site)
+        return True
     raise ShapeError(
         "transpose-fp8-psum",
         f"{api}: a Tensor Engine transpose of float8 data on NeuronCore-v3 writes 16-bit elements "
@@ -353,55 +352,51 @@ def _check_fp8_transpose_slots(rules: Any, dst: Any, data_dtype: str, api: str, 
     )
 
 
-def _fp8_upper_bytes(rules: Any, dst: Any, data_dtype: str, api: str, site: Any) -> Any:
-    """The view of the zero upper bytes a NeuronCore-v3 Tensor Engine transpose of float8 data
-    writes beside each element (None for any other transpose).
+def _upper_bytes(dst: Any) -> NkiTensor:
+    """The upper bytes of the 2-byte slots of an fp8 transpose's ``dst``
+    (:func:`_check_fp8_transpose_slots`): the same pattern one byte on. Trainium2 Architecture
+    Guide for NKI, "Built-in Transpose Support" (NKI 0.3.0 and 0.6.0): FP8 input "produces 16-bit
+    output elements in PSUM, with the upper 8 bits filled with zeros", so the instruction writes
+    them too and a kernel reading the slots as 16-bit words sees the zeros the device leaves."""
+    return NkiTensor(dst.alloc, dst.dtype, dst.offset + 1, dst.dims, indexed=True, shape=dst.shape)
 
-    Trainium2 Architecture Guide for NKI, "Built-in Transpose Support" (NKI 0.3.0 and 0.6.0): the
-    FP8 transpose mode "produces 16-bit output elements in PSUM, with the upper 8 bits filled with
-    zeros". :func:`_check_fp8_transpose_slots` has put each value in a slot's low byte (a float8 dst
-    stepping by 2 from an even column); the upper bytes are the same pattern one byte on, and the
-    instruction writes them too, so a kernel reading the slots as 16-bit words (or the upper bytes)
-    sees the zeros the device leaves. The last slot's upper byte must lie inside the tile's row: a
-    dst ending on the row's last byte has no room for it.
-    """
-    if rules.nc_version != 3 or dst.dynamic is not None or dst.size == 0:
-        return None
-    if not (data_dtype.startswith("float8") and dst.dtype.startswith("float8")):
-        return None
-    upper = NkiTensor(dst.alloc, dst.dtype, dst.offset + 1, dst.dims, indexed=True, shape=dst.shape)
+
+def _check_upper_byte_room(dst: Any, api: str, site: Any) -> None:
+    """The last slot's upper byte (:func:`_upper_bytes`) lies inside the tile: a dst ending on
+    the row's last byte has no room for it."""
     try:
-        upper._check_bounds(site)
+        _upper_bytes(dst)._check_bounds(site)
     except BoundsError as exc:
-        problem = exc.detail
         raise ShapeError(
             "transpose-fp8-psum",
             f"{api}: a Tensor Engine transpose of float8 data on NeuronCore-v3 writes 16-bit "
             f"elements into PSUM, the upper 8 bits zero (Trainium2 Architecture Guide, 'Built-in "
             f"Transpose Support'), so the byte after each element of dst is written too; the last "
-            f"one lies outside the tile ({problem}): give each row room for the last slot's "
+            f"one lies outside the tile ({exc.detail}): give each row room for the last slot's "
             f"upper byte, e.g. t = nl.ndarray((F, 2 * P), dtype, buffer=nl.psum); got "
             f"{dst.describe()}",
             site,
         ) from None
-    return upper
 
 
-def _with_zeroed(run: Any, upper: Any, site: Any) -> Any:
-    """``run``, then zeros into ``upper`` (:func:`_fp8_upper_bytes`); ``run`` itself when None."""
-    if upper is None:
-        return run
+def _with_zeroed(run: Any, dst: Any, slots: bool, site: Any) -> tuple[Any, list[Any]]:
+    """``(run, writes)`` of a transpose into ``dst``: when it writes 2-byte fp8 slots
+    (``slots``, a static dst), ``run`` then zeros into their upper bytes (:func:`_upper_bytes`),
+    a second write view; else ``run`` and ``[dst]`` as they are."""
+    if not slots or dst.dynamic is not None or dst.size == 0:
+        return run, [dst]
+    upper = _upper_bytes(dst)
     words = upper.operand(site).arr
 
     def run_and_zero() -> None:
         run()
         words[...] = 0
 
-    return run_and_zero
+    return run_and_zero, [dst, upper]
 
 
-def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> tuple[Any, int, int]:
-    """nc_transpose's static checks; ``(engine, P, F)`` when they pass."""
+def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> tuple[Any, int, int, bool]:
+    """nc_transpose's static checks; ``(engine, P, F, fp8 slots)`` when they pass."""
     data = check_compute_operand(data, "nc_transpose", "data", site)
     dst = check_compute_operand(dst, "nc_transpose", "dst", site)
     p, f = data.partitions, data.free_size
@@ -460,16 +455,18 @@ def _transpose_checks(ctx: Any, site: Any, dst: Any, data: Any, engine: Any) -> 
             + (" (or be float32 PSUM on NeuronCore-v2's TensorE)" if ctx.rules.nc_version == 2 else ""),
             site,
         )
-    if eng == eng_enum.tensor:
-        _check_fp8_transpose_slots(ctx.rules, dst, data.dtype, "nc_transpose", site)
-    return eng, p, f
+    slots = eng == eng_enum.tensor and _check_fp8_transpose_slots(
+        ctx.rules, dst, data.dtype, "nc_transpose", site
+    )
+    return eng, p, f, slots
 
 
-def _transpose_plan(checked: tuple[Any, int, int]) -> tuple[str, int, int, dict[str, Any]]:
-    """``(engine name, P, F, cost-model fields)`` of a transpose whose checks gave ``checked``."""
-    eng, p, f = checked
+def _transpose_plan(checked: tuple[Any, int, int, bool]) -> tuple[str, int, int, bool, dict[str, Any]]:
+    """``(engine name, P, F, fp8 slots, cost-model fields)`` of a transpose whose checks gave
+    ``checked``."""
+    eng, p, f, slots = checked
     meta = {"K": p, "M": p, "N": p, "flops": 0, "factor": 1.0, "fp8": False, "partitions": f, "free": p}
-    return eng.name, p, f, meta
+    return eng.name, p, f, slots, meta
 
 
 def _same_type_words(s_op: Any, d_op: Any, d_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -493,7 +490,7 @@ def nc_transpose(
     ctx, site = _begin()
     # the checks' verdict, the engine's name and the cost-model fields (static: shared by the
     # line's instructions, recorded metadata is never changed) from one memo hit
-    eng_name, p, f, meta = memoised_checks(
+    eng_name, p, f, slots, meta = memoised_checks(
         ctx, "nc_transpose", site, (data, dst), (engine,),
         lambda: _transpose_plan(_transpose_checks(ctx, site, dst, data, engine)),
     )  # fmt: skip
@@ -517,10 +514,6 @@ def nc_transpose(
 
         run = run_words
 
-    upper = None
-    if eng_name == "tensor":
-        upper = _fp8_upper_bytes(ctx.rules, dst, data.dtype, "nc_transpose", site)
-    run = _with_zeroed(run, upper, site)
-    writes = [dst] if upper is None else [dst, upper]
+    run, writes = _with_zeroed(run, dst, slots, site)
     # [INF] a transpose is not an accumulation step: a later accumulate=None matmul overwrites.
     ctx.emit("nc_transpose", eng_name, site, [data], writes, run, meta)
