@@ -88,15 +88,7 @@ def static_lookup(
             (a.buffer, a.dtype, a.shape, a.partition_start, a.address_bytes, t.dtype,
              t.offset if offsets else type(dynamic), t.dims)
         )  # fmt: skip
-    key = (op, site, offsets, *sigs, *extra)
-    memo = ctx.static_checks  # (lookup inlined: once per instruction)
-    try:
-        hit = memo.get(key, MISS)
-    except TypeError:  # an unhashable keyword value (a list): never memoised
-        return None, MISS
-    if hit is MISS and len(memo) > _MEMO_MAX:
-        memo.clear()  # bound the memory
-    return key, hit
+    return lookup(ctx, (op, site, offsets, *sigs, *extra))
 
 
 def lookup(ctx: Any, key: Any) -> tuple[Any, Any]:
@@ -126,11 +118,7 @@ def memoised_checks(
 ) -> T:
     """:func:`memoised` under the :func:`static_lookup` key of an instruction's operands."""
     key, hit = static_lookup(ctx, op, site, operands, extra, offsets)
-    if hit is MISS:  # (_run_and_record inlined: every instruction of a loop comes here)
-        hit = run()
-        if key is not None:
-            ctx.static_checks[key] = hit
-    return hit  # (Any: no typing.cast, which is a call)
+    return _run_and_record(ctx, key, hit, run)
 
 
 def remember(ctx: Any, key: Any, result: T) -> T:
