@@ -58,6 +58,7 @@ def test_reading_psum_mid_accumulation_is_refused_in_strict_mode(target: str) ->
         simulate(partial_sums)(a, b, 64)
     assert info.value.rule == "accumulate-group-reuse"
     assert info.value.lineno == marked_line(partial_sums, "# GROUP")
+    assert "(strict mode)" in str(info.value)  # says why it is not the default warning
 
 
 def test_accumulate_false_starts_a_new_group_without_warning(target: str) -> None:

@@ -229,6 +229,7 @@ def test_activation_reduce_res_with_idle_and_unset_registers_is_flagged_at_its_l
     with strict_mode(), pytest.raises(UninitializedReadError, match="scalar-regs-unset") as info:
         jit(row_softmax)(x, nisa.reduce_cmd.idle)
     assert_reported_at(info.value, row_softmax)
+    assert "(strict mode)" in str(info.value)
 
 
 def predicated_copy_into_a_runtime_slot(x, idx, mask):

@@ -28,6 +28,7 @@ __all__ = [
     "UninitializedReadError",
     "site_suffix",
     "warn_at",
+    "warn_unless_strict",
 ]
 
 
@@ -91,6 +92,31 @@ def warn_at(
             warnings.warn_explicit(text, category, site[0], site[1], module=module, registry=_REGISTRY)
     else:
         warnings.warn(message, category, stacklevel=stacklevel + 1)
+
+
+def warn_unless_strict(
+    strict: bool,
+    error: type[NkiValidationError],
+    rule: str,
+    message: str,
+    site: tuple[str, int] | None,
+    *,
+    instead: str = "",
+    stacklevel: int = 2,
+) -> None:
+    """Raise ``error(rule, message)`` in strict mode, else warn ``message`` at the kernel's line.
+
+    For a form the hardware runs but that is most likely a bug, or that AWS's pages leave open (a
+    finished PSUM accumulation group reused, registers read that nothing set, LNC=2 cores whose
+    dynamic control flow parts, ...): by default the kernel gets the documented result and a
+    warning at its line; ``strict_mode()`` makes it the rule's error, its text ending in
+    "(strict mode)" so the reader knows why it is not a warning here (docs/emulator.md, "What is
+    checked"). ``instead`` ends the warning with what the emulator does; ``stacklevel`` is as
+    :func:`warn_at` takes it, counted from the caller of this function.
+    """
+    if strict:
+        raise error(rule, message + " (strict mode)", site)
+    warn_at(message + instead, site, stacklevel=stacklevel + 1)
 
 
 class NkiValidationError(Exception):

@@ -31,6 +31,7 @@ from trncore.sim.errors import (
     UninitializedReadError,
     site_suffix,
     warn_at,
+    warn_unless_strict,
 )
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
@@ -69,9 +70,8 @@ def _check_regs_read(ctx: Any, site: Any, name: str, cmd: int, reduce_res: Any) 
         "(nki.isa.activation pseudo-code, NKI 0.3.0-0.6.0); pass "
         "reduce_cmd=nisa.reduce_cmd.reset_reduce or use nisa.activation_reduce"
     )
-    if ctx.strict:
-        raise UninitializedReadError("scalar-regs-unset", message, site)
-    warn_at(message, site, stacklevel=4)
+    warn_unless_strict(ctx.strict, UninitializedReadError, "scalar-regs-unset", message, site,
+                       stacklevel=4)
 
 
 def activation(

@@ -20,6 +20,7 @@ from trncore.sim.errors import (
     TargetError,
     site_suffix,
     warn_at,
+    warn_unless_strict,
 )
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import check_engine as _check_engine
@@ -242,9 +243,8 @@ def nc_matmul(
                     "was already read: it adds to the old result. Pass accumulate=False for the "
                     "first matmul of a new group or allocate a fresh PSUM tile"
                 )
-                if ctx.strict:
-                    raise AccumulationError("accumulate-group-reuse", message, site)
-                warn_at(message, site, stacklevel=2)
+                warn_unless_strict(ctx.strict, AccumulationError, "accumulate-group-reuse",
+                                   message, site, stacklevel=2)
             mode = "accumulate"
         else:
             mode = "mixed"

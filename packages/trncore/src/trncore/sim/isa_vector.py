@@ -33,7 +33,7 @@ from trncore.sim.errors import (
     LanguageError,
     ShapeError,
     site_suffix,
-    warn_at,
+    warn_unless_strict,
 )
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
@@ -238,9 +238,8 @@ def _gpsimd_arith(ctx: Any, site: Any, t0: Op) -> None:
             "(nki.isa.tensor_scalar, NKI 0.3.0-0.6.0)",
             site,
         )
-    if ctx.strict:
-        raise LanguageError("tensor-scalar-gpsimd", message + " (strict mode)", site)
-    warn_at(message + "; runs as on the Vector Engine", site, stacklevel=4)
+    warn_unless_strict(ctx.strict, LanguageError, "tensor-scalar-gpsimd", message, site,
+                       instead="; runs as on the Vector Engine", stacklevel=4)
 
 
 def _tensor_scalar_checks(

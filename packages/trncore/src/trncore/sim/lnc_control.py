@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from trncore.sim import context, known_issues
-from trncore.sim.errors import LanguageError, warn_at
+from trncore.sim.errors import LanguageError, warn_unless_strict
 
 __all__ = ["finish", "record", "take"]
 
@@ -68,9 +68,8 @@ def _report(pid: int, mine: tuple[str, Any, Any] | None, other: int,
             "the cores 'the behavior is undefined, and you will likely receive an error at "
             "runtime'; keep register-driven trip counts and tests identical on both cores")  # fmt: skip
     ctx = context.maybe_current()
-    if ctx is not None and ctx.strict:
-        raise LanguageError(_OVERVIEW_RULE, text + " (strict mode)", site)
-    warn_at(text + "; each core runs its own way here", site, stacklevel=3)
+    warn_unless_strict(ctx is not None and ctx.strict, LanguageError, _OVERVIEW_RULE, text, site,
+                       instead="; each core runs its own way here", stacklevel=3)
 
 
 def record(kind: str, outcome: Any, site: Any) -> None:
