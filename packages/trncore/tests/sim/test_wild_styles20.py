@@ -36,10 +36,10 @@ def conv_state_shift(state, x, taps, start):
     old = nl.ndarray((p, taps * c), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=old, src=state)
     new = nl.ndarray((p, taps * c), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=new[start:p, 0:(taps - 1) * c], src=old[start:p, c:taps * c])  # HERE
+    nisa.tensor_copy(dst=new[start:p, 0 : (taps - 1) * c], src=old[start:p, c : taps * c])  # HERE
     cur = nl.ndarray((p, c), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=cur, src=x)
-    nisa.tensor_copy(dst=new[:, (taps - 1) * c:taps * c], src=cur)
+    nisa.tensor_copy(dst=new[:, (taps - 1) * c : taps * c], src=cur)
     out = nl.ndarray((p, taps * c), dtype=nl.float32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=new)
     return out
