@@ -82,13 +82,42 @@ def empty_end_of_row_ops(x, op):
         nisa.activation(dst=d, op=nl.exp, data=e)
     elif op == "memset":
         nisa.memset(dst=d, value=0.0)
+    elif op == "nc_stream_shuffle":
+        nisa.nc_stream_shuffle(src=t[0:32, 4:4], dst=o[32:64, 4:4], shuffle_mask=[0] * 32)
     out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=o)
     return out
 
 
-@pytest.mark.parametrize("op", ["tensor_tensor", "tensor_scalar", "activation", "memset"])
-def test_empty_views_at_the_end_of_a_row_are_no_ops(op: str) -> None:
+@pytest.mark.parametrize(
+    "op", ["tensor_tensor", "tensor_scalar", "activation", "memset", "nc_stream_shuffle"]
+)
+def test_empty_views_at_the_end_of_a_row_are_no_ops(target: str, op: str) -> None:
     x = rng.standard_normal((128, 4)).astype(np.float32)
-    got = run_kernel(empty_end_of_row_ops, [x], {"op": op}, target="trn2")
+    got = run_kernel(empty_end_of_row_ops, [x], {"op": op}, target=target)
     np.testing.assert_array_equal(got, x)
+
+
+def shuffle_from_quadrant(x, start):
+    """Partition 0 of the 32 partitions from ``start`` broadcast over partitions 0-31 (the
+    neighbour: 32 partitions from partition 1, which the start-partition rule refuses)."""
+    t = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    o = nl.ndarray((32, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_stream_shuffle(src=t[start : start + 32, :], dst=o, shuffle_mask=[0] * 32)  # HERE
+    out = nl.ndarray((32, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=o)
+    return out
+
+
+def test_a_shuffle_quadrant_starting_at_partition_one_is_refused(target: str) -> None:
+    x = rng.standard_normal((128, 4)).astype(np.float32)
+    np.testing.assert_array_equal(
+        run_kernel(shuffle_from_quadrant, [x], {"start": 32}, target=target),
+        np.repeat(x[32:33], 32, axis=0),
+    )
+    with pytest.raises(PartitionError) as exc:
+        run_kernel(shuffle_from_quadrant, [x], {"start": 1}, target=target)
+    assert exc.value.rule == "start-partition"
+    assert "starting at partition 1" in str(exc.value)
+    assert_reported_at(exc.value, shuffle_from_quadrant)
