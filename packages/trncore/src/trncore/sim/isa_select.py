@@ -223,10 +223,11 @@ def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: str | None = 
         raise ShapeError("element-count", "nc_stream_shuffle dst and src need the same elements "
                          f"per partition: {src.describe()} -> {dst.describe()}", site)  # fmt: skip
     active = math.ceil(max(src.partitions, dst.partitions) / 32) * 32
-    # (no partition at all: an empty shuffle, which starts nowhere and writes nothing)
+    # (no partition at all, or no element: an empty shuffle, which starts nowhere and writes
+    # nothing, even when its views' offsets read as the next partition, t[:, n:n] of an n-row)
     allowed = {128: (0,), 96: (0,), 64: (0, 64), 32: (0, 32, 64, 96)}.get(active, ())
     for t, what in ((src, "src"), (dst, "dst")):
-        if active and t.dynamic is None and t.start_partition() not in allowed:
+        if active and t.dynamic is None and t.size and t.start_partition() not in allowed:
             raise PartitionError("stream-shuffle-start", f"nc_stream_shuffle with {active} "
                                  f"active partitions needs {what} to start at one of {allowed}: "
                                  f"{t.describe()}", site)  # fmt: skip
