@@ -1,4 +1,4 @@
-"""The data-work fast paths (docs/emulator.md, Benchmark, "Data work, eighth round") against
+"""The data-work fast paths (docs/emulator-speed.md, "Data work, eighth round") against
 NumPy references written here, on the layouts each path takes and the ones it leaves to the
 general code: wide and short rows, strided views, in-place and separate dst, NaN, +-inf, -0.0,
 subnormals, ties.

@@ -1,5 +1,5 @@
 """nc_matmul's one-byte-float operands decoded once while their bytes are unchanged
-(docs/emulator.md, Benchmark, "Data work, fourth round"), against ml_dtypes' own conversion and
+(docs/emulator-speed.md, "Data work, fourth round"), against ml_dtypes' own conversion and
 products worked out in float64 here.
 
 nki.isa.nc_matmul (NKI 0.3.0): ``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]`` with fp32

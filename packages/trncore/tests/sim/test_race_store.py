@@ -1,5 +1,5 @@
-"""The LNC=2 race check's record index (trncore.sim.core_races._Store; docs/emulator.md,
-Benchmark, twelfth round): records filed once, by the byte-range bucket they start in. Against a
+"""The LNC=2 race check's record index (trncore.sim.core_races._Store; docs/emulator-speed.md,
+twelfth round): records filed once, by the byte-range bucket they start in. Against a
 scan of every record: ``near`` finds exactly the records whose byte range meets the query's,
 in the order a scan of every bucket each record spans gives (wide records first in filing
 order, then by the first bucket of the query's range a record covers, then filing order), before

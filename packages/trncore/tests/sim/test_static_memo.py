@@ -1,4 +1,4 @@
-"""The static-check memo (trncore.sim.checks.static_lookup; docs/emulator.md, Benchmark, seventh
+"""The static-check memo (trncore.sim.checks.static_lookup; docs/emulator-speed.md, seventh
 round): an instruction's static checks run once per kernel line and operand signature, and a loop
 whose SECOND iteration passes the same line an operand of another signature (another partition
 count, offset, dtype, buffer or keyword) is still refused at that line with the rule's error.

@@ -1,4 +1,4 @@
-"""An instruction's static plan (docs/emulator.md, Benchmark, twelfth round): ``nc_matmul``,
+"""An instruction's static plan (docs/emulator-speed.md, twelfth round): ``nc_matmul``,
 ``nc_transpose``, ``tensor_copy`` and ``dma_copy`` keep their cost-model fields (and engine name)
 in the static-check memo with the checks' verdict, decided once per kernel line and operand
 signature. A loop whose second pass through a line brings an operand or keyword that changes a

@@ -1,4 +1,4 @@
-"""Tracing's structural shortcuts (docs/emulator.md, Benchmark, ninth round): ``dma_copy``'s
+"""Tracing's structural shortcuts (docs/emulator-speed.md, ninth round): ``dma_copy``'s
 static checks keyed without the views' element offsets, and ``nl.ndarray``'s memo also keeping
 the sizes every tile of one shape and dtype computes. A loop whose SECOND pass through a line
 brings another signature (offset, partition count, dtype, shape) is still refused at that line,

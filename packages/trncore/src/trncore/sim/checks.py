@@ -56,8 +56,8 @@ def static_lookup(
     ctx: Any, op: str, site: Any, operands: tuple[Any, ...], extra: tuple[Any, ...],
     offsets: bool = True,
 ) -> tuple[Any, Any]:  # fmt: skip
-    """``(key, result)`` of an instruction's static checks, memoised per trace (docs/emulator.md,
-    Benchmark, seventh round).
+    """``(key, result)`` of an instruction's static checks, memoised per trace (docs/emulator-speed.md,
+    seventh round).
 
     The key is the instruction, the kernel's line, each operand's static signature (the
     allocation's buffer, dtype, shape, partition start and explicit byte address, the view's

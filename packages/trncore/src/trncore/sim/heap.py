@@ -21,7 +21,7 @@ It is applied when a process first traces a kernel on the emulator (:func:`confi
 by each trace; the conformance runner's test process applies it at start), unless
 ``TRNSCI_SIM_HEAP=system`` asks to leave glibc's own settings alone. Applying it by default is a
 trade: every emulator user gets the speed (1.2-2x on AWS's larger library kernels, see
-docs/emulator.md "Benchmark"), and a process that runs the emulator keeps up to 64 MiB of freed
+docs/emulator-speed.md), and a process that runs the emulator keeps up to 64 MiB of freed
 memory per arena, which is small beside the tiles and HBM images a trace holds.
 """
 

@@ -7,7 +7,7 @@ For such a call the copies are pure cost, and on this machine much of that cost 
 kernel's: the first write into freshly allocated memory is page faults and page zeroing (and,
 when the system is short of free huge pages, compaction), measured at 0.2-2.4 s of CPU per
 1.2 GB whether the memory is advised huge pages or not (NumPy already advises them for arrays
-of 4 MiB or more; docs/emulator.md, Benchmark, "Large storage"). So, when :func:`one_shot`
+of 4 MiB or more; docs/emulator-speed.md, "Large storage"). So, when :func:`one_shot`
 says the program cannot be kept:
 
 * each kernel argument that can stand for its own copy (:func:`lendable`) becomes the storage
