@@ -240,6 +240,10 @@ CHANGES: tuple[ApiChange, ...] = (
     ApiChange("NkiTensor.reshape element count", "behaviour", introduced="0.5.0",
               what="asserted at trace time; the emulator checks it under every release",
               page=_RN),
+    ApiChange("nl.rsqrt", "behaviour", introduced="0.5.0",
+              what="runs on the GpSimd Engine and takes no PSUM input (nisa.activation(op="
+              "nl.rsqrt) still does); before, a ScalarE activation that read PSUM too",
+              page=_RN),
     # ---- NKI 0.6.0 (SDK 2.32)
     ApiChange("NkiTensor.strides", "attribute", introduced="0.6.0",
               what="each dim's step in elements (the view's get_pattern steps); first in the SDK "

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes, hooks, isa_vector, known_issues
+from trncore.sim import dtypes, hooks, isa_vector, known_issues, versions
 from trncore.sim import isa as nisa
 from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
 from trncore.sim.checks import F32
 from trncore.sim.context import current, user_site
 from trncore.sim.creation import allocate
-from trncore.sim.errors import LanguageError, ShapeError, site_suffix
+from trncore.sim.errors import BufferError, LanguageError, ShapeError, site_suffix
 from trncore.sim.tensor import PSUM, SBUF, NkiTensor
 
 __all__ = [
@@ -190,7 +190,9 @@ def _unary(op: Op, x: NkiTensor, dtype: Any = None) -> NkiTensor:
         raise TypeError(f"nl.{op.name} needs a tensor argument, got {x!r}")
     name = dtypes.dtype_name(dtype) if dtype else x.dtype
     out = _new(x.shape, name)
-    if op.name in DOCUMENTED_ACTIVATIONS and op.name != "sin":
+    if op.name == "rsqrt" and versions.has_change("nl.rsqrt"):
+        _gpsimd_rsqrt(op, x, out)
+    elif op.name in DOCUMENTED_ACTIVATIONS and op.name != "sin":
         nisa.activation(dst=out, op=op, data=x)
     elif op.name == "invert":
         nisa.tensor_scalar(dst=out, data=x, op0=op, operand0=0)
@@ -199,6 +201,23 @@ def _unary(op: Op, x: NkiTensor, dtype: Any = None) -> NkiTensor:
     else:
         _custom_unary(op, x, out)
     return out
+
+
+def _gpsimd_rsqrt(op: Op, x: NkiTensor, out: NkiTensor) -> None:
+    """``nl.rsqrt`` from NKI 0.5.0: the NKI 0.5.0 release notes (Improvements) move it to the
+    GpSimd Engine and drop PSUM inputs ("use nisa.activation directly if you need PSUM input").
+    GpSimd has no PSUM access, so a PSUM ``x`` is refused here, at the kernel's line, with that
+    advice; the rest is the GpSimd ``tensor_scalar`` the ``nki.isa.tensor_scalar`` page allows
+    for rsqrt (a unary ``op0``, ``operand0=None``)."""
+    if x.buffer is PSUM:
+        raise BufferError(
+            "rsqrt-psum",
+            f"nl.rsqrt takes no PSUM input from NKI 0.5.0 (it runs on the GpSimd Engine, which "
+            f"cannot read PSUM; NKI 0.5.0 release notes): {x.describe()}; use "
+            "nisa.activation(op=nl.rsqrt) or copy the tile to SBUF first",
+            user_site(),
+        )
+    nisa.tensor_scalar(dst=out, data=x, op0=op, operand0=None, engine=nisa.engine.gpsimd)
 
 
 def _custom_unary(op: Op, x: NkiTensor, out: NkiTensor) -> None:
