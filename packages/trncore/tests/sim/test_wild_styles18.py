@@ -157,3 +157,35 @@ def test_global_of_a_helper_the_trace_did_not_run(release: str) -> None:
     want = _reference(s.astype(np.float64), d.astype(np.float64), f.astype(np.float64), 1.0 / 3.0, 0.0)
     np.testing.assert_allclose(got[0], 4.0 * want[0], rtol=1e-6)
     np.testing.assert_allclose(got2[0], 0.5 * want[0], rtol=1e-6)
+
+
+HELPER_TRACES = {"n": 0}  # a helper's own count of its traces
+HELPER_CALLS = 0
+
+
+def _counted_scaled(t):
+    global HELPER_CALLS
+    HELPER_TRACES["n"] += 1
+    HELPER_CALLS += 1
+    return _scaled(t, float(STAGE_A))
+
+
+def counted_stage(s):
+    t = _tile(s.shape)
+    nisa.dma_copy(dst=t, src=s)
+    o = nl.ndarray(s.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=_counted_scaled(t))
+    return o
+
+
+def test_state_a_helper_keeps_itself_is_not_stale() -> None:
+    """A helper's own counters (a dict it mutates, a global it assigns) change with every trace,
+    of any key: a program traced before is still replayed, under 0.3.0 too."""
+    s, _, _ = _inputs()
+    with versions.nki_version("0.3.0"):
+        first = simulate(counted_stage)(s)
+        simulate(counted_stage)(s[:8])  # another key: its trace moves both counters on
+        again = simulate(counted_stage)(s)
+    np.testing.assert_array_equal(again, first)
+    np.testing.assert_allclose(first, s / 3.0, rtol=1e-6)
+    assert cache_info()["traces"] == 2 and cache_info()["replays"] == 1

@@ -27,8 +27,10 @@ stack under one of the kernel's instructions or allocations (:func:`trncore.sim.
 records them while a trace collects). A public spectral solver's RK3 stage reads its stage
 constants in such a helper and exports one kernel per stage in one process, changing them in
 between. Modules, functions, classes and other objects are not compared; nor are a helper's
-closure cells, nor globals of a helper that returned before any instruction of its own or of
-the functions it called.
+closure cells, the lists, dicts and sets it reads and the globals it assigns (a helper may keep
+its own state there: its value before the trace is not known, so the trace's own change could
+not be told from a stale one), nor the globals of a helper that returned before any instruction
+of its own or of the functions it called.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ _MAX_ITEMS = 65536  # larger containers are compared by identity only
 
 #: Per code object: [(kind, name or cell index, line of its first load)], kind "global"/"cell".
 _reads: dict[types.CodeType, list[tuple[str, Any, int]]] = {}
+#: Per code object: the names of the globals it assigns.
+_stores: dict[types.CodeType, frozenset[str]] = {}
 #: Per program digest: {(kind, name): (fingerprint, short repr, where)} at trace time; ``where`` is
 #: None for the kernel's own reads, else (module globals, name, site) of a helper's global.
 _snapshots: dict[str, dict[tuple[str, Any], tuple[str, str, Any]]] = {}
@@ -110,19 +114,37 @@ def _helper_values(
     for code, glb in sink.values():
         if code in own:
             continue
+        written = _global_stores(code)
         for kind, name, line in _external_reads_of(code):
-            if kind != "global" or name not in glb:
+            if kind != "global" or name not in glb or name in written:
                 continue
             key = ("helper", (glb.get("__name__"), name))
             if key in out:
                 continue
             value = glb[name]
+            if isinstance(value, (list, dict, set)):
+                # (a helper may keep its own state in one, e.g. a count of its traces: the
+                # value before the trace is not known, so a change could not be told apart)
+                continue
             fp = _fingerprint(value)
             if fp is not None:
                 text = repr(value)
                 short = text if len(text) <= 60 else text[:57] + "..."
                 out[key] = (fp, short, (glb, name, (code.co_filename, line)))
     return out
+
+
+def _global_stores(code: types.CodeType) -> frozenset[str]:
+    """The globals ``code`` (and the code nested in it) assigns: a helper's own state."""
+    found = _stores.get(code)
+    if found is None:
+        found = _stores[code] = frozenset(
+            ins.argval
+            for sub in _codes(code)
+            for ins in dis.get_instructions(sub)
+            if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")
+        )
+    return found
 
 
 def _fingerprint(value: Any, depth: int = 0) -> str | None:
