@@ -21,8 +21,16 @@ program is traced and compares them when the cached program is about to be repla
 
 What is compared: the names the kernel's own code (and functions defined inside it) loads as
 globals, and its closure cells, whose values are plain data (numbers, strings, bytes, None,
-NumPy arrays and scalars, and lists/tuples/dicts/sets of those). Modules, functions, classes and
-other objects are not compared; nor is state read by helper functions the kernel calls.
+NumPy arrays and scalars, and lists/tuples/dicts/sets of those); and the module globals of plain
+data loaded by the helper functions the trace ran through: every function of the user's on the
+stack under one of the kernel's instructions or allocations (:func:`trncore.sim.context.user_site`
+records them while a trace collects). A public spectral solver's RK3 stage reads its stage
+constants in such a helper and exports one kernel per stage in one process, changing them in
+between. Modules, functions, classes and other objects are not compared; nor are a helper's
+closure cells, the lists, dicts and sets it reads and the globals it assigns (a helper may keep
+its own state there: its value before the trace is not known, so the trace's own change could
+not be told from a stale one), nor the globals of a helper that returned before any instruction
+of its own or of the functions it called.
 """
 
 from __future__ import annotations
@@ -36,9 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import known_issues
+from trncore.sim import context, known_issues
 
-__all__ = ["before_trace", "changed", "forget", "remember", "stale_replay"]
+__all__ = ["abandon", "before_trace", "changed", "forget", "remember", "stale_replay"]
 
 _RULE = "kernel-cache-purity"
 _DEPTH = 4  # nesting levels of containers fingerprinted
@@ -46,8 +54,11 @@ _MAX_ITEMS = 65536  # larger containers are compared by identity only
 
 #: Per code object: [(kind, name or cell index, line of its first load)], kind "global"/"cell".
 _reads: dict[types.CodeType, list[tuple[str, Any, int]]] = {}
-#: Per program digest: {(kind, name): (fingerprint, short repr)} at trace time.
-_snapshots: dict[str, dict[tuple[str, Any], tuple[str, str]]] = {}
+#: Per code object: the names of the globals it assigns.
+_stores: dict[types.CodeType, frozenset[str]] = {}
+#: Per program digest: {(kind, name): (fingerprint, short repr, where)} at trace time; ``where`` is
+#: None for the kernel's own reads, else (module globals, name, site) of a helper's global.
+_snapshots: dict[str, dict[tuple[str, Any], tuple[str, str, Any]]] = {}
 _lock = threading.Lock()
 
 
@@ -64,6 +75,11 @@ def _external_reads(fn: Any) -> list[tuple[str, Any, int]]:
     code = getattr(fn, "__code__", None)
     if code is None:
         return []
+    return _external_reads_of(code)
+
+
+def _external_reads_of(code: types.CodeType) -> list[tuple[str, Any, int]]:
+    """The globals and closure cells ``code`` (and the code nested in it) loads, first lines."""
     found = _reads.get(code)
     if found is not None:
         return found
@@ -85,6 +101,49 @@ def _external_reads(fn: Any) -> list[tuple[str, Any, int]]:
                 first.setdefault(("cell", code.co_freevars.index(ins.argval)), line)
     found = sorted(((k, n, line) for (k, n), line in first.items()), key=lambda r: r[2])
     _reads[code] = found
+    return found
+
+
+def _helper_values(
+    fn: Any, sink: dict[int, tuple[types.CodeType, dict[str, Any]]]
+) -> dict[tuple[str, Any], tuple[str, str, Any]]:
+    """The plain-data module globals the traced helpers load: {("helper", (module, name)):
+    (fingerprint, repr, (globals, name, site))}. The kernel's own code is left to :func:`_values`."""
+    own = set(_codes(fn.__code__)) if getattr(fn, "__code__", None) is not None else set()
+    out: dict[tuple[str, Any], tuple[str, str, Any]] = {}
+    for code, glb in sink.values():
+        if code in own:
+            continue
+        written = _global_stores(code)
+        for kind, name, line in _external_reads_of(code):
+            if kind != "global" or name not in glb or name in written:
+                continue
+            key = ("helper", (glb.get("__name__"), name))
+            if key in out:
+                continue
+            value = glb[name]
+            if isinstance(value, (list, dict, set)):
+                # (a helper may keep its own state in one, e.g. a count of its traces: the
+                # value before the trace is not known, so a change could not be told apart)
+                continue
+            fp = _fingerprint(value)
+            if fp is not None:
+                text = repr(value)
+                short = text if len(text) <= 60 else text[:57] + "..."
+                out[key] = (fp, short, (glb, name, (code.co_filename, line)))
+    return out
+
+
+def _global_stores(code: types.CodeType) -> frozenset[str]:
+    """The globals ``code`` (and the code nested in it) assigns: a helper's own state."""
+    found = _stores.get(code)
+    if found is None:
+        found = _stores[code] = frozenset(
+            ins.argval
+            for sub in _codes(code)
+            for ins in dis.get_instructions(sub)
+            if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")
+        )
     return found
 
 
@@ -138,8 +197,16 @@ def _values(fn: Any) -> dict[tuple[str, Any], tuple[str, str, int]]:
 
 
 def before_trace(fn: Callable[..., Any]) -> dict[tuple[str, Any], tuple[str, str, int]]:
-    """The external plain data ``fn`` reads, just before it is traced (pass to :func:`remember`)."""
+    """The external plain data ``fn`` reads, just before it is traced (pass to :func:`remember`);
+    from now until :func:`remember` or :func:`abandon`, the helpers the trace runs through are
+    collected (:data:`trncore.sim.context.helper_sink`)."""
+    context.collect_helpers({})
     return _values(fn)
+
+
+def abandon() -> None:
+    """Stop collecting helpers (the trace begun after :func:`before_trace` failed)."""
+    context.collect_helpers(None)
 
 
 def remember(
@@ -147,9 +214,17 @@ def remember(
 ) -> None:
     """Record the values the program ``digest`` was traced with. A value the trace itself changed
     (the kernel mutates it, e.g. a call counter) is not recorded: no single value was compiled in,
-    and a later change is the kernel's own doing, not stale state."""
+    and a later change is the kernel's own doing, not stale state. (A helper's globals are read
+    after the trace: the helpers are known only then.)"""
+    sink = context.helper_sink
+    context.collect_helpers(None)
     after = _values(fn)
-    kept = {k: (fp, text) for k, (fp, text, _) in before.items() if after.get(k, ("",))[0] == fp}
+    kept: dict[tuple[str, Any], tuple[str, str, Any]] = {
+        k: (fp, text, None) for k, (fp, text, _) in before.items() if after.get(k, ("",))[0] == fp
+    }
+    if sink:
+        for k, entry in _helper_values(fn, sink).items():
+            kept.setdefault(k, entry)
     with _lock:
         if kept:
             _snapshots[digest] = kept
@@ -169,9 +244,23 @@ def changed(fn: Callable[..., Any], digest: str) -> tuple[str, str, str, tuple[s
     then = _snapshots.get(digest)
     if not then:
         return None
-    now = _values(fn)
+    now: dict[tuple[str, Any], tuple[str, str, int]] | None = None
     filename = fn.__code__.co_filename
-    for key, (fp, text) in then.items():
+    for key, (fp, text, where) in then.items():
+        if where is not None:  # a helper's module global
+            glb, name, site = where
+            if name in glb:
+                value = glb[name]
+                cur_fp = _fingerprint(value)
+                if cur_fp == fp:
+                    continue
+                now_text = repr(value)
+                now_text = now_text if len(now_text) <= 60 else now_text[:57] + "..."
+            else:
+                now_text = "<gone>"
+            return name, text, now_text, site
+        if now is None:
+            now = _values(fn)
         cur = now.get(key)
         if cur is None or cur[0] != fp:
             line = cur[2] if cur is not None else fn.__code__.co_firstlineno

@@ -99,6 +99,30 @@ _LINES: dict[tuple[int, int], tuple[Any, tuple[str, int]]] = {}
 #: prefix test it remembers. Module files are few; the table is bounded all the same.
 _OUR_FILES: dict[str, bool] = {}
 
+#: While a kernel whose program may be cached is traced (:mod:`trncore.sim.cache_purity`): the
+#: user's functions found on the stack under the kernel's instructions and allocations, as
+#: {identity of the code: (code, its module globals)}. None when nothing collects them.
+helper_sink: dict[int, tuple[Any, dict[str, Any]]] | None = None
+
+#: The last (innermost code, its caller's frame, the caller's offset) walked by
+#: :func:`_note_callers`: the same again (a helper calling the same function in a loop, an
+#: instruction and the allocations of one call) has nothing new above it.
+_helper_last: tuple[int, int, int] | None = None
+
+#: The code found running at (identity of a frame's module globals, the frame's offset) in this
+#: collection: a caller's code without ``frame.f_code``, whose audit event costs a Python call of
+#: trncore.config's hook (two functions of one module calling at the same offset would be taken
+#: for one: a helper missed, never one added).
+_helper_codes: dict[tuple[int, int], Any] = {}
+
+
+def collect_helpers(sink: dict[int, tuple[Any, dict[str, Any]]] | None) -> None:
+    """Start (a dict) or stop (None) collecting the user's functions under the traced kernel."""
+    global helper_sink, _helper_last
+    helper_sink, _helper_last = sink, None
+    _helper_codes.clear()
+
+
 #: An object's identity without ``id()``: the default hash is the object's address (rotated),
 #: the same for the object's lifetime and distinct between live objects. ``id()``, like
 #: ``frame.f_code`` and ``sys._getframe``, raises an audit event (Python's audit hooks, PEP 578),
@@ -132,11 +156,15 @@ def user_site() -> tuple[str, int] | None:
         key = (_identity(code), frame.f_lasti)
         known = _LINES.get(key)
         if known is not None and known[0] is code and sys.gettrace() is None:
+            if helper_sink is not None:
+                _note_callers(frame, code, helper_sink)
             return known[1]  # (only a code outside the package is remembered)
         filename = code.co_filename
         if filename.startswith(_SIM_DIR):  # (code compiled under the package's file name)
             frame = frame.f_back
             continue
+        if helper_sink is not None:
+            _note_callers(frame, code, helper_sink)
         if sys.gettrace() is not None:  # a tracer (a debugger) may set f_lineno itself
             return filename, frame.f_lineno
         site = (filename, frame.f_lineno)
@@ -145,6 +173,36 @@ def user_site() -> tuple[str, int] | None:
         _LINES[key] = (code, site)
         return site
     return None
+
+
+def _note_callers(frame: Any, code: Any, sink: dict[int, tuple[Any, dict[str, Any]]]) -> None:
+    """Record in ``sink`` the user's functions on the stack from ``frame`` (the innermost frame
+    outside the package, running ``code``) out to the first frame of the package (the launch)."""
+    global _helper_last
+    parent = frame.f_back
+    ident = _identity(code)
+    mark = (ident, _identity(parent), parent.f_lasti) if parent is not None else (ident, 0, -1)
+    if mark == _helper_last:
+        return
+    _helper_last = mark
+    if ident not in sink:
+        sink[ident] = (code, frame.f_globals)  # (the code is kept: its identity stays its own)
+    frame = parent
+    while frame is not None:
+        glb = frame.f_globals
+        module_file = glb.get("__file__")
+        if type(module_file) is str and module_file.startswith(_SIM_DIR):
+            return
+        where = (_identity(glb), frame.f_lasti)
+        code = _helper_codes.get(where)
+        if code is None:
+            code = _helper_codes[where] = frame.f_code
+        if code.co_filename.startswith(_SIM_DIR):
+            return
+        ident = _identity(code)
+        if ident not in sink:
+            sink[ident] = (code, glb)  # (the code is kept: its identity stays its own)
+        frame = frame.f_back
 
 
 def push(ctx: Any) -> None:

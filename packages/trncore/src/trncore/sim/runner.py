@@ -551,10 +551,14 @@ def get_program(
         external = cache_purity.before_trace(fn)
         budget = _byte_budget()
         one_shot = lend and execute and lending.one_shot(arrays, budget)
-        with _collector_paused():
-            prog = _trace(
-                fn, names, arrays, params, key, lnc, grid, strict, execute, release, shape, one_shot
-            )
+        try:
+            with _collector_paused():
+                prog = _trace(
+                    fn, names, arrays, params, key, lnc, grid, strict, execute, release, shape, one_shot
+                )
+        except BaseException:
+            cache_purity.abandon()
+            raise
         cache_purity.remember(fn, digest, external)
         # a program the cache will not keep runs once: its outputs go to the caller uncopied
         # (trncore.sim.lending; _keep refuses a program over the byte budget)
