@@ -548,9 +548,9 @@ def get_program(
         prog = _cache.get(digest)
         if prog is not None and cache_purity.changed(fn, digest) is None:
             return prog, arrays, NOT_RUN
-        external = cache_purity.before_trace(fn)
         budget = _byte_budget()
         one_shot = lend and execute and lending.one_shot(arrays, budget)
+        external = cache_purity.before_trace(fn, helpers=not one_shot)
         try:
             with _collector_paused():
                 prog = _trace(
