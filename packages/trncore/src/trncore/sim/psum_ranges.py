@@ -9,7 +9,8 @@ scheduling, register allocation, and memory layout" (NKI Language Guide, "Compil
 NKI 0.4.0 / SDK 2.30): memory is laid out by what is live, and a public kernel that keeps twelve
 sub-bank PSUM ring entries (foxl-ai/kiln ``kiln/kernels/kda_decode.py``: six ``[1, 3, 128]`` and
 six ``[128, 128]`` float32 tiles, a head's values in one entry while five other heads are in
-flight) runs in its authors' trn1 and trn2 deployments at 64 to 512 heads per call.
+flight) runs in its authors' trn1 and trn2 deployments at 128 to 512 (row, head) units per
+call.
 
 :func:`psum_live_ranges` gives each auto-placed PSUM tile's live ranges from the recorded
 accesses: an element's value is live from the instruction that wrote it to the last one that
