@@ -106,18 +106,18 @@ def psum_live_ranges(instrs: Sequence[Any], allocs: Iterable[Allocation]) -> dic
         if not access:
             continue
         reads, writes = access
-        for acc in reads:
-            alloc = acc[0]
-            if alloc.id in wanted:
+        # reads first: an instruction that reads and writes a tile (an accumulating matmul)
+        # reads the value before its write starts the next one
+        for is_write, accesses in ((False, reads), (True, writes)):
+            for acc in accesses:
+                alloc = acc[0]
+                if alloc.id not in wanted:
+                    continue
                 state = values.get(alloc.id)
                 if state is None:
                     state = values[alloc.id] = _Values(alloc, position)
-                state.read(acc, position)
-        for acc in writes:
-            alloc = acc[0]
-            if alloc.id in wanted:
-                state = values.get(alloc.id)
-                if state is None:
-                    state = values[alloc.id] = _Values(alloc, position)
-                state.write(acc, position)
+                if is_write:
+                    state.write(acc, position)
+                else:
+                    state.read(acc, position)
     return {i: [(s, e) for s, e in v.ranges] for i, v in values.items()}
