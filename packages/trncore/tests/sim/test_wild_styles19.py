@@ -30,12 +30,13 @@ def _ring(shape):
     return [nl.ndarray(shape, dtype=nl.float32, buffer=nl.psum) for _ in range(RING)]  # HERE
 
 
-def ring_heads(a, b, c, keep_live):
+def ring_heads(a, b, c, keep_live, in_loop=False):
     """Per head h: rows[h] = [a_h^T b, a_h^T c] (two products into one [1, 2, 128] ring entry) and
     outer = sum_h r_h^T r_h with r_h = a_h^T c (a K = 1 product into one [128, 128] entry per head,
     added into SBUF), a_h = a[:, h]. ``keep_live`` (the neighbour): every entry keeps
     accumulating over the heads that use it and is read only after the last head, so each one's
-    value is live throughout."""
+    value is live throughout. ``in_loop`` (the other neighbour): the heads in an ``nl.fori_loop``.
+    """
     heads = a.shape[1]
     rows = nl.ndarray((1, heads, 2, 128), dtype=nl.float32, buffer=nl.shared_hbm)
     outer = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -49,7 +50,8 @@ def ring_heads(a, b, c, keep_live):
     acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
     nisa.memset(dst=acc, value=0.0)
     pr, po = _ring((1, 2, 128)), _ring((128, 128))
-    for h in range(heads):
+
+    def head(h):
         e, again = h % RING, keep_live and h >= RING
         nisa.nc_matmul(dst=pr[e][:, 0, :], stationary=a_sb[:, h : h + 1], moving=b_sb, accumulate=again)
         nisa.nc_matmul(dst=pr[e][:, 1, :], stationary=a_sb[:, h : h + 1], moving=c_sb, accumulate=again)
@@ -59,6 +61,12 @@ def ring_heads(a, b, c, keep_live):
         if not keep_live:
             nisa.tensor_copy(dst=rows_sb[:, h, :, :], src=pr[e])
             nisa.tensor_tensor(dst=acc, data1=acc, data2=po[e], op=nl.add)
+
+    if in_loop:
+        nl.fori_loop(0, heads, head)
+    else:
+        for h in range(heads):
+            head(h)
     if keep_live:
         for e in range(RING):
             nisa.tensor_copy(dst=rows_sb[:, e, :, :], src=pr[e])
@@ -113,3 +121,13 @@ def test_psum_ring_within_eight_banks_runs_quietly(target: str) -> None:
         rows, _ = run_kernel(ring_heads, [a, b, c], {"keep_live": False}, target=target)
     np.testing.assert_allclose(rows[0, :, 1, :], a.T.astype(np.float64) @ c, rtol=1e-5, atol=1e-5)
     assert not [w for w in record if "holds its bank" in str(w.message)]
+
+
+def test_psum_ring_in_a_dynamic_loop_is_refused(target: str) -> None:
+    # "Inside a dynamic_range loop the compiler must keep all live tensors in on-chip memory
+    # (SBUF/PSUM) for the entire duration of the loop" (Dynamic Loops deep dive, NKI 0.6.0)
+    a, b, c = _inputs(16)
+    with pytest.raises(CapacityError) as exc:
+        run_kernel(ring_heads, [a, b, c], {"keep_live": False, "in_loop": True}, target=target)
+    assert exc.value.rule == "psum-banks"
+    assert_reported_at(exc.value, _ring)

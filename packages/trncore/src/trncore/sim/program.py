@@ -30,6 +30,7 @@ from trncore.sim import context, dtypes, heap, hooks, lending
 from trncore.sim.accesses import Access
 from trncore.sim.blas import blas_threads
 from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError, warn_at
+from trncore.sim.isa_instruction import ran_dynamic_loop
 from trncore.sim.liveness import deferred_starts
 from trncore.sim.psum_ranges import psum_live_ranges
 from trncore.sim.rules import TargetRules
@@ -649,9 +650,14 @@ class TraceContext:
         (trncore.sim.psum_ranges): a ring of PSUM tiles, each written afresh and read back, needs a
         bank only around each use. Fitting so, the kernel runs with a warning at the allocation the
         whole-lifetime sweep refused (it relies on the compiler laying PSUM out by live ranges), an
-        error in strict mode; not fitting so either, it is refused as before."""
+        error in strict mode; not fitting so either, it is refused as before. Not for a kernel
+        that ran a dynamic loop: there "the compiler must keep all live tensors in on-chip memory
+        (SBUF/PSUM) for the entire duration of the loop" (Dynamic Loops deep dive, NKI 0.6.0), and
+        the trace holds the loop unrolled."""
+        if self.strict or ran_dynamic_loop(self.engine_state):
+            raise whole_life
         ranges = psum_live_ranges(self.instrs, psum)
-        if self.strict or all(len(ranges.get(a.id, ())) < 2 for a in psum):
+        if all(len(ranges.get(a.id, ())) < 2 for a in psum):
             raise whole_life
         tiles: list[Allocation] = []
         begins: list[int] = []

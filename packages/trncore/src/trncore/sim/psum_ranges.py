@@ -18,7 +18,9 @@ reads it (an accumulating ``nc_matmul`` reads its ``dst``), and a tile holds its
 of its values is live, or during a write. A read through a dynamic offset or another element
 width, or of an element no instruction wrote, counts from the tile's first access (as the whole
 lifetime does), and such a write starts no new value. Tiles placed at explicit addresses keep
-their whole lifetime: the kernel chose where they live.
+their whole lifetime: the kernel chose where they live. The capacity check asks for these ranges
+only when the whole-lifetime count refuses, and not for a kernel that runs a dynamic loop (whose
+live tensors hold their memory for the whole loop).
 """
 
 from __future__ import annotations
