@@ -73,6 +73,11 @@ def dynamic_scope(kind: str) -> Iterator[None]:
         state[_SCOPE] = outer
 
 
+def ran_dynamic_loop(engine_state: dict[str, Any]) -> bool:
+    """Whether the trace whose ``engine_state`` this is ran an iteration of a dynamic loop."""
+    return bool(engine_state.get(_COUNTER, 0))
+
+
 def _scope_text(scope: tuple[tuple[str, int], ...]) -> str:
     return " > ".join(f"{kind} #{n}" for kind, n in scope) or "the kernel's top level"
 

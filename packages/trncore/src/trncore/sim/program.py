@@ -29,8 +29,10 @@ import numpy as np
 from trncore.sim import context, dtypes, heap, hooks, lending
 from trncore.sim.accesses import Access
 from trncore.sim.blas import blas_threads
-from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError
+from trncore.sim.errors import CapacityError, LanguageError, UninitializedReadError, warn_at
+from trncore.sim.isa_instruction import ran_dynamic_loop
 from trncore.sim.liveness import deferred_starts
+from trncore.sim.psum_ranges import psum_live_ranges
 from trncore.sim.rules import TargetRules
 from trncore.sim.tensor import (
     PSUM,
@@ -635,17 +637,62 @@ class TraceContext:
             )  # fmt: skip
         psum = [a for a in allocs if a.buffer is PSUM]
         psum_starts = [a.position if a.first_use is None else a.first_use for a in psum]
-        psum_banks = self._sweep(psum, psum_starts, rules.psum_banks, "banks", where)
+        try:
+            psum_banks = self._sweep(psum, psum_starts, rules.psum_banks, "banks", where)
+        except CapacityError as whole_life:
+            psum_banks = self._psum_by_values(psum, psum_starts, where, whole_life)
         return sbuf_peak, self._psum_bytes_peak(psum), psum_banks
 
-    def _sweep(
-        self, tiles: list[Allocation], starts: list[int], limit: int, unit: str, note: str = ""
+    def _psum_by_values(
+        self, psum: list[Allocation], starts: list[int], where: str, whole_life: CapacityError
     ) -> int:
-        """The peak of one buffer's live tiles (from ``starts`` to their last uses): SBUF bytes
-        per partition (``unit`` "bytes") or PSUM banks; a CapacityError past ``limit`` (its
-        message ends with ``note``, which says which schedule was swept)."""
+        """PSUM banks swept again with each auto-placed tile live only while a value it holds is
+        (trncore.sim.psum_ranges): a ring of PSUM tiles, each written afresh and read back, needs a
+        bank only around each use. Fitting so, the kernel runs with a warning at the allocation the
+        whole-lifetime sweep refused (it relies on the compiler laying PSUM out by live ranges), an
+        error in strict mode; not fitting so either, it is refused as before. Not for a kernel
+        that ran a dynamic loop: there "the compiler must keep all live tensors in on-chip memory
+        (SBUF/PSUM) for the entire duration of the loop" (Dynamic Loops deep dive, NKI 0.6.0), and
+        the trace holds the loop unrolled."""
+        if self.strict or ran_dynamic_loop(self.engine_state):
+            raise whole_life
+        ranges = psum_live_ranges(self.instrs, psum)
+        if all(len(ranges.get(a.id, ())) < 2 for a in psum):
+            raise whole_life
+        tiles: list[Allocation] = []
+        begins: list[int] = []
+        ends: list[int] = []
+        for a, start in zip(psum, starts):
+            for first, last in ranges.get(a.id, [(start, a.last_use)]):
+                tiles.append(a)
+                begins.append(first)
+                ends.append(last)
+        try:
+            banks = self._sweep(tiles, begins, self.rules.psum_banks, "banks", where, last_uses=ends)
+        except CapacityError:
+            raise whole_life from None
+        file, line = whole_life.filename, whole_life.lineno
+        site = (file, line) if file is not None and line is not None else None
+        warn_at(
+            f"{whole_life.detail}: the kernel fits only if "
+            "each PSUM tile holds its bank just while a value written to it is still to be read "
+            "(a ring of PSUM tiles reused across a pipeline); the compiler lays memory out by "
+            "live ranges (NKI Language Guide, Compilation Model), so it runs, and strict mode "
+            "refuses it",
+            site,
+        )
+        return banks
+
+    def _sweep(
+        self, tiles: list[Allocation], starts: list[int], limit: int, unit: str, note: str = "",
+        last_uses: list[int] | None = None,
+    ) -> int:  # fmt: skip
+        """The peak of one buffer's live tiles (from ``starts`` to their last uses, or to
+        ``last_uses``: a tile may come several times, once per live range): SBUF bytes per partition
+        (``unit`` "bytes") or PSUM banks; a CapacityError past ``limit`` (its message ends with
+        ``note``, which says which schedule was swept)."""
         rules = self.rules
-        order = _event_order(starts, [a.last_use for a in tiles])
+        order = _event_order(starts, [a.last_use for a in tiles] if last_uses is None else last_uses)
         if unit == "bytes":
             amounts = [a.partition_bytes for a in tiles]
         else:  # the banks an auto-placed PSUM tensor takes (it starts at a bank)
