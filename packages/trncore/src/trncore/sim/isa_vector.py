@@ -206,13 +206,26 @@ def _float_ufunc(token: Op) -> Any:
     return uf
 
 
-def _inplace_op(token: Op, rev: bool, operand: Any) -> Any:
+#: ufuncs that NumPy (2.x) runs against a scalar operand through a loop 2-3.5x slower than
+#: against a float32 row of that value broadcast over the rows (the same results, bit for bit:
+#: NaN payloads and the sign of zeros included; ``test_data_fast_paths2.py``)
+_ROW_OPERAND = (np.minimum, np.maximum)
+
+
+def _inplace_op(token: Op, rev: bool, operand: Any, value: Any = None, free: int = 0) -> Any:
     """``(x, out) -> ufunc(x, operand())`` (or reversed) written into ``out`` (None: a new
     array), for a token with a :func:`_float_ufunc`; None for any other token. The caller holds
-    ``np.errstate(all="ignore")``, as the token's own ``fn`` does."""
+    ``np.errstate(all="ignore")``, as the token's own ``fn`` does. ``value``: the operand when
+    it is a constant (not a tile) and ``free`` the data's elements per partition; minimum and
+    maximum then take it as a ``(1, free)`` row (:data:`_ROW_OPERAND`)."""
     uf = _float_ufunc(token)
     if uf is None:
         return None
+    if uf in _ROW_OPERAND and free > 0 and value is not None and not isinstance(value, NkiTensor):
+        row = np.full((1, free), F32(value), dtype=F32)
+        if rev:
+            return lambda x, out: uf(row, x, out=out)
+        return lambda x, out: uf(x, row, out=out)
     if rev:
         return lambda x, out: uf(operand(), x, out=out)
     return lambda x, out: uf(x, operand(), out=out)
@@ -349,8 +362,9 @@ def tensor_scalar(
     if not bitvec:
         # the same float32 ufuncs computed into a buffer the instruction owns (the converted copy
         # of a bfloat16/fp8 operand, or the first op's result) instead of a new temporary each
-        g0 = _inplace_op(t0, reverse0, scalar_reader(operand0, site))
-        g1 = _inplace_op(t1, reverse1, scalar_reader(operand1, site)) if t1 else None
+        free = data.free_size
+        g0 = _inplace_op(t0, reverse0, scalar_reader(operand0, site), operand0, free)
+        g1 = _inplace_op(t1, reverse1, scalar_reader(operand1, site), operand1, free) if t1 else None
         if g0 is not None and (t1 is None or g1 is not None):
 
             def run_owned() -> None:
