@@ -96,3 +96,116 @@ def test_tensor_scalar_clip_pair_on_a_ragged_tile_matches_numpy(dst_dtype: str) 
     # the reference itself sees NaN propagate and the clip act (so a no-op path would fail)
     want = _reference(x, np.minimum, 0.7, False, np.maximum, -0.7, np.float32)
     assert np.isnan(want[0, 0]) and np.nanmax(want) <= np.float32(0.7) and np.nanmin(want) >= np.float32(-0.7)
+
+
+# nc_matmul (nki.isa.nc_matmul, NKI 0.3.0): ``dst[M, N] (+)= stationary[K, M].T @ moving[K, N]``
+# with float32 accumulation. A contraction of one row (K = 1, AWS's partition broadcast by a
+# ones vector) runs as one multiply; the reference is NumPy's matmul of the float32 values,
+# whose sum starts at +0.0 (a -0.0 product comes out +0.0).
+
+#: stationary values: both zeros, +-1, +-inf, NaN, subnormals, a large value (overflow), 0.5
+_STATIONARY = np.array(
+    [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 3e38, -3e38, 0.5], np.float32
+)
+
+
+def _outer_kernel(s, v, w, accumulate):
+    m, n = s.shape[1], v.shape[1]
+    s_sb = nl.ndarray(s.shape, dtype=s.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s_sb, src=s)
+    v_sb = nl.ndarray(v.shape, dtype=v.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=v_sb, src=v)
+    w_sb = nl.ndarray(w.shape, dtype=w.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w_sb, src=w)
+    ps = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=ps, stationary=s_sb, moving=v_sb)
+    if accumulate:
+        nisa.nc_matmul(dst=ps, stationary=s_sb, moving=w_sb, accumulate=True)
+    sb = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=sb, src=ps)
+    out = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=sb)
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_one_row_matmul_matches_numpys_matmul_bit_for_bit(dtype: str, accumulate: bool) -> None:
+    patterns = (np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)).view(np.float32)
+    s = _STATIONARY.reshape(1, -1)
+    for chunk in range(0, patterns.size, 8192):  # every bfloat16 pattern as a moving value
+        v = patterns[chunk : chunk + 8192].reshape(16, 512)
+        for r in range(0, 16, 4):
+            vr, wr = v[r : r + 1], v[r + 1 : r + 2][:, ::-1].copy()
+            if dtype == "bfloat16":
+                vr, wr = (a.view(np.uint32) >> np.uint32(16) for a in (vr, wr))
+                vr, wr = (a.astype(np.uint16).view(BF16) for a in (vr, wr))
+                sr = (s.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(BF16)
+            else:
+                sr = s
+            with np.errstate(all="ignore"):
+                f = [a.astype(np.float32) for a in (sr, vr, wr)]
+                want = np.matmul(f[0].T, f[1])
+                if accumulate:
+                    want = want + np.matmul(f[0].T, f[2])
+            got = simulate(_outer_kernel)(sr, vr, wr, accumulate)
+            _same_bits(np.asarray(got), want)
+    # the reference holds the +0.0 of the sum: a -0.0 product (-0.0 x 1.0) is +0.0 there
+    assert np.matmul(np.float32([[-0.0]]), np.float32([[1.0]])).view(np.uint32)[0, 0] == 0
+
+
+# scalar_tensor_tensor (nki.isa.scalar_tensor_tensor, NKI 0.3.0): ``dst = (data op0 operand0)
+# op1 operand1``, operand0 a scalar or (P, 1) tile, operand1 a full tile; reverse0 / reverse1
+# swap each op's operands. Float32 arithmetic computed into the instruction's own buffer; the
+# reference is NumPy's ufuncs on new arrays.
+
+
+def _stt_kernel(x, col, other, op0, c0, rev0, op1, rev1, dst_dtype):
+    p, f = x.shape
+    big = nl.ndarray((p, f + 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=big, value=0.0)
+    d = big[:, 8 : 8 + f]  # a strided view
+    nisa.dma_copy(dst=d, src=x)
+    o = nl.ndarray(other.shape, dtype=other.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=o, src=other)
+    c = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=c, src=col)
+    out_sb = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.sbuf)
+    nisa.scalar_tensor_tensor(dst=out_sb, data=d, op0=op0, operand0=c if c0 is None else c0,
+                              reverse0=rev0, op1=op1, operand1=o, reverse1=rev1)  # fmt: skip
+    out = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=out_sb)
+    return out
+
+
+@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dst_dtype", ["float32", "bfloat16"])
+def test_scalar_tensor_tensor_matches_numpy_on_new_arrays(data_dtype: str, dst_dtype: str) -> None:
+    rng = np.random.default_rng(17)
+    p, f = 19, 257
+    x = (rng.standard_normal((p, f)) * 3).astype(np.float32)
+    x[0, :6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1e-40]
+    other = (rng.standard_normal((p, f)) * 2).astype(np.float32)
+    other[1, :5] = [0.0, -0.0, np.nan, np.inf, 1e-39]
+    col = rng.standard_normal((p, 1)).astype(np.float32)
+    col[2, 0], col[3, 0] = -0.0, np.inf
+    if data_dtype == "bfloat16":
+        x = x.astype(BF16)
+    out_np = np.float32 if dst_dtype == "float32" else BF16
+    cases = [
+        ("multiply", None, False, "multiply", False),  # AWS's rmsnorm: x * inv_rms * gamma
+        ("add", None, True, "subtract", True),
+        ("power", None, True, "maximum", False),
+        ("subtract", 0.7, False, "multiply", True),
+        ("maximum", -0.0, True, "minimum", False),  # a constant min/max operand (a row of it)
+        ("minimum", np.nan, False, "add", False),
+    ]
+    for op0, c0, rev0, op1, rev1 in cases:
+        got = simulate(_stt_kernel)(x, col, other, getattr(nl, op0), c0, rev0, getattr(nl, op1),
+                                    rev1, getattr(nl, dst_dtype))  # fmt: skip
+        a = x.astype(np.float32)
+        k = col if c0 is None else np.float32(c0)
+        with np.errstate(all="ignore"):
+            y = getattr(np, op0)(k, a) if rev0 else getattr(np, op0)(a, k)
+            y = getattr(np, op1)(other, y) if rev1 else getattr(np, op1)(y, other)
+        _same_bits(np.asarray(got), y.astype(out_np))

@@ -423,13 +423,32 @@ def scalar_tensor_tensor(
     x_op, o_op = data.operand(site), other.operand(site)
     write = _writer(dst, site)
     p, fn1 = data.partitions, t1.fn
+    extra = [operand0] if isinstance(operand0, NkiTensor) else []
+    # float32 arithmetic ufuncs for both ops: computed into the converted copy of a
+    # bfloat16/fp8 data operand (or the first op's result), as tensor_scalar does, instead of a
+    # new temporary for each op (the same ufuncs on the same values)
+    g0 = _inplace_op(t0, reverse0, scalar_reader(operand0, site), operand0, data.free_size)
+    uf1 = _float_ufunc(t1)
+    if g0 is not None and uf1 is not None:
+
+        def run_owned() -> None:
+            raw = x_op.read()
+            x = read_f32(raw, p)
+            o = read_f32(o_op.read(), p)
+            with np.errstate(all="ignore"):
+                y = g0(x, x if raw.dtype != F32 else None)
+                y = uf1(o, y, out=y) if reverse1 else uf1(y, o, out=y)
+            write(y)
+
+        ctx.emit("scalar_tensor_tensor", "vector", site, [data, other, *extra], [dst], run_owned,
+                 _elementwise_meta(dst))  # fmt: skip
+        return
 
     def run() -> None:
         y = f0(read_f32(x_op.read(), p))
         o = read_f32(o_op.read(), p)
         write(fn1(o, y) if reverse1 else fn1(y, o))
 
-    extra = [operand0] if isinstance(operand0, NkiTensor) else []
     ctx.emit(
         "scalar_tensor_tensor",
         "vector",
