@@ -209,3 +209,46 @@ def test_scalar_tensor_tensor_matches_numpy_on_new_arrays(data_dtype: str, dst_d
             y = getattr(np, op0)(k, a) if rev0 else getattr(np, op0)(a, k)
             y = getattr(np, op1)(other, y) if rev1 else getattr(np, op1)(y, other)
         _same_bits(np.asarray(got), y.astype(out_np))
+
+
+# activation / activation_reduce with op=nl.square (nki.isa.activation, NKI 0.3.0:
+# ``op(data * scale + bias)`` in float32; the reduce sums the results per partition): square is
+# NumPy's square ufunc, computed in place; the reference is ``y * y`` on a new array.
+
+
+def _square_kernel(x, bias, scale, dst_dtype):
+    p, f = x.shape
+    big = nl.ndarray((p, f + 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=big, value=0.0)
+    d = big[:, 8 : 8 + f]
+    nisa.dma_copy(dst=d, src=x)
+    b = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b, src=bias)
+    out_sb = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.sbuf)
+    red = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(dst=out_sb, op=nl.square, data=d, reduce_op=nl.add, reduce_res=red,
+                           bias=b, scale=scale)  # fmt: skip
+    out = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=out_sb)
+    out_red = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out_red, src=red)
+    return out, out_red
+
+
+@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dst_dtype", ["float32", "bfloat16"])
+def test_activation_square_matches_a_product_on_every_bf16_pattern(data_dtype: str, dst_dtype: str) -> None:
+    x = _all_bf16_patterns()
+    if data_dtype == "bfloat16":
+        x = (x.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(BF16)
+    out_np = np.float32 if dst_dtype == "float32" else BF16
+    bias = np.zeros((128, 1), np.float32)
+    bias[1::3, 0] = -0.0
+    bias[2::3, 0] = 0.5
+    for scale in (1.0, -3.0):
+        got, got_red = simulate(_square_kernel)(x, bias, scale, getattr(nl, dst_dtype))
+        with np.errstate(all="ignore"):
+            a = x.astype(np.float32) * np.float32(scale) + bias
+            y = a * a
+        _same_bits(np.asarray(got), y.astype(out_np))
+        np.testing.assert_array_equal(np.asarray(got_red)[:, 0], y.sum(axis=1, dtype=np.float32))
