@@ -7,6 +7,12 @@ round") against NumPy references written here.
   with the scalar. Every bfloat16 bit pattern (as float32 or bfloat16 data: NaN payloads,
   +-inf, -0.0, subnormals) against constants that include NaN, +-0.0, +-inf and a subnormal,
   in both operand orders, into float32 and bfloat16 dsts, on a strided view and a ragged shape.
+- nc_matmul contracting one row (K = 1): one multiply plus the +0.0 the BLAS sum starts from;
+  the reference is NumPy's matmul.
+- scalar_tensor_tensor computed into its own buffer; the reference is NumPy's ufuncs on new
+  arrays.
+- activation_reduce with op=nl.square (NumPy's square ufunc, in place); the reference is
+  ``y * y``.
 """
 
 from __future__ import annotations
@@ -47,12 +53,19 @@ def _same_bits(got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_array_equal(got.view(raw), want.view(raw))
 
 
-def _tensor_scalar_kernel(x, op0, c0, rev0, op1, c1, dst_dtype):
+def _strided_tile(x):
+    """``x`` copied into an SBUF tile 8 elements wider, as a strided view (rows f + 8 apart)."""
     p, f = x.shape
     big = nl.ndarray((p, f + 8), dtype=x.dtype, buffer=nl.sbuf)
     nisa.memset(dst=big, value=0.0)
-    d = big[:, 8 : 8 + f]  # a strided view (rows f + 8 apart)
+    d = big[:, 8 : 8 + f]
     nisa.dma_copy(dst=d, src=x)
+    return d
+
+
+def _tensor_scalar_kernel(x, op0, c0, rev0, op1, c1, dst_dtype):
+    p, f = x.shape
+    d = _strided_tile(x)
     out_sb = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.sbuf)
     if op1 is None:
         nisa.tensor_scalar(dst=out_sb, data=d, op0=op0, operand0=c0, reverse0=rev0)
@@ -162,10 +175,7 @@ def test_one_row_matmul_matches_numpys_matmul_bit_for_bit(dtype: str, accumulate
 
 def _stt_kernel(x, col, other, op0, c0, rev0, op1, rev1, dst_dtype):
     p, f = x.shape
-    big = nl.ndarray((p, f + 8), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.memset(dst=big, value=0.0)
-    d = big[:, 8 : 8 + f]  # a strided view
-    nisa.dma_copy(dst=d, src=x)
+    d = _strided_tile(x)
     o = nl.ndarray(other.shape, dtype=other.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=o, src=other)
     c = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
@@ -218,10 +228,7 @@ def test_scalar_tensor_tensor_matches_numpy_on_new_arrays(data_dtype: str, dst_d
 
 def _square_kernel(x, bias, scale, dst_dtype):
     p, f = x.shape
-    big = nl.ndarray((p, f + 8), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.memset(dst=big, value=0.0)
-    d = big[:, 8 : 8 + f]
-    nisa.dma_copy(dst=d, src=x)
+    d = _strided_tile(x)
     b = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=b, src=bias)
     out_sb = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.sbuf)
