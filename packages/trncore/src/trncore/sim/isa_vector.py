@@ -3,6 +3,7 @@ NKI 0.3.0: one page per instruction)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -212,6 +213,15 @@ def _float_ufunc(token: Op) -> Any:
 _ROW_OPERAND = (np.minimum, np.maximum)
 
 
+@functools.lru_cache(maxsize=64)
+def _constant_row(bits: int, free: int) -> np.ndarray:
+    """A read-only ``(1, free)`` float32 row of the value with bit pattern ``bits``, shared by the
+    instructions that use it (a traced line's row is not kept once per instruction)."""
+    row = np.full((1, free), np.uint32(bits).view(F32), dtype=F32)
+    row.flags.writeable = False
+    return row
+
+
 def _inplace_op(token: Op, rev: bool, operand: Any, value: Any = None, free: int = 0) -> Any:
     """``(x, out) -> ufunc(x, operand())`` (or reversed) written into ``out`` (None: a new
     array), for a token with a :func:`_float_ufunc`; None for any other token. The caller holds
@@ -222,7 +232,7 @@ def _inplace_op(token: Op, rev: bool, operand: Any, value: Any = None, free: int
     if uf is None:
         return None
     if uf in _ROW_OPERAND and free > 0 and value is not None and not isinstance(value, NkiTensor):
-        row = np.full((1, free), F32(value), dtype=F32)
+        row = _constant_row(int(np.asarray(F32(value)).view(np.uint32)), free)
         if rev:
             return lambda x, out: uf(row, x, out=out)
         return lambda x, out: uf(x, row, out=out)
