@@ -259,3 +259,28 @@ def test_activation_square_matches_a_product_on_every_bf16_pattern(data_dtype: s
             y = a * a
         _same_bits(np.asarray(got), y.astype(out_np))
         np.testing.assert_array_equal(np.asarray(got_red)[:, 0], y.sum(axis=1, dtype=np.float32))
+
+
+def _relu_kernel(x, dst_dtype):
+    p, f = x.shape
+    d = _strided_tile(x)
+    out_sb = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.sbuf)
+    nisa.activation(dst=out_sb, op=nl.relu, data=d)
+    out = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=out_sb)
+    return out
+
+
+@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dst_dtype", ["float32", "bfloat16"])
+def test_activation_relu_matches_numpys_scalar_maximum(data_dtype: str, dst_dtype: str) -> None:
+    # nki.isa.activation(op=nl.relu): max(x, 0) in float32 (scale 1.0, no bias); the reference
+    # is NumPy's maximum against the scalar 0.0, on every bfloat16 pattern
+    x = _all_bf16_patterns()
+    if data_dtype == "bfloat16":
+        x = (x.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(BF16)
+    out_np = np.float32 if dst_dtype == "float32" else BF16
+    got = simulate(_relu_kernel)(x, getattr(nl, dst_dtype))
+    with np.errstate(all="ignore"):
+        want = np.maximum(x.astype(np.float32) * np.float32(1.0), np.float32(0.0)).astype(out_np)
+    _same_bits(np.asarray(got), want)
