@@ -63,6 +63,32 @@ def _strided_tile(x):
     return d
 
 
+def _to_hbm(sb):
+    """A shared-HBM copy of the SBUF tile ``sb`` (the kernel's output)."""
+    out = nl.ndarray(sb.shape, dtype=sb.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=sb)
+    return out
+
+
+#: every (data, dst) dtype pair the tests run: float32 and bfloat16 each way
+DTYPE_PAIRS = pytest.mark.parametrize(
+    ("data_dtype", "dst_dtype"),
+    [("float32", "float32"), ("float32", "bfloat16"), ("bfloat16", "float32"), ("bfloat16", "bfloat16")],
+)
+
+
+def _numpy_type(name: str) -> np.dtype:
+    return np.dtype(np.float32) if name == "float32" else BF16
+
+
+def _as_data(x: np.ndarray, data_dtype: str) -> np.ndarray:
+    """Float32 values that bfloat16 holds exactly, as ``data_dtype`` (bfloat16: the same bit
+    patterns, NaN payloads kept, which a cast would not)."""
+    if data_dtype == "bfloat16":
+        return (x.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(BF16)
+    return x
+
+
 def _tensor_scalar_kernel(x, op0, c0, rev0, op1, c1, dst_dtype):
     p, f = x.shape
     d = _strided_tile(x)
@@ -71,24 +97,17 @@ def _tensor_scalar_kernel(x, op0, c0, rev0, op1, c1, dst_dtype):
         nisa.tensor_scalar(dst=out_sb, data=d, op0=op0, operand0=c0, reverse0=rev0)
     else:
         nisa.tensor_scalar(dst=out_sb, data=d, op0=op0, operand0=c0, reverse0=rev0, op1=op1, operand1=c1)
-    out = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=out_sb)
-    return out
+    return _to_hbm(out_sb)
 
 
-@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("dst_dtype", ["float32", "bfloat16"])
+@DTYPE_PAIRS
 @pytest.mark.parametrize("op", ["minimum", "maximum"])
 @pytest.mark.parametrize("rev", [False, True])
 def test_tensor_scalar_min_max_against_a_constant_match_numpys_scalar_ufunc(
     data_dtype: str, dst_dtype: str, op: str, rev: bool
 ) -> None:
-    x = _all_bf16_patterns()
-    if data_dtype == "bfloat16":
-        x = x.view(np.uint32) >> np.uint32(16)  # the same patterns, NaN payloads kept
-        x = x.astype(np.uint16).view(BF16)
+    x, out_np = _as_data(_all_bf16_patterns(), data_dtype), _numpy_type(dst_dtype)
     uf = getattr(np, op)
-    out_np = np.float32 if dst_dtype == "float32" else BF16
     for c in CONSTANTS:
         got = simulate(_tensor_scalar_kernel)(x, getattr(nl, op), c, rev, None, None, getattr(nl, dst_dtype))
         _same_bits(np.asarray(got), _reference(x, uf, c, rev, None, None, out_np))
@@ -102,7 +121,7 @@ def test_tensor_scalar_clip_pair_on_a_ragged_tile_matches_numpy(dst_dtype: str) 
     x[0, :4] = [np.nan, -0.0, 0.0, np.inf]
     x[1, :3] = [-np.inf, 1e-41, -1e-41]
     x = x.astype(BF16)
-    out_np = np.float32 if dst_dtype == "float32" else BF16
+    out_np = _numpy_type(dst_dtype)
     for c0, c1, rev in ((0.7, -0.7, False), (-0.0, 0.0, True), (np.nan, 2.0, False)):
         got = simulate(_tensor_scalar_kernel)(x, nl.minimum, c0, rev, nl.maximum, c1, getattr(nl, dst_dtype))
         _same_bits(np.asarray(got), _reference(x, np.minimum, c0, rev, np.maximum, c1, out_np))
@@ -136,26 +155,19 @@ def _outer_kernel(s, v, w, accumulate):
         nisa.nc_matmul(dst=ps, stationary=s_sb, moving=w_sb, accumulate=True)
     sb = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=sb, src=ps)
-    out = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=sb)
-    return out
+    return _to_hbm(sb)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_one_row_matmul_matches_numpys_matmul_bit_for_bit(dtype: str, accumulate: bool) -> None:
-    patterns = (np.arange(1 << 16, dtype=np.uint32) << np.uint32(16)).view(np.float32)
+    patterns = _all_bf16_patterns().reshape(-1)
     s = _STATIONARY.reshape(1, -1)
     for chunk in range(0, patterns.size, 8192):  # every bfloat16 pattern as a moving value
         v = patterns[chunk : chunk + 8192].reshape(16, 512)
         for r in range(0, 16, 4):
             vr, wr = v[r : r + 1], v[r + 1 : r + 2][:, ::-1].copy()
-            if dtype == "bfloat16":
-                vr, wr = (a.view(np.uint32) >> np.uint32(16) for a in (vr, wr))
-                vr, wr = (a.astype(np.uint16).view(BF16) for a in (vr, wr))
-                sr = (s.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(BF16)
-            else:
-                sr = s
+            sr, vr, wr = (_as_data(a, dtype) for a in (s, vr, wr))
             with np.errstate(all="ignore"):
                 f = [a.astype(np.float32) for a in (sr, vr, wr)]
                 want = np.matmul(f[0].T, f[1])
@@ -183,13 +195,10 @@ def _stt_kernel(x, col, other, op0, c0, rev0, op1, rev1, dst_dtype):
     out_sb = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.sbuf)
     nisa.scalar_tensor_tensor(dst=out_sb, data=d, op0=op0, operand0=c if c0 is None else c0,
                               reverse0=rev0, op1=op1, operand1=o, reverse1=rev1)  # fmt: skip
-    out = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=out_sb)
-    return out
+    return _to_hbm(out_sb)
 
 
-@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("dst_dtype", ["float32", "bfloat16"])
+@DTYPE_PAIRS
 def test_scalar_tensor_tensor_matches_numpy_on_new_arrays(data_dtype: str, dst_dtype: str) -> None:
     rng = np.random.default_rng(17)
     p, f = 19, 257
@@ -201,7 +210,7 @@ def test_scalar_tensor_tensor_matches_numpy_on_new_arrays(data_dtype: str, dst_d
     col[2, 0], col[3, 0] = -0.0, np.inf
     if data_dtype == "bfloat16":
         x = x.astype(BF16)
-    out_np = np.float32 if dst_dtype == "float32" else BF16
+    out_np = _numpy_type(dst_dtype)
     cases = [
         ("multiply", None, False, "multiply", False),  # AWS's rmsnorm: x * inv_rms * gamma
         ("add", None, True, "subtract", True),
@@ -235,20 +244,12 @@ def _square_kernel(x, bias, scale, dst_dtype):
     red = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.sbuf)
     nisa.activation_reduce(dst=out_sb, op=nl.square, data=d, reduce_op=nl.add, reduce_res=red,
                            bias=b, scale=scale)  # fmt: skip
-    out = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=out_sb)
-    out_red = nl.ndarray((p, 1), dtype=nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out_red, src=red)
-    return out, out_red
+    return _to_hbm(out_sb), _to_hbm(red)
 
 
-@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("dst_dtype", ["float32", "bfloat16"])
+@DTYPE_PAIRS
 def test_activation_square_matches_a_product_on_every_bf16_pattern(data_dtype: str, dst_dtype: str) -> None:
-    x = _all_bf16_patterns()
-    if data_dtype == "bfloat16":
-        x = (x.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(BF16)
-    out_np = np.float32 if dst_dtype == "float32" else BF16
+    x, out_np = _as_data(_all_bf16_patterns(), data_dtype), _numpy_type(dst_dtype)
     bias = np.zeros((128, 1), np.float32)
     bias[1::3, 0] = -0.0
     bias[2::3, 0] = 0.5
@@ -266,20 +267,14 @@ def _relu_kernel(x, dst_dtype):
     d = _strided_tile(x)
     out_sb = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.sbuf)
     nisa.activation(dst=out_sb, op=nl.relu, data=d)
-    out = nl.ndarray((p, f), dtype=dst_dtype, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=out_sb)
-    return out
+    return _to_hbm(out_sb)
 
 
-@pytest.mark.parametrize("data_dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("dst_dtype", ["float32", "bfloat16"])
+@DTYPE_PAIRS
 def test_activation_relu_matches_numpys_scalar_maximum(data_dtype: str, dst_dtype: str) -> None:
     # nki.isa.activation(op=nl.relu): max(x, 0) in float32 (scale 1.0, no bias); the reference
     # is NumPy's maximum against the scalar 0.0, on every bfloat16 pattern
-    x = _all_bf16_patterns()
-    if data_dtype == "bfloat16":
-        x = (x.view(np.uint32) >> np.uint32(16)).astype(np.uint16).view(BF16)
-    out_np = np.float32 if dst_dtype == "float32" else BF16
+    x, out_np = _as_data(_all_bf16_patterns(), data_dtype), _numpy_type(dst_dtype)
     got = simulate(_relu_kernel)(x, getattr(nl, dst_dtype))
     with np.errstate(all="ignore"):
         want = np.maximum(x.astype(np.float32) * np.float32(1.0), np.float32(0.0)).astype(out_np)
