@@ -394,3 +394,23 @@ def test_partial_writes_show_the_sentinel_exactly_where_unwritten() -> None:
         np.testing.assert_array_equal(out[2, :, h:], np.full((p, h), 5.0, np.float32))
         np.testing.assert_array_equal(iout[:, :h], np.full((p, h), 7, np.int32))
         np.testing.assert_array_equal(iout[:, h:], np.full((p, h), SENTINEL_INT, np.int32))
+
+
+def test_match_replace8_zero_and_negative_zero_vals_are_duplicates() -> None:
+    # nki.isa.nc_match_replace8 compares in fp32, where 0.0 == -0.0: vals holding both are
+    # duplicates of one value and take successive occurrences of the zeros (slots 7, 6, ...
+    # first); a row of NaN vals beside them matches nothing and must not hide the duplicate
+    rng = np.random.default_rng(31)
+    x = rng.standard_normal((4, 300)).astype(np.float32)
+    x[0, [4, 9, 40]] = [0.0, -0.0, 0.0]
+    x[2, [1, 2]] = [-0.0, 0.0]
+    v = -np.sort(-x, axis=1)[:, :8]
+    v[0, 5:7] = [-0.0, 0.0]
+    v[1] = np.nan
+    v[2, 0] = 0.0
+    v[2, 7] = -0.0
+    for in_place in (True, False):
+        got, got_idx = simulate(_replace_kernel)(x, v, in_place)
+        want, want_idx = _replace_reference(x, v, -7.5)
+        np.testing.assert_array_equal(got_idx, want_idx)
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

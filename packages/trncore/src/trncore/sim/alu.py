@@ -130,6 +130,15 @@ def _erf_dx(x: np.ndarray) -> np.ndarray:
     return (2.0 / np.sqrt(np.pi) * np.exp(-x * x)).astype(F32)
 
 
+def _relu(x: np.ndarray) -> np.ndarray:
+    """``max(x, 0.0)``. A float32 array takes the zero as a row broadcast over its rows: NumPy's
+    maximum against a scalar runs a loop 2-3.5x slower, with the same bits (NaN payloads, the
+    sign of zeros; docs/emulator-speed.md, "Data work, fifth round")."""
+    if isinstance(x, np.ndarray) and x.dtype == F32 and x.ndim:
+        return np.maximum(x, np.zeros(x.shape[-1:], dtype=F32))
+    return np.maximum(x, F32(0.0))
+
+
 def _rsqrt(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return (F32(1.0) / np.sqrt(x)).astype(F32)
@@ -205,9 +214,9 @@ UNARY_BITVEC: dict[str, Op] = {"invert": Op("invert", "bitvec", lambda a: np.inv
 ACTIVATIONS: dict[str, Op] = {}
 for _name, _fn in [
     ("copy", lambda x: x),
-    ("square", lambda x: x * x),
+    ("square", np.square),  # x * x, bit for bit on every float32 (and a ufunc: runs in place)
     ("sigmoid", _sigmoid),
-    ("relu", lambda x: np.maximum(x, F32(0.0))),
+    ("relu", _relu),
     ("gelu", _gelu),
     ("gelu_dx", _gelu_dx),
     ("gelu_apprx_tanh", _gelu_tanh),

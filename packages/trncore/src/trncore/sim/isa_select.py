@@ -61,16 +61,19 @@ def _occurrences(x: np.ndarray, v: np.ndarray, reverse: bool) -> np.ndarray:
     occurrences, ascending, in the order ``i = 0 .. 7`` (``reverse``: ``7 .. 0``): the k-th
     duplicate in that order takes the k-th occurrence. Compared in fp32 (NaN matches nothing,
     -0.0 matches 0.0)."""
-    same = v[:, :, None] == v[:, None, :]  # [r, i, j]: values i and j of row r are equal
+    # each row's values sorted (NaN last): a row holds a value twice where two neighbours are
+    # equal (NaN equals nothing; 0.0 and -0.0 are equal and sort together), and its smallest
+    # number comes first (NaN when every value is NaN: then nothing can match)
+    ordered = np.sort(v, axis=1)
     rank: np.ndarray | None = None  # None: no row holds a value twice (every rank is 0)
-    # off the diagonal (which holds True for each value but NaN), a True is a duplicate
-    if np.count_nonzero(same) > np.count_nonzero(v == v):
+    if (ordered[:, 1:] == ordered[:, :-1]).any():
+        same = v[:, :, None] == v[:, None, :]  # [r, i, j]: values i and j of row r are equal
         rank = (same & (_LATER if reverse else _EARLIER)).sum(axis=2)  # duplicates taken before
     # Only elements at or above a row's smallest value can match one. In a top-k round (max8,
     # then match_replace8 of those 8) that is a handful per row, and the matching runs on those
     # candidates instead of scanning the whole row once per value.
-    lo = np.where(np.isnan(v), np.inf, v).min(axis=1)
-    flat = np.flatnonzero(x >= lo[:, None])  # row-major: each row's candidates in column order
+    lo = ordered[:, :1]
+    flat = np.flatnonzero(x >= lo)  # row-major: each row's candidates in column order
     if flat.size > x.size // 8:
         return _occurrences_dense(x, v, np.zeros(v.shape, np.intp) if rank is None else rank)
     rows, cols = np.divmod(flat, x.shape[1])  # (2-D np.nonzero is ~20x slower here)

@@ -296,6 +296,10 @@ def nc_matmul(
         s = s_f32(s_op.read()).reshape(k, m)
         v = v_f32(m_op.read()).reshape(k, n)
         product = moved(s, v) if bit_transpose else None
+        if product is None and k == 1:
+            product = _outer_product(s, v, d_arr if direct else None)
+            if direct:
+                return
         if product is None:
             if direct:
                 np.matmul(s.T, v, out=d_arr)
@@ -315,6 +319,19 @@ def nc_matmul(
     reads = [stat, mov] + ([dst] if mode != "overwrite" else [])
     run, writes = _with_zeroed(run, dst, slots, site)
     ctx.emit("nc_matmul", "tensor", site, reads, writes, run, meta, matmul_write=True)
+
+
+def _outer_product(s: np.ndarray, v: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """``s.T @ v`` for a contraction of one row (``s`` (1, M), ``v`` (1, N)): one multiply and
+    the +0.0 that starts the BLAS sum (a -0.0 product comes out +0.0 there; every other value,
+    NaN payloads and subnormals included, is the product's). AWS's kernels broadcast a row
+    across partitions this way (a ones vector as the stationary); NumPy's matmul of it costs
+    ~4x the multiply. Written into ``out`` when given (its shape is (M, N))."""
+    out = np.multiply(s.T, v, out=out)
+    return np.add(out, _ZERO, out=out)
+
+
+_ZERO = np.float32(0.0)
 
 
 def _check_fp8_transpose_slots(rules: Any, dst: Any, data_dtype: str, api: str, site: Any) -> bool:

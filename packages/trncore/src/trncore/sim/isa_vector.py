@@ -3,6 +3,7 @@ NKI 0.3.0: one page per instruction)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -206,13 +207,35 @@ def _float_ufunc(token: Op) -> Any:
     return uf
 
 
-def _inplace_op(token: Op, rev: bool, operand: Any) -> Any:
+#: ufuncs that NumPy (2.x) runs against a scalar operand through a loop 2-3.5x slower than
+#: against a float32 row of that value broadcast over the rows (the same results, bit for bit:
+#: NaN payloads and the sign of zeros included; ``test_data_fast_paths2.py``)
+_ROW_OPERAND = (np.minimum, np.maximum)
+
+
+@functools.lru_cache(maxsize=64)
+def _constant_row(bits: int, free: int) -> np.ndarray:
+    """A read-only ``(1, free)`` float32 row of the value with bit pattern ``bits``, shared by the
+    instructions that use it (a traced line's row is not kept once per instruction)."""
+    row = np.full((1, free), np.uint32(bits).view(F32), dtype=F32)
+    row.flags.writeable = False
+    return row
+
+
+def _inplace_op(token: Op, rev: bool, operand: Any, value: Any = None, free: int = 0) -> Any:
     """``(x, out) -> ufunc(x, operand())`` (or reversed) written into ``out`` (None: a new
     array), for a token with a :func:`_float_ufunc`; None for any other token. The caller holds
-    ``np.errstate(all="ignore")``, as the token's own ``fn`` does."""
+    ``np.errstate(all="ignore")``, as the token's own ``fn`` does. ``value``: the operand when
+    it is a constant (not a tile) and ``free`` the data's elements per partition; minimum and
+    maximum then take it as a ``(1, free)`` row (:data:`_ROW_OPERAND`)."""
     uf = _float_ufunc(token)
     if uf is None:
         return None
+    if uf in _ROW_OPERAND and free > 0 and value is not None and not isinstance(value, NkiTensor):
+        row = _constant_row(int(np.asarray(F32(value)).view(np.uint32)), free)
+        if rev:
+            return lambda x, out: uf(row, x, out=out)
+        return lambda x, out: uf(x, row, out=out)
     if rev:
         return lambda x, out: uf(operand(), x, out=out)
     return lambda x, out: uf(x, operand(), out=out)
@@ -348,8 +371,9 @@ def tensor_scalar(
     if not bitvec:
         # the same float32 ufuncs computed into a buffer the instruction owns (the converted copy
         # of a bfloat16/fp8 operand, or the first op's result) instead of a new temporary each
-        g0 = _inplace_op(t0, reverse0, scalar_reader(operand0, site))
-        g1 = _inplace_op(t1, reverse1, scalar_reader(operand1, site)) if t1 else None
+        free = data.free_size
+        g0 = _inplace_op(t0, reverse0, scalar_reader(operand0, site), operand0, free)
+        g1 = _inplace_op(t1, reverse1, scalar_reader(operand1, site), operand1, free) if t1 else None
         if g0 is not None and (t1 is None or g1 is not None):
 
             def run_owned() -> None:
@@ -408,13 +432,32 @@ def scalar_tensor_tensor(
     x_op, o_op = data.operand(site), other.operand(site)
     write = _writer(dst, site)
     p, fn1 = data.partitions, t1.fn
+    extra = [operand0] if isinstance(operand0, NkiTensor) else []
+    # float32 arithmetic ufuncs for both ops: computed into the converted copy of a
+    # bfloat16/fp8 data operand (or the first op's result), as tensor_scalar does, instead of a
+    # new temporary for each op (the same ufuncs on the same values)
+    g0 = _inplace_op(t0, reverse0, scalar_reader(operand0, site), operand0, data.free_size)
+    uf1 = _float_ufunc(t1)
+    if g0 is not None and uf1 is not None:
+
+        def run_owned() -> None:
+            raw = x_op.read()
+            x = read_f32(raw, p)
+            o = read_f32(o_op.read(), p)
+            with np.errstate(all="ignore"):
+                y = g0(x, x if raw.dtype != F32 else None)
+                y = uf1(o, y, out=y) if reverse1 else uf1(y, o, out=y)
+            write(y)
+
+        ctx.emit("scalar_tensor_tensor", "vector", site, [data, other, *extra], [dst], run_owned,
+                 _elementwise_meta(dst))  # fmt: skip
+        return
 
     def run() -> None:
         y = f0(read_f32(x_op.read(), p))
         o = read_f32(o_op.read(), p)
         write(fn1(o, y) if reverse1 else fn1(y, o))
 
-    extra = [operand0] if isinstance(operand0, NkiTensor) else []
     ctx.emit(
         "scalar_tensor_tensor",
         "vector",
