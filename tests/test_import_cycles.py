@@ -245,7 +245,7 @@ SIM_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                       "isa_local_gather", "isa_random", "isa_mx", "registers", "lnc", "grid")),
     ("namespaces", ("isa", "isa_constants", "wrappers", "hbm_constants", "language", "loops",
                     "collectives")),
-    ("program", ("liveness", "lending", "program", "schedule")),
+    ("program", ("liveness", "psum_ranges", "lending", "program", "schedule")),
     ("runner", ("binding", "runner")),
     ("reports", ("report", "timeline", "launches")),
     ("nki module", ("modules",)),
