@@ -240,6 +240,10 @@ CHANGES: tuple[ApiChange, ...] = (
     ApiChange("NkiTensor.reshape element count", "behaviour", introduced="0.5.0",
               what="asserted at trace time; the emulator checks it under every release",
               page=_RN),
+    ApiChange("nisa.dma_transpose(scalar_offset, oob_mode=skip)", "behaviour",
+              introduced="0.5.0",
+              what="oob_mode.skip with a .ap(scalar_offset=...) src skips an out-of-bounds "
+              "transfer (before: skip only with a vector_offset src)", page=_RN),
     ApiChange("nl.rsqrt", "behaviour", introduced="0.5.0",
               what="runs on the GpSimd Engine and takes no PSUM input (nisa.activation(op="
               "nl.rsqrt) still does); before, a ScalarE activation that read PSUM too",

@@ -1,0 +1,172 @@
+"""Bullets of AWS's NKI release notes (0.3.0 -> 0.6.0) that the emulator did not follow.
+
+The release notes (``release-notes/components/nki.rst`` of the Neuron SDK docs, SDK 2.29-2.32)
+were audited bullet by bullet against ``trncore.sim`` (docs/emulator.md, "Release-notes audit").
+Each test here pins one bullet that had been missing: the valid form against NumPy under the
+releases where it is valid, the invalid neighbour caught at the kernel's line where it is not.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from trncore.sim import nisa, nl
+from trncore.sim.errors import LanguageError
+from trncore.sim.runner import run_kernel
+from trncore.sim.testing import assert_reported_at
+from trncore.sim.versions import VersionError
+
+pytestmark = pytest.mark.simulator
+
+rng = np.random.default_rng(3601)
+
+
+def _to_hbm(t):
+    out = nl.ndarray(tuple(t.shape), dtype=t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+# ---- NKI 0.6.0 (SDK 2.32), Bug Fixes: "tensor_copy_predicated and select_reduce now handle
+# source, destination, and predicate operands with mismatched ranks but matching free-element
+# counts (e.g. a 2D source with a 4D destination/predicate)"
+def masked_scores(scores, keep, dst_shape, pred_shape):
+    """Copy a [P, F] score tile into a ``dst_shape`` tile where ``keep`` is set (a 4-d causal mask
+    beside a 2-d score tile, as an attention kernel holds them); -1 elsewhere."""
+    s = nl.ndarray(tuple(scores.shape), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=scores)
+    m = nl.ndarray(pred_shape, dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.dma_copy(dst=m, src=keep.reshape(pred_shape))
+    d = nl.ndarray(dst_shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=d, value=-1.0)
+    nisa.tensor_copy_predicated(dst=d, src=s, predicate=m)  # HERE
+    return _to_hbm(d)
+
+
+def masked_select(scores, keep, dst_shape, pred_shape):
+    """``select_reduce`` of the same operands: on_true the 2-d scores, on_false -1, row maxima."""
+    s = nl.ndarray(tuple(scores.shape), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=scores)
+    m = nl.ndarray(pred_shape, dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.dma_copy(dst=m, src=keep.reshape(pred_shape))
+    d = nl.ndarray(dst_shape, dtype=nl.float32, buffer=nl.sbuf)
+    r = nl.ndarray((scores.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.select_reduce(dst=d, predicate=m, on_true=s, on_false=-1.0, reduce_res=r,
+                       reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_op=nl.maximum)  # fmt: skip
+    return _to_hbm(d), _to_hbm(r)
+
+
+_RANKS = [((8, 2, 3, 2), (8, 2, 3, 2)), ((8, 12), (8, 3, 4)), ((8, 3, 4), (8, 12))]
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+@pytest.mark.parametrize(("dst_shape", "pred_shape"), _RANKS)
+def test_predicated_copy_of_another_rank_matches_numpy(
+    target: str, version: str, dst_shape: tuple[int, ...], pred_shape: tuple[int, ...]
+) -> None:
+    scores = rng.standard_normal((8, 12)).astype(np.float32)
+    keep = (rng.random((8, 12)) < 0.5).astype(np.uint8)
+    got = run_kernel(masked_scores, [scores, keep], {"dst_shape": dst_shape, "pred_shape": pred_shape},
+                     target=target, nki_version=version)  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(got).reshape(8, 12), np.where(keep != 0, scores, -1.0))
+
+
+@pytest.mark.parametrize(("dst_shape", "pred_shape"), _RANKS)
+def test_select_reduce_of_another_rank_matches_numpy(
+    target: str, dst_shape: tuple[int, ...], pred_shape: tuple[int, ...]
+) -> None:
+    scores = rng.standard_normal((8, 12)).astype(np.float32)
+    keep = (rng.random((8, 12)) < 0.5).astype(np.uint8)
+    got, rowmax = run_kernel(masked_select, [scores, keep], {"dst_shape": dst_shape,
+                             "pred_shape": pred_shape}, target=target)  # fmt: skip
+    want = np.where(keep != 0, scores, -1.0)
+    np.testing.assert_array_equal(np.asarray(got).reshape(8, 12), want)
+    np.testing.assert_array_equal(np.asarray(rowmax).reshape(8), want.max(axis=1))
+
+
+def test_predicated_copy_with_another_element_count_is_refused() -> None:
+    # the neighbour: the free-element counts differ (12 vs 10), which no release accepts
+    scores = np.zeros((8, 12), np.float32)
+    keep = np.ones((8, 10), np.uint8)
+    with pytest.raises(Exception) as exc:
+        run_kernel(masked_scores, [scores, keep], {"dst_shape": (8, 2, 5), "pred_shape": (8, 2, 5)},
+                   target="trn2")  # fmt: skip
+    assert getattr(exc.value, "rule", None) == "element-count"
+    assert_reported_at(exc.value, masked_scores)
+
+
+# ---- NKI 0.5.0 (SDK 2.31), New Features: "dma_transpose with scalar_offset now supports
+# oob_mode.skip for runtime indirect indexing"
+def transposed_rows(table, start, rows: int):
+    """``rows`` rows of ``table`` [N, C] (bf16, HBM) from row ``start[0, 0]``, transposed into a
+    [C, rows] tile that starts as zeros; oob_mode.skip leaves it zero when the block runs past N."""
+    i = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i, src=start)
+    cols = table.shape[1]
+    block = table.ap(pattern=[[cols, rows], [1, cols]], offset=0, scalar_offset=i, indirect_dim=0)
+    t = nl.ndarray((cols, rows), dtype=table.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=0)
+    nisa.dma_transpose(dst=t, src=block, oob_mode=nisa.oob_mode.skip)  # HERE
+    return _to_hbm(t)
+
+
+def _table() -> np.ndarray:
+    return rng.standard_normal((40, 32)).astype(ml_dtypes.bfloat16)
+
+
+@pytest.mark.parametrize("version", ["0.5", "0.6"])
+def test_scalar_offset_transpose_with_skip_matches_numpy(version: str) -> None:
+    table = _table()
+    for start in (0, 7, 24):
+        got = run_kernel(transposed_rows, [table, np.array([[start]], np.int32)], {"rows": 16},
+                         target="trn2", nki_version=version)  # fmt: skip
+        np.testing.assert_array_equal(np.asarray(got), table[start : start + 16].T)
+
+
+@pytest.mark.parametrize("version", ["0.5", "0.6"])
+def test_scalar_offset_transpose_past_the_end_is_skipped(version: str) -> None:
+    # rows 30..45 of a 40-row table: the transfer is skipped and the zeroed tile stays zero (it
+    # had raised NumPy's "axes don't match array" from inside the emulator)
+    got = run_kernel(transposed_rows, [_table(), np.array([[30]], np.int32)], {"rows": 16},
+                     target="trn2", nki_version=version)  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(got, dtype=np.float32), np.zeros((32, 16), np.float32))
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.4"])
+def test_scalar_offset_transpose_with_skip_needs_0_5(version: str) -> None:
+    with pytest.raises(VersionError, match=r"needs NKI 0\.5\.0 \(Neuron SDK 2\.31\)") as exc:
+        run_kernel(transposed_rows, [_table(), np.array([[3]], np.int32)], {"rows": 16},
+                   target="trn2", nki_version=version)  # fmt: skip
+    assert_reported_at(exc.value, transposed_rows)
+
+
+# ---- NKI 0.4.0 (SDK 2.30), New Features, dma_compute oob_mode: "Validation ensures
+# oob_mode.skip is used only with indirect indexing"
+def summed(a, b, skip: bool):
+    """``a + b`` by ``dma_compute`` from two SBUF tiles into HBM (no indirection)."""
+    ta = nl.ndarray(tuple(a.shape), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ta, src=a)
+    tb = nl.ndarray(tuple(b.shape), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tb, src=b)
+    out = nl.ndarray(tuple(a.shape), dtype=nl.float32, buffer=nl.shared_hbm)
+    mode = nisa.oob_mode.skip if skip else nisa.oob_mode.error
+    nisa.dma_compute(out, [ta, tb], nl.add, oob_mode=mode)  # HERE
+    return out
+
+
+@pytest.mark.parametrize("version", ["0.4", "0.6"])
+def test_direct_dma_compute_matches_numpy(target: str, version: str) -> None:
+    a, b = rng.standard_normal((2, 16, 24)).astype(np.float32)
+    got = run_kernel(summed, [a, b], {"skip": False}, target=target, nki_version=version)
+    np.testing.assert_array_equal(got, a + b)
+
+
+@pytest.mark.parametrize("version", ["0.4", "0.5", "0.6"])
+def test_direct_dma_compute_with_skip_is_refused(version: str) -> None:
+    a = np.zeros((16, 24), np.float32)
+    with pytest.raises(LanguageError) as exc:
+        run_kernel(summed, [a, a], {"skip": True}, target="trn2", nki_version=version)
+    assert exc.value.rule == "dma-compute-oob"
+    assert_reported_at(exc.value, summed)
