@@ -170,3 +170,40 @@ def test_direct_dma_compute_with_skip_is_refused(version: str) -> None:
         run_kernel(summed, [a, a], {"skip": True}, target="trn2", nki_version=version)
     assert exc.value.rule == "dma-compute-oob"
     assert_reported_at(exc.value, summed)
+
+
+# ---- NKI 0.4.0 (SDK 2.30), Improvements: "nki.isa.dma_transpose with indirect indexing -
+# Relaxed the src innermost dimension constraint from exactly 128 to <= 128 when src uses an
+# indirect access pattern (vector_offset)"
+def gathered_transpose(table, idx):
+    """Rows ``table[idx]`` (bf16, HBM [N, C]) transposed into a [C, P] tile by one indirect
+    dma_transpose, as an embedding lookup that wants the features on the partitions."""
+    p, cols = idx.shape[0], table.shape[1]
+    idx_sb = nl.ndarray((p, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx_sb, src=idx)
+    dst = nl.ndarray((cols, p), dtype=table.dtype, buffer=nl.sbuf)
+    view = table.ap(pattern=[[cols, p], [1, cols]], vector_offset=idx_sb, indirect_dim=0)
+    nisa.dma_transpose(dst=dst, src=view, axes=(1, 0))  # HERE
+    return _to_hbm(dst)
+
+
+def _lookup(cols: int) -> tuple[np.ndarray, np.ndarray]:
+    table = rng.standard_normal((50, cols)).astype(ml_dtypes.bfloat16)
+    idx = rng.integers(0, 50, size=(16, 1)).astype(np.uint32)
+    return table, idx
+
+
+@pytest.mark.parametrize(("version", "cols"), [("0.3", 128), ("0.4", 64), ("0.6", 64), ("0.6", 128)])
+def test_indirect_transpose_width_matches_numpy(version: str, cols: int) -> None:
+    table, idx = _lookup(cols)
+    got = run_kernel(gathered_transpose, [table, idx], target="trn2", nki_version=version)
+    np.testing.assert_array_equal(np.asarray(got), table[idx[:, 0]].T)
+
+
+def test_indirect_transpose_below_128_is_refused_under_0_3() -> None:
+    table, idx = _lookup(64)
+    with pytest.raises(Exception) as exc:
+        run_kernel(gathered_transpose, [table, idx], target="trn2", nki_version="0.3")
+    assert getattr(exc.value, "rule", None) == "dma-transpose-indirect"
+    assert "must be exactly 128 under NKI 0.3.0" in str(exc.value)
+    assert_reported_at(exc.value, gathered_transpose)

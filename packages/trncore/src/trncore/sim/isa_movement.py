@@ -315,6 +315,11 @@ def _check_indirect_transpose(src: NkiTensor, idx: NkiTensor, mode: int, site: A
         problems.append(f"a 4-d src needs src.shape[1] or src.shape[2] == 1, got {list(src.shape)}")
     if src.shape[-1] > 128:
         problems.append(f"src.shape[-1]={src.shape[-1]} exceeds 128")
+    elif src.shape[-1] != 128 and not versions.has_change("nisa.dma_transpose indirect width"):
+        # NKI 0.4.0 release notes (SDK 2.30), Improvements: the indirect form's innermost
+        # dimension was relaxed "from exactly 128 to <= 128" (docs/emulator.md, Readings chosen)
+        problems.append(f"src.shape[-1]={src.shape[-1]} must be exactly 128 under "
+                        f"{versions.release(versions.current()).label} (<= 128 from NKI 0.4.0)")  # fmt: skip
     if dtypes.itemsize(src.dtype) != 2:
         problems.append(f"src dtype {src.dtype} is not 2 bytes")
     if not src.buffer.is_hbm:
