@@ -207,3 +207,32 @@ def test_indirect_transpose_below_128_is_refused_under_0_3() -> None:
     assert getattr(exc.value, "rule", None) == "dma-transpose-indirect"
     assert "must be exactly 128 under NKI 0.3.0" in str(exc.value)
     assert_reported_at(exc.value, gathered_transpose)
+
+
+# ---- NKI 0.4.0 (SDK 2.30), Bug Fixes: "Fixed bool output tensors being returned as uint8 from
+# PyTorch Native kernels. Bool dtype is now preserved end-to-end so output tensors are returned
+# as torch.bool instead of torch.uint8" (nki.simulate takes torch tensors from 0.4.0)
+def above(a, b):
+    """``a > b`` element by element, as an ``nl.bool_`` output, and ``a + b`` as a float one."""
+    ta = nl.ndarray(tuple(a.shape), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ta, src=a)
+    tb = nl.ndarray(tuple(b.shape), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tb, src=b)
+    mask = nl.ndarray(tuple(a.shape), dtype=nl.bool_, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=mask, data1=ta, data2=tb, op=nl.greater)
+    total = nl.ndarray(tuple(a.shape), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=total, data1=ta, data2=tb, op=nl.add)
+    return _to_hbm(mask), _to_hbm(total)
+
+
+@pytest.mark.parametrize("version", ["0.4", "0.6"])
+def test_simulate_returns_bool_outputs_as_torch_bool(version: str) -> None:
+    torch = pytest.importorskip("torch")
+    from trncore.sim import simulate
+
+    a = torch.from_numpy(rng.standard_normal((8, 16)).astype(np.float32))
+    b = torch.from_numpy(rng.standard_normal((8, 16)).astype(np.float32))
+    mask, total = simulate(above, nki_version=version)(a, b)
+    assert mask.dtype == torch.bool and total.dtype == torch.float32
+    np.testing.assert_array_equal(mask.numpy(), a.numpy() > b.numpy())
+    np.testing.assert_array_equal(total.numpy(), a.numpy() + b.numpy())
