@@ -236,3 +236,57 @@ def test_simulate_returns_bool_outputs_as_torch_bool(version: str) -> None:
     assert mask.dtype == torch.bool and total.dtype == torch.float32
     np.testing.assert_array_equal(mask.numpy(), a.numpy() > b.numpy())
     np.testing.assert_array_equal(total.numpy(), a.numpy() + b.numpy())
+
+
+# ---- bullets that were emulated without a test of their own (probed in the audit)
+# NKI 0.6.0 (SDK 2.32), Bug Fixes: "activation with a reduce_res tile that aliases dst no longer
+# clobbers the reduction result"
+def exp_rows_with_sum_in_column0(x):
+    """``exp(x)`` into a tile whose column 0 then holds each row's sum of ``exp(x)``: the
+    reduction's result lands inside ``dst`` (``reduce_res`` is ``dst[:, 0:1]``)."""
+    t = nl.ndarray(tuple(x.shape), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    d = nl.ndarray(tuple(x.shape), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=d, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=d[:, 0:1],
+                    reduce_cmd=nisa.reduce_cmd.reset_reduce)  # fmt: skip
+    return _to_hbm(d)
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.6"])
+def test_activation_reduce_res_inside_dst_keeps_the_sum(target: str, version: str) -> None:
+    x = rng.standard_normal((32, 20)).astype(np.float32)
+    got = run_kernel(exp_rows_with_sum_in_column0, [x], target=target, nki_version=version)
+    want = np.exp(x.astype(np.float64))
+    want[:, 0] = want.sum(axis=1)
+    np.testing.assert_allclose(got, want, rtol=2e-6)
+
+
+# NKI 0.4.0 (SDK 2.30), Bug Fixes: "nki.isa.local_gather now produces correct results, including
+# when the destination uses a sub-view or .ap() access pattern"
+def gather_into_columns(src_hbm, index_hbm, lo: int, n: int, by_ap: bool):
+    """``local_gather`` of ``n`` elements per partition (one per index) into columns ``lo:lo+n``
+    of a zeroed [P, 3n] tile, addressed by a slice or by ``.ap()``."""
+    src = nl.ndarray(tuple(src_hbm.shape), dtype=src_hbm.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=src_hbm)
+    index = nl.ndarray(tuple(index_hbm.shape), dtype=nl.uint16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=index, src=index_hbm)
+    p = src.shape[0]
+    tile = nl.ndarray((p, 3 * n), dtype=src.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=tile, value=0)
+    dst = tile.ap(pattern=[[3 * n, p], [1, n]], offset=lo) if by_ap else tile[:, lo : lo + n]
+    nisa.local_gather(dst=dst, src_buffer=src, index=index, num_valid_indices=n)
+    return _to_hbm(tile)
+
+
+@pytest.mark.parametrize("by_ap", [False, True])
+def test_local_gather_into_a_sub_view_matches_numpy(target: str, by_ap: bool) -> None:
+    p, f, n, lo = 32, 48, 16, 8
+    src = rng.standard_normal((p, f)).astype(np.float32)
+    index = rng.integers(0, f, size=(p, 1)).astype(np.uint16)
+    got = run_kernel(gather_into_columns, [src, index], {"lo": lo, "n": n, "by_ap": by_ap},
+                     target=target)  # fmt: skip
+    want = np.zeros((p, 3 * n), np.float32)
+    for c in range(0, p, 16):  # each core's 16 indices, partition first, address its 16 partitions
+        starts = index[c : c + 16, 0].astype(np.int64)
+        want[c : c + 16, lo : lo + n] = src[c : c + 16][:, starts]
+    np.testing.assert_array_equal(got, want)
