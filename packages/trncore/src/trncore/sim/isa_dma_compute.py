@@ -69,6 +69,12 @@ def dma_compute(
             raise ShapeError("element-count", f"dma_compute element counts differ: "
                              f"{t.describe()} vs dst {dst.describe()}", site)  # fmt: skip
     skip = int(oob_mode) == 1
+    if skip and all(t.dynamic is None for t in (dst, *sources)):
+        # NKI 0.4.0 release notes (SDK 2.30), New Features: "Validation ensures oob_mode.skip is
+        # used only with indirect indexing" (the dma_compute page: "during indirect access")
+        raise LanguageError("dma-compute-oob", "dma_compute oob_mode=skip is only valid with "
+                            "indirect indexing (a .ap(vector_offset=...) view in dst or srcs); "
+                            "no operand here is indirect", site)  # fmt: skip
     ops = [s.operand(site, oob_skip=skip) for s in sources]
     out_op = dst.operand(site, oob_skip=skip)
     name_ = dst.dtype

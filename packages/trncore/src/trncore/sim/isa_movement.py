@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes, hooks
+from trncore.sim import dtypes, hooks, versions
 from trncore.sim.checks import (
     as_tensor,
     check_compute_operand,
@@ -248,7 +248,7 @@ def dma_transpose(
             "dma-transpose-shape", f"dst {dst.describe()} must have shape {list(want)}", site
         )
     check_partitions(dst, "dma_transpose", "dst", site, start_rules=False)
-    from trncore.sim.dynamic import VectorOffset
+    from trncore.sim.dynamic import ScalarOffset, VectorOffset
 
     if isinstance(src.dynamic, VectorOffset):
         _check_indirect_transpose(src, src.dynamic.tensor, int(dge_mode), site)
@@ -272,6 +272,10 @@ def dma_transpose(
                 "(.ap(vector_offset=...))",
                 site,
             )
+    if int(oob_mode) == 1 and isinstance(src.dynamic, ScalarOffset):
+        # NKI 0.5.0 release notes (SDK 2.31), New Features: "dma_transpose with scalar_offset
+        # now supports oob_mode.skip"; before, skip was for vector_offset sources only
+        versions.require("nisa.dma_transpose(scalar_offset, oob_mode=skip)", site)
     if int(dge_mode) == 2:  # hwdge: the shape rules of the target NKI release
         from trncore.sim.release_rules import check_hwdge_transpose
 
@@ -287,7 +291,10 @@ def dma_transpose(
         # a contiguous copy of the source first: NumPy's transposing copy from a strided view
         # (a tile's slice) is several times slower than from a contiguous one (same bytes)
         # (dtypes.contiguous: bfloat16/fp8 copied as integer words)
-        got = np.transpose(dtypes.contiguous(np.asarray(s_op.read())), perm)
+        read = s_op.read()
+        if read is None:  # a skipped out-of-bounds scalar_offset: dst keeps its contents
+            return
+        got = np.transpose(dtypes.contiguous(np.asarray(read)), perm)
         d_op.write(keep_skipped(got, s_op, d_op.read, perm))
 
     meta = {
@@ -308,6 +315,11 @@ def _check_indirect_transpose(src: NkiTensor, idx: NkiTensor, mode: int, site: A
         problems.append(f"a 4-d src needs src.shape[1] or src.shape[2] == 1, got {list(src.shape)}")
     if src.shape[-1] > 128:
         problems.append(f"src.shape[-1]={src.shape[-1]} exceeds 128")
+    elif src.shape[-1] != 128 and not versions.has_change("nisa.dma_transpose indirect width"):
+        # NKI 0.4.0 release notes (SDK 2.30), Improvements: the indirect form's innermost
+        # dimension was relaxed "from exactly 128 to <= 128" (docs/emulator.md, Readings chosen)
+        problems.append(f"src.shape[-1]={src.shape[-1]} must be exactly 128 under "
+                        f"{versions.release(versions.current()).label} (<= 128 from NKI 0.4.0)")  # fmt: skip
     if dtypes.itemsize(src.dtype) != 2:
         problems.append(f"src dtype {src.dtype} is not 2 bytes")
     if not src.buffer.is_hbm:

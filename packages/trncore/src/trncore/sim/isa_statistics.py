@@ -91,11 +91,13 @@ def tensor_copy_predicated(
         if src.buffer.name == "psum" and pred.buffer.name == "psum":
             raise BufferError("predicated-two-psum", "src and predicate cannot both be in PSUM",
                               site)  # fmt: skip
-        s_op = src.operand(site)
+        s_op, s_shape = src.operand(site), tuple(dst.shape)
         reads.append(src)
 
         def source() -> np.ndarray:
-            return np.asarray(s_op.read())
+            # src may have another rank than dst with the same elements per partition (a 2-d
+            # src, a 4-d dst): NKI 0.6.0 release notes (SDK 2.32), nki.simulate bug fixes
+            return np.asarray(s_op.read()).reshape(s_shape)
     else:
         value = dtypes.cast(np.float32(src), dst.dtype)
 

@@ -593,6 +593,18 @@ def run_kernel(
     if known_issues is not None:
         with _issues.mode(known_issues):
             return run_kernel(fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version)
+    return _run_program(fn, args, kwargs, target, lnc, nki_version)[1]
+
+
+def _run_program(
+    fn: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any] | None,
+    target: str | None,
+    lnc: int | tuple[int, ...] | None,
+    nki_version: str | None,
+) -> tuple[Program, Any]:
+    """:func:`run_kernel` under the current known-issues mode: the program and its outputs."""
     if context.maybe_current() is not None:
         raise LanguageError(
             "nested-kernel-call",
@@ -604,8 +616,8 @@ def run_kernel(
         fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version, lend=True
     )
     if result is not NOT_RUN:
-        return result
-    return prog.run(arrays)
+        return prog, result
+    return prog, prog.run(arrays)
 
 
 def run_ranks(
@@ -852,15 +864,22 @@ def _run_torch(
 
     np_args = [arg(a) for a in args]
     np_kwargs = {k: arg(v) for k, v in kwargs.items()}
-    out = run_kernel(func, np_args, np_kwargs, lnc=grid, nki_version=nki_version, known_issues=known_issues)
+    with _issues.scoped(known_issues):
+        prog, out = _run_program(func, np_args, np_kwargs, None, grid, nki_version)
     for tensor, array in pairs:
         if not np.array_equal(to_numpy(tensor), array, equal_nan=array.dtype.kind == "f"):
             tensor.copy_(to_torch(array, device=tensor.device))
 
-    def back(o: Any) -> Any:
-        return to_torch(o) if isinstance(o, np.ndarray) else o
+    def back(o: Any, t: NkiTensor) -> Any:
+        if not isinstance(o, np.ndarray):
+            return o
+        # an nl.bool_ output (stored as uint8) comes back as torch.bool: NKI 0.4.0 release notes
+        # (SDK 2.30), Bug Fixes, "Bool dtype is now preserved end-to-end"
+        return to_torch(o != 0) if t.dtype == "bool_" else to_torch(o)
 
-    return tuple(back(o) for o in out) if isinstance(out, tuple) else back(out)
+    if isinstance(out, tuple):
+        return tuple(back(o, t) for o, t in zip(out, prog.outputs))
+    return back(out, prog.outputs[0]) if prog.outputs else out
 
 
 class _Engine:

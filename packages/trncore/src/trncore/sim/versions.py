@@ -198,6 +198,10 @@ CHANGES: tuple[ApiChange, ...] = (
     ApiChange("nisa.sendrecv gpsimd_dma partitions", "behaviour", introduced="0.4.0",
               what="dma_engine=gpsimd_dma no longer needs a multiple of 16 partitions (0.3.0 "
               "page: required); the bytes-per-partition limits stay", page="nki.isa.sendrecv"),
+    ApiChange("nisa.dma_transpose indirect width", "behaviour", introduced="0.4.0",
+              what="a vector_offset (gather) transpose's src.shape[-1] may be below 128 (0.3.0: "
+              "exactly 128, as the 0.4.0 notes say; the 0.3.0 page already wrote <= 128)",
+              page=_RN),
     # ---- NKI 0.5.0 (SDK 2.31)
     ApiChange("nl.float8_e8m0fnu", "value", introduced="0.5.0",
               what="OCP MX scale dtype (storage and casts)", page="nki.language.float8_e8m0fnu"),
@@ -240,6 +244,10 @@ CHANGES: tuple[ApiChange, ...] = (
     ApiChange("NkiTensor.reshape element count", "behaviour", introduced="0.5.0",
               what="asserted at trace time; the emulator checks it under every release",
               page=_RN),
+    ApiChange("nisa.dma_transpose(scalar_offset, oob_mode=skip)", "behaviour",
+              introduced="0.5.0",
+              what="oob_mode.skip with a .ap(scalar_offset=...) src skips an out-of-bounds "
+              "transfer (before: skip only with a vector_offset src)", page=_RN),
     ApiChange("nl.rsqrt", "behaviour", introduced="0.5.0",
               what="runs on the GpSimd Engine and takes no PSUM input (nisa.activation(op="
               "nl.rsqrt) still does); before, a ScalarE activation that read PSUM too",
