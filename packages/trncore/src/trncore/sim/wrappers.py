@@ -28,6 +28,7 @@ from trncore.sim.errors import (
     site_suffix,
     warn_unless_strict,
 )
+from trncore.sim.isa_tensor_engine import WIDE_MATMUL_DTYPES
 from trncore.sim.tensor import PSUM, SBUF, NkiTensor
 
 __all__ = [
@@ -151,10 +152,6 @@ def _stable_copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
     return out
 
 
-#: the fp32 matmul inputs, which give an fp32 product whatever the result dtype is read as
-_WIDE_MM = frozenset({"float32", "tfloat32"})
-
-
 def _warn_gen2_narrow_matmul(x: NkiTensor, y: NkiTensor) -> None:
     """On NeuronCore-v2 (trn1), warn at the ``nl.matmul`` line when neither operand is fp32/tf32
     (an error in strict mode, ``nl-matmul-dst-gen2``).
@@ -167,7 +164,7 @@ def _warn_gen2_narrow_matmul(x: NkiTensor, y: NkiTensor) -> None:
     NeuronCore-v2. The same report has trn2 accepting the kernel, so trn2 is not warned.
     Mixed fp32/narrow operands are refused by the pairing rule of the ``nc_matmul`` below."""
     ctx = current()
-    if ctx.rules.nc_version != 2 or x.dtype in _WIDE_MM or y.dtype in _WIDE_MM:
+    if ctx.rules.nc_version != 2 or x.dtype in WIDE_MATMUL_DTYPES or y.dtype in WIDE_MATMUL_DTYPES:
         return
     message = (
         f"nl.matmul of {x.dtype} and {y.dtype} operands on {ctx.target}: no AWS page gives its PSUM "
