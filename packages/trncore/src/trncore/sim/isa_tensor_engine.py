@@ -39,7 +39,8 @@ _MM_DTYPES = {
     "float32",
 }
 
-_WIDE = frozenset({"float32", "tfloat32"})  # the fp32 matmul inputs (4 passes, paired together)
+#: the fp32 matmul inputs (4 passes, paired together); also read by nl.matmul (wrappers)
+WIDE_MATMUL_DTYPES = frozenset({"float32", "tfloat32"})
 
 
 def _warn_accumulate_uninitialized(site: Any, label: str) -> None:
@@ -151,7 +152,7 @@ def _matmul_checks(
                 f"{ctx.target} the fp8 inputs are float8_e4m3 and float8_e5m2 ({t.describe()})",
                 site,
             )
-    if (stat.dtype in _WIDE) != (mov.dtype in _WIDE):
+    if (stat.dtype in WIDE_MATMUL_DTYPES) != (mov.dtype in WIDE_MATMUL_DTYPES):
         raise DtypeError(
             "matmul-fp32-pairing",
             f"nc_matmul fp32/tf32 operands pair only with fp32/tf32: "
@@ -179,7 +180,7 @@ def _matmul_plan(
     changed)."""
     double, k, m, n, slots = checked
     kk = 2 * k if double else k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows
-    factor = 4.0 if stat.dtype in _WIDE else 1.0
+    factor = 4.0 if stat.dtype in WIDE_MATMUL_DTYPES else 1.0
     fp8 = stat.dtype.startswith("float8") and mov.dtype.startswith("float8")
     if onezero:
         factor = max(1.0, factor / 2)  # nki.isa.nc_matmul, NKI 0.3.0: 0/1 hint up to 2x for fp32 operands

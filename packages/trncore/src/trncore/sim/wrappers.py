@@ -20,7 +20,15 @@ from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
 from trncore.sim.checks import F32
 from trncore.sim.context import current, user_site
 from trncore.sim.creation import allocate
-from trncore.sim.errors import BufferError, LanguageError, ShapeError, site_suffix
+from trncore.sim.errors import (
+    BufferError,
+    DtypeError,
+    LanguageError,
+    ShapeError,
+    site_suffix,
+    warn_unless_strict,
+)
+from trncore.sim.isa_tensor_engine import WIDE_MATMUL_DTYPES
 from trncore.sim.tensor import PSUM, SBUF, NkiTensor
 
 __all__ = [
@@ -144,9 +152,44 @@ def _stable_copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
     return out
 
 
+def _warn_gen2_narrow_matmul(x: NkiTensor, y: NkiTensor) -> None:
+    """On NeuronCore-v2 (trn1), warn at the ``nl.matmul`` line when neither operand is fp32/tf32
+    (an error in strict mode, ``nl-matmul-dst-gen2``).
+
+    No AWS page gives ``nl.matmul``'s PSUM result dtype (``nki.language.matmul``, NKI 0.3.0-0.6.0:
+    "x @ y", no dtype parameter); the emulator writes float32. A public kernel's notes report
+    the NKI 0.6.0 compiler on Inf2 taking the operands' dtype for it and refusing bf16 operands
+    ("nc_matmul dst dtype must be float32 on gen2, got bfloat16": aws-neuron/nki-samples PR #133,
+    contributed/decode_attention.py), as ``nki.isa.nc_matmul`` requires a float32 dst on
+    NeuronCore-v2. The same report has trn2 accepting the kernel, so trn2 is not warned.
+    Mixed fp32/narrow operands are refused by the pairing rule of the ``nc_matmul`` below."""
+    ctx = current()
+    if ctx.rules.nc_version != 2 or x.dtype in WIDE_MATMUL_DTYPES or y.dtype in WIDE_MATMUL_DTYPES:
+        return
+    message = (
+        f"nl.matmul of {x.dtype} and {y.dtype} operands on {ctx.target}: no AWS page gives its PSUM "
+        "result dtype, which the emulator makes float32; the NKI 0.6.0 compiler on NeuronCore-v2 "
+        "is reported to take the operands' dtype and refuse it ('nc_matmul dst dtype must be "
+        "float32 on gen2', aws-neuron/nki-samples PR #133), as nki.isa.nc_matmul requires a "
+        "float32 dst on NeuronCore-v2; use nisa.nc_matmul into a float32 PSUM tile"
+    )
+    warn_unless_strict(
+        ctx.strict,
+        DtypeError,
+        "nl-matmul-dst-gen2",
+        message,
+        user_site(),
+        instead="; runs with a float32 result here",
+        stacklevel=3,
+    )
+
+
 def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False) -> NkiTensor:
     """``x.T @ y`` into a new float32 PSUM tile. Without ``transpose_x=True`` a known issue of
-    every release (``nl-matmul-transpose-x``); computed as ``x @ y`` when the mode allows."""
+    every release (``nl-matmul-transpose-x``); computed as ``x @ y`` when the mode allows. On
+    trn1, narrow (non-fp32) operands are warned at the line (:func:`_warn_gen2_narrow_matmul`)."""
+    if isinstance(x, NkiTensor) and isinstance(y, NkiTensor):
+        _warn_gen2_narrow_matmul(x, y)
     if not transpose_x:
         known_issues.check("nl-matmul-transpose-x")
         # what AWS's simulator computes: x @ y, with x (M, K) moved to (K, M) on TensorE
