@@ -92,6 +92,26 @@ def elementwise_meta(t: NkiTensor, **extra: Any) -> dict[str, Any]:
     return {"partitions": t.partitions, "free": t.free_size, **extra}
 
 
+def hbm_bytes_meta(sources: list[NkiTensor], dst: NkiTensor) -> dict[str, int]:
+    """The HBM bytes a DMA reads and writes, each at the HBM side's own dtype (cost-model fields
+    ``hbm_read`` / ``hbm_write`` of :mod:`trncore.sim.report`).
+
+    A DMA converts element types on the way ("first casting from src.dtype to float32, then from
+    float32 to dst.dtype", AWS NKI docs, nki.isa.dma_copy, NKI 0.3.0 and 0.6.0; ``dma_compute``
+    sums its sources in float32 and casts to ``dst.dtype``, same pages), so a float32 SBUF tile
+    stored to a bfloat16 HBM tensor writes 2 bytes per element to HBM, not 4, and a
+    ``dma_compute`` of two on-chip sources writes only ``dst``'s bytes to HBM."""
+
+    def size(t: NkiTensor) -> int:
+        return t.size * dtypes.itemsize(t.dtype)
+
+    on_hbm = [t for t in sources if t.buffer.name.endswith("hbm")]
+    return {
+        "hbm_read": sum(size(t) for t in on_hbm),
+        "hbm_write": size(dst) if dst.buffer.name.endswith("hbm") else 0,
+    }
+
+
 def writer(dst: NkiTensor, site: Any) -> Any:
     """A function writing float32 results into ``dst``, cast to its dtype (resolved once, at trace)."""
     operand = dst.operand(site)

@@ -26,7 +26,7 @@ from trncore.sim.checks import as_tensor
 from trncore.sim.errors import BufferError, LanguageError, ShapeError
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import enum_arg as _enum_arg
-from trncore.sim.isa_common import oob_mode
+from trncore.sim.isa_common import hbm_bytes_meta, oob_mode
 from trncore.sim.isa_common import op_token as _op_token
 
 _OOB = oob_mode  # (the parameter of the same name shadows the class)
@@ -97,7 +97,8 @@ def dma_compute(
         write(acc)
 
     nbytes = sum(s.size * dtypes.itemsize(s.dtype) for s in sources)
-    meta = {"bytes": nbytes, "src": sources[0].buffer.name, "dst": dst.buffer.name, "dge": 0}
+    meta = {"bytes": nbytes, "src": sources[0].buffer.name, "dst": dst.buffer.name, "dge": 0,
+            **hbm_bytes_meta(sources, dst)}  # fmt: skip
     ctx.emit("dma_compute", "dma", site, sources, [dst], run, meta)
 
 

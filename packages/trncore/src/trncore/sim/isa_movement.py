@@ -30,7 +30,7 @@ from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
-from trncore.sim.isa_common import dge_mode, engine, oob_mode
+from trncore.sim.isa_common import dge_mode, engine, hbm_bytes_meta, oob_mode
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import enum_arg as _enum_arg
 from trncore.sim.isa_common import pick_engine as _pick_engine
@@ -120,7 +120,8 @@ def _dma_copy_checks(ctx: Any, site: Any, dst: Any, src: Any, dge_mode: Any, eng
 def _dma_meta(src: Any, dst: Any, mode: Any) -> dict[str, Any]:
     """A DMA's cost-model fields: bytes moved, the two buffers, the DGE mode."""
     nbytes = src.size * dtypes.itemsize(src.dtype)
-    return {"bytes": nbytes, "src": src.buffer.name, "dst": dst.buffer.name, "dge": mode}
+    return {"bytes": nbytes, "src": src.buffer.name, "dst": dst.buffer.name, "dge": mode,
+            **hbm_bytes_meta([src], dst)}  # fmt: skip
 
 
 def dma_copy(
@@ -301,6 +302,7 @@ def dma_transpose(
         "bytes": src.size * dtypes.itemsize(src.dtype),
         "src": src.buffer.name,
         "dst": dst.buffer.name,
+        **hbm_bytes_meta([src], dst),
     }
     ctx.emit("dma_transpose", "dma", site, [src], [dst], run, meta)
 

@@ -145,13 +145,27 @@ def _schedule_lines(rep: Report) -> list[str]:
     return lines
 
 
+def _hbm_bytes(ins: Any) -> tuple[int, int]:
+    """The bytes a DMA instruction reads from and writes to HBM, each at the HBM side's dtype.
+
+    The DMA emitters record them (``hbm_read`` / ``hbm_write``, :func:`trncore.sim.isa_common.
+    hbm_bytes_meta`): a converting store (a float32 tile to a bfloat16 tensor) writes the
+    bfloat16 bytes, and a ``dma_compute`` of on-chip sources writes only its destination. Other
+    DMAs (collectives, constants, loads of the ``nl`` wrappers) move one dtype: their ``bytes``
+    on whichever side is HBM."""
+    nbytes = ins.meta.get("bytes", 0)
+    read = ins.meta.get("hbm_read", nbytes if ins.meta.get("src", "").endswith("hbm") else 0)
+    write = ins.meta.get("hbm_write", nbytes if ins.meta.get("dst", "").endswith("hbm") else 0)
+    return read, write
+
+
 @hooks.program_report.register
 def program_report(prog: Program) -> Report:
     """The cost model applied to ``prog`` (see the module docstring for the model)."""
     rules = rules_for(prog.target)
     counts = {e: 0 for e in ENGINES}
     busy = {e: 0.0 for e in ENGINES}
-    dma_in = dma_out = dma_other = 0
+    dma_in = dma_out = dma_other = hbm_traffic = 0
     flops = 0
     for ins in prog.instrs:
         if ins.engine not in counts:
@@ -162,15 +176,14 @@ def program_report(prog: Program) -> Report:
         if ins.engine == "tensor":
             flops += ins.meta.get("flops", 0)
         if ins.engine == "dma":
-            nbytes = ins.meta.get("bytes", 0)
-            src_hbm = ins.meta.get("src", "").endswith("hbm")
-            dst_hbm = ins.meta.get("dst", "").endswith("hbm")
-            if src_hbm and not dst_hbm:
-                dma_in += nbytes
-            elif dst_hbm and not src_hbm:
-                dma_out += nbytes
+            read, write = _hbm_bytes(ins)
+            hbm_traffic += read + write
+            if read and not write:
+                dma_in += read
+            elif write and not read:
+                dma_out += write
             else:
-                dma_other += nbytes
+                dma_other += ins.meta.get("bytes", 0)
     # TensorE peak for the operand dtypes actually used: each matmul's own peak rate.
     dtype_capacity = 0.0
     for ins in prog.instrs:
@@ -185,18 +198,6 @@ def program_report(prog: Program) -> Report:
     input_bytes = sum(a.flat.nbytes for a in prog.inputs)
     output_bytes = sum(t.size * t.array().itemsize for t in prog.outputs)
     minimum = input_bytes + output_bytes
-    hbm_traffic = (
-        dma_in
-        + dma_out
-        + 2
-        * sum(
-            ins.meta.get("bytes", 0)
-            for ins in prog.instrs
-            if ins.engine == "dma"
-            and ins.meta.get("src", "").endswith("hbm")
-            and ins.meta.get("dst", "").endswith("hbm")
-        )
-    )
     tensor_busy = busy["tensor"]
     util = flops / (rules.tensor_peak_bf16 * tensor_busy) if tensor_busy else 0.0
     util_dtype = flops / dtype_capacity if dtype_capacity else 0.0

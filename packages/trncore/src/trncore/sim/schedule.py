@@ -278,8 +278,10 @@ class Schedule:
         return min(1.0, max(0.0, (self.upper_bound_s - self.makespan_s) / span))
 
     def lane_idle_s(self) -> dict[str, float]:
-        """Idle seconds per lane over the modelled time."""
-        return {lane: self.makespan_s - busy for lane, busy in self.lane_busy_s.items()}
+        """Idle seconds per lane over the modelled time (never below 0: a lane busy for the whole
+        modelled time sums its durations in another order than the schedule's ends, and the
+        difference of the two sums can round to -1e-16 s, printed as "-0.00" us)."""
+        return {lane: max(0.0, self.makespan_s - busy) for lane, busy in self.lane_busy_s.items()}
 
     def critical_path(self) -> list[ScheduledInstr]:
         """The chain of instructions, first to last, whose ends set the modelled time."""
