@@ -30,6 +30,7 @@ __all__ = [
     "contiguous",
     "dtype_name",
     "float_to_int_truncation",
+    "ieee_arithmetic",
     "is_byte_float",
     "is_float",
     "is_int",
@@ -342,6 +343,20 @@ def cast(values: Any, name: str) -> np.ndarray:
 #: Per thread: whether float->int casts truncate toward zero (NKI < 0.6.0's simulator, see
 #: trncore.sim.versions, row "float to int casts") instead of rounding to nearest even.
 _CAST_MODE = context.inherited_local()
+
+
+def ieee_arithmetic() -> contextlib.AbstractContextManager[Any]:
+    """NumPy's floating-point warnings off in one thread while a kernel's instructions run.
+
+    The engines compute IEEE float32 without traps: inf * 0 is NaN, an overflow is inf, silently
+    (the Trainium2 Architecture Guide for NKI, "Built-in Transpose Support", NKI 0.3.0 and 0.6.0:
+    NaN/Inf values in a TensorE matmul "propagate through the accumulation chain"). NumPy
+    would warn instead ("invalid value encountered in matmul") from the emulator's own line, not
+    the kernel's, and under ``-W error`` stop with an exception inside NumPy (a DeltaNet kernel
+    whose fp32 ``exp`` overflows, docs/conformance.md "Twenty-fifth batch"). Entered where a trace
+    or a replay runs instructions, and in each LNC core's thread (``np.errstate`` is per thread).
+    """
+    return np.errstate(all="ignore")
 
 
 @contextlib.contextmanager

@@ -294,16 +294,6 @@ def nc_matmul(
         return np.ascontiguousarray(s[np.argmax(ones, axis=0)].T)
 
     def run() -> None:
-        # TensorE multiplies and sums in IEEE float32 without traps: inf * 0 is NaN, a sum past
-        # the range is inf, silently, as the Vector/Scalar Engine instructions compute here
-        # (alu.Op runs its ufuncs under the same errstate). Without it NumPy's "invalid value
-        # encountered in matmul" came from this module, not the kernel's line, and under
-        # ``-W error`` became an exception inside NumPy (a DeltaNet kernel of the twenty-fifth
-        # batch whose fp32 exp overflows, docs/conformance.md "Third-party kernels").
-        with np.errstate(all="ignore"):
-            _multiply()
-
-    def _multiply() -> None:
         s = s_f32(s_op.read()).reshape(k, m)
         v = v_f32(m_op.read()).reshape(k, n)
         product = moved(s, v) if bit_transpose else None

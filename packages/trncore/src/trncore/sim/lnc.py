@@ -229,7 +229,8 @@ def run_world(ctxs: Sequence[Any], lnc: int, bodies: Sequence[Callable[[int], An
         context.adopt_thread_state(inherited)
         context.push(ctxs[slot // lnc])
         try:
-            sched.instance(slot, bodies[slot // lnc], results)
+            with dtypes.ieee_arithmetic():  # per thread, as in the launching thread
+                sched.instance(slot, bodies[slot // lnc], results)
         except _Abort:
             pass  # stopped outside its body (another instance failed)
         finally:

@@ -98,7 +98,8 @@ class Program:
 
     def run(self, arrays: Sequence[np.ndarray]) -> Any:
         """Replay on ``arrays`` (one per tensor argument); returns the output array(s)."""
-        with self.lock, blas_threads(), dtypes.float_to_int_truncation(self.cast_truncate):
+        truncate = dtypes.float_to_int_truncation(self.cast_truncate)
+        with self.lock, blas_threads(), truncate, dtypes.ieee_arithmetic():
             return run_timed(self._replay, arrays)  # a replay is all data work (work_clock)
 
     def _replay(self, arrays: Sequence[np.ndarray]) -> Any:

@@ -317,7 +317,7 @@ def _trace(
     try:
         context.push(ctx)
         try:
-            with blas_threads(), dtypes.float_to_int_truncation(truncate):
+            with blas_threads(), dtypes.float_to_int_truncation(truncate), dtypes.ieee_arithmetic():
                 if shape:  # the programs of an N-D SPMD grid, one after the other (trncore.sim.grid)
                     results = run_grid(ctx, shape, instance)
                 else:  # LNC=2 instances, with their sendrecv / core_barrier meetings (trncore.sim.lnc)
@@ -678,7 +678,7 @@ def run_ranks(
     with _cache_lock, _collector_paused():
         context.push(ctxs[0])
         try:
-            with blas_threads(), dtypes.float_to_int_truncation(truncate):
+            with blas_threads(), dtypes.float_to_int_truncation(truncate), dtypes.ieee_arithmetic():
                 results = run_world(ctxs, lnc, bodies)
         finally:
             context.pop()
