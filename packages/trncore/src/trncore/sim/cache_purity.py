@@ -128,9 +128,7 @@ def _helper_values(
                 continue
             fp = _fingerprint(value)
             if fp is not None:
-                text = repr(value)
-                short = text if len(text) <= 60 else text[:57] + "..."
-                out[key] = (fp, short, (glb, name, (code.co_filename, line)))
+                out[key] = (fp, _short_repr(value), (glb, name, (code.co_filename, line)))
     return out
 
 
@@ -145,6 +143,12 @@ def _global_stores(code: types.CodeType) -> frozenset[str]:
             if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")
         )
     return found
+
+
+def _short_repr(value: Any) -> str:
+    """``repr(value)``, cut to 60 characters for a message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _fingerprint(value: Any, depth: int = 0) -> str | None:
@@ -191,8 +195,7 @@ def _values(fn: Any) -> dict[tuple[str, Any], tuple[str, str, int]]:
             label = fn.__code__.co_freevars[name]
         fp = _fingerprint(value)
         if fp is not None:
-            text = repr(value)
-            out[(kind, label)] = (fp, text if len(text) <= 60 else text[:57] + "...", line)
+            out[(kind, label)] = (fp, _short_repr(value), line)
     return out
 
 
@@ -258,8 +261,7 @@ def changed(fn: Callable[..., Any], digest: str) -> tuple[str, str, str, tuple[s
                 cur_fp = _fingerprint(value)
                 if cur_fp == fp:
                     continue
-                now_text = repr(value)
-                now_text = now_text if len(now_text) <= 60 else now_text[:57] + "..."
+                now_text = _short_repr(value)
             else:
                 now_text = "<gone>"
             return name, text, now_text, site
