@@ -590,10 +590,8 @@ def run_kernel(
     (NKI 0.3.0)). ``nki_version`` is the target NKI release (``"0.3"``...``"0.6.0"``; default the current
     one). ``known_issues``: ``"error"`` / ``"warn"`` / ``"off"`` (see :mod:`trncore.sim.known_issues`).
     """
-    if known_issues is not None:
-        with _issues.mode(known_issues):
-            return run_kernel(fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version)
-    return _run_program(fn, args, kwargs, target, lnc, nki_version)[1]
+    with _issues.scoped(known_issues):
+        return _run_program(fn, args, kwargs, target, lnc, nki_version)[1]
 
 
 def _run_program(
