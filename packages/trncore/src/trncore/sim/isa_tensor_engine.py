@@ -175,9 +175,9 @@ def _matmul_checks(
 def _matmul_plan(
     checked: tuple[bool, int, int, int, bool], stat: Any, mov: Any, onezero: Any
 ) -> tuple[bool, int, int, int, bool, dict[str, Any]]:
-    """``(double_row, K, M, N, fp8 slots, cost-model fields)`` of a matmul whose checks gave ``checked``
-    (the fields are static: shared by the line's instructions, recorded metadata is never
-    changed)."""
+    """``(double_row, contraction rows, M, N, fp8 slots, cost-model fields)`` of a matmul whose
+    checks gave ``checked`` (the fields are static: shared by the line's instructions, recorded
+    metadata is never changed)."""
     double, k, m, n, slots = checked
     kk = 2 * k if double else k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows
     factor = 4.0 if stat.dtype in WIDE_MATMUL_DTYPES else 1.0
@@ -185,7 +185,7 @@ def _matmul_plan(
     if onezero:
         factor = max(1.0, factor / 2)  # nki.isa.nc_matmul, NKI 0.3.0: 0/1 hint up to 2x for fp32 operands
     meta = {"K": kk, "M": m, "N": n, "flops": 2 * kk * m * n, "factor": factor, "fp8": fp8}
-    return double, k, m, n, slots, meta
+    return double, kk, m, n, slots, meta
 
 
 def nc_matmul(
@@ -223,7 +223,7 @@ def nc_matmul(
         ),
     )  # fmt: skip
     stat, mov, dst = stationary, moving, dst
-    double, k, m, n, slots, meta = hit
+    double, k, m, n, slots, meta = hit  # k: the contraction's rows (2P for a double-row matmul)
     # accumulate bookkeeping (docs/emulator.md, What is checked): data independent, so decided at trace time.
     written = dst.matmul_flag_state()  # all (True), none (False) or some (None) of dst
     if accumulate is None:
@@ -269,9 +269,6 @@ def nc_matmul(
     # scalar_offset addresses the slice at the runtime index), as every other engine's operands
     s_op, m_op, d_arr = stat.operand(site), mov.operand(site), dst.array()
     dshape = dst.shape
-    if double:
-        k = 2 * k  # [P, 2, M] x [P, 2, N]: the contraction runs over 2P rows (as in the meta)
-
     # an overwriting product goes straight into a dst view of its (M, N) shape (no temporary)
     direct = mode == "overwrite" and d_arr.shape == (m, n)
 
