@@ -32,7 +32,7 @@ import numpy as np
 
 from trncore.sim import dtypes
 from trncore.sim.arrays import strided_view
-from trncore.sim.tensor import PSUM, Allocation
+from trncore.sim.tensor import PSUM, Allocation, dims_cover
 
 
 class _Values:
@@ -81,18 +81,16 @@ class _Values:
 
     def write(self, access: Any, position: int) -> None:
         self.add(position, position)
-        _, dtype, _, dims = access
+        _, dtype, offset, dims = access
         alloc = self.alloc
-        if dtype is not None and dtypes.itemsize(dtype) == dtypes.itemsize(alloc.dtype):
-            count = 1
-            for step, n in dims:
-                count *= n
-                if step == 0 and n > 1:
-                    count = -1  # a broadcasting view: not a whole write
-                    break
-            if count == alloc.size:
-                self.whole, self.last_write = position, None
-                return
+        if (
+            dtype is not None
+            and offset == 0
+            and dtypes.itemsize(dtype) == dtypes.itemsize(alloc.dtype)
+            and dims_cover(dims, alloc.size)  # every element once (NkiTensor.covers_allocation's test)
+        ):
+            self.whole, self.last_write = position, None
+            return
         view = self.view(access)
         if view is not None:
             view[...] = position

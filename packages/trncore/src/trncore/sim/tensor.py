@@ -24,7 +24,9 @@ from trncore.sim.context import user_site
 from trncore.sim.dtypes import RAW_VIEW as _RAW_VIEW
 from trncore.sim.errors import BoundsError, HostReadError, LanguageError, PartitionError, site_suffix, warn_at
 
-__all__ = ["SENTINEL_INT", "Allocation", "Buffer", "Layout", "NkiTensor", "Operand", "layout"]
+__all__ = [
+    "SENTINEL_INT", "Allocation", "Buffer", "Layout", "NkiTensor", "Operand", "dims_cover", "layout",
+]
 
 #: AWS NKI docs, NKI CPU Simulator (NKI 0.3.0): the vendor simulator fills new integer tensors with 4 (floats
 #: with NaN).
@@ -269,6 +271,19 @@ def _row_major(shape: Sequence[int]) -> tuple[tuple[int, int], ...]:
 #: of times (the pairs are immutable tuples, safe to share between views)
 _ROW_MAJOR: dict[tuple[int, ...], tuple[tuple[int, int], ...]] = {}
 
+
+
+def dims_cover(dims: Sequence[tuple[int, int]], size: int) -> bool:
+    """Whether an access pattern from offset 0 (``dims``: (step, count) per dim, in elements)
+    names each of ``size`` elements exactly once: its counts multiply to ``size`` and its steps,
+    sorted, are those of a mixed-radix count (1, then each step the product of the counts
+    before it). A step-0 (broadcast) or overlapping pattern does not."""
+    expected = 1
+    for step, num in sorted(d for d in dims if d[1] != 1):
+        if step != expected:
+            return False
+        expected *= num
+    return expected == size
 
 
 class Shape(tuple[int, ...]):
@@ -556,14 +571,9 @@ class NkiTensor:
         if self.is_whole_view():
             return True  # (the usual case: no sort)
         alloc = self.alloc
-        if self.size != alloc.size or dtypes.itemsize(self.dtype) != dtypes.itemsize(alloc.dtype):
+        if dtypes.itemsize(self.dtype) != dtypes.itemsize(alloc.dtype):
             return False
-        expected = 1
-        for step, num in sorted(d for d in self.dims if d[1] != 1):
-            if step != expected:
-                return False
-            expected *= num
-        return True
+        return dims_cover(self.dims, alloc.size)
 
     def flags_array(self) -> np.ndarray:
         """The PSUM matmul-written flags view (static PSUM views only)."""
