@@ -7,6 +7,7 @@ when called, the experimental ``nl.*`` wrapper of the same name (``nl.add(x, y)`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -130,12 +131,22 @@ def _erf_dx(x: np.ndarray) -> np.ndarray:
     return (2.0 / np.sqrt(np.pi) * np.exp(-x * x)).astype(F32)
 
 
+@functools.lru_cache(maxsize=64)
+def constant_row(bits: int, free: int) -> np.ndarray:
+    """A read-only ``(free,)`` float32 row of the value whose bit pattern is ``bits``, shared by
+    every caller that asks for it. NumPy (2.x) runs ``minimum`` / ``maximum`` against a scalar
+    through a loop 2-3.5x slower than against such a row broadcast over a tile's rows, with the
+    same bits (NaN payloads, the sign of zeros; docs/emulator-speed.md, "Data work, fifth
+    round")."""
+    row = np.full(free, np.uint32(bits).view(F32), dtype=F32)
+    row.flags.writeable = False
+    return row
+
+
 def _relu(x: np.ndarray) -> np.ndarray:
-    """``max(x, 0.0)``. A float32 array takes the zero as a row broadcast over its rows: NumPy's
-    maximum against a scalar runs a loop 2-3.5x slower, with the same bits (NaN payloads, the
-    sign of zeros; docs/emulator-speed.md, "Data work, fifth round")."""
+    """``max(x, 0.0)``; a float32 array takes the zero as a row (:func:`constant_row`)."""
     if isinstance(x, np.ndarray) and x.dtype == F32 and x.ndim:
-        return np.maximum(x, np.zeros(x.shape[-1:], dtype=F32))
+        return np.maximum(x, constant_row(0, x.shape[-1]))
     return np.maximum(x, F32(0.0))
 
 

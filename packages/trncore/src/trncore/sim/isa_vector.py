@@ -3,7 +3,6 @@ NKI 0.3.0: one page per instruction)."""
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -16,6 +15,7 @@ from trncore.sim.alu import (
     REDUCIBLE,
     UNARY_BITVEC,
     Op,
+    constant_row,
 )
 from trncore.sim.checks import (
     F32,
@@ -207,19 +207,8 @@ def _float_ufunc(token: Op) -> Any:
     return uf
 
 
-#: ufuncs that NumPy (2.x) runs against a scalar operand through a loop 2-3.5x slower than
-#: against a float32 row of that value broadcast over the rows (the same results, bit for bit:
-#: NaN payloads and the sign of zeros included; ``test_data_fast_paths2.py``)
+#: ufuncs that take a constant operand as a float32 row (:func:`trncore.sim.alu.constant_row`)
 _ROW_OPERAND = (np.minimum, np.maximum)
-
-
-@functools.lru_cache(maxsize=64)
-def _constant_row(bits: int, free: int) -> np.ndarray:
-    """A read-only ``(1, free)`` float32 row of the value with bit pattern ``bits``, shared by the
-    instructions that use it (a traced line's row is not kept once per instruction)."""
-    row = np.full((1, free), np.uint32(bits).view(F32), dtype=F32)
-    row.flags.writeable = False
-    return row
 
 
 def _inplace_op(token: Op, rev: bool, operand: Any, value: Any = None, free: int = 0) -> Any:
@@ -227,12 +216,12 @@ def _inplace_op(token: Op, rev: bool, operand: Any, value: Any = None, free: int
     array), for a token with a :func:`_float_ufunc`; None for any other token. The caller holds
     ``np.errstate(all="ignore")``, as the token's own ``fn`` does. ``value``: the operand when
     it is a constant (not a tile) and ``free`` the data's elements per partition; minimum and
-    maximum then take it as a ``(1, free)`` row (:data:`_ROW_OPERAND`)."""
+    maximum then take it as a row (:data:`_ROW_OPERAND`)."""
     uf = _float_ufunc(token)
     if uf is None:
         return None
     if uf in _ROW_OPERAND and free > 0 and value is not None and not isinstance(value, NkiTensor):
-        row = _constant_row(int(np.asarray(F32(value)).view(np.uint32)), free)
+        row = constant_row(int(np.asarray(F32(value)).view(np.uint32)), free)
         if rev:
             return lambda x, out: uf(row, x, out=out)
         return lambda x, out: uf(x, row, out=out)
