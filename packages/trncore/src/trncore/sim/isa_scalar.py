@@ -245,8 +245,7 @@ def _activation(
         if sin_site is not None:
             _warn_sin_out_of_range(sin_site, x)
         if uf is not None:
-            with np.errstate(all="ignore"):
-                y = uf(x, out=x if own else None)
+            y = uf(x, out=x if own else None)
         else:
             y = fn(x)
         write(y)

@@ -141,8 +141,7 @@ def tensor_tensor(
             ra, rb = a_op.read(), b_op.read()
             a, b = read_f32(ra, p), read_f32(rb, p)
             own = a if ra.dtype != F32 else b if rb.dtype != F32 else None
-            with np.errstate(all="ignore"):
-                write(uf(a, b, out=own))
+            write(uf(a, b, out=own))
     else:
 
         def run() -> None:
@@ -213,8 +212,8 @@ _ROW_OPERAND = (np.minimum, np.maximum)
 
 def _inplace_op(token: Op, rev: bool, operand: Any, value: Any = None, free: int = 0) -> Any:
     """``(x, out) -> ufunc(x, operand())`` (or reversed) written into ``out`` (None: a new
-    array), for a token with a :func:`_float_ufunc`; None for any other token. The caller holds
-    ``np.errstate(all="ignore")``, as the token's own ``fn`` does. ``value``: the operand when
+    array), for a token with a :func:`_float_ufunc`; None for any other token. It runs under
+    :func:`trncore.sim.dtypes.ieee_arithmetic`, as every instruction does. ``value``: the operand when
     it is a constant (not a tile) and ``free`` the data's elements per partition; minimum and
     maximum then take it as a row (:data:`_ROW_OPERAND`)."""
     uf = _float_ufunc(token)
@@ -368,10 +367,9 @@ def tensor_scalar(
             def run_owned() -> None:
                 raw = x_op.read()
                 x = read_f32(raw, p)
-                with np.errstate(all="ignore"):
-                    y = g0(x, x if raw.dtype != F32 else None)
-                    if g1 is not None:
-                        y = g1(y, y)
+                y = g0(x, x if raw.dtype != F32 else None)
+                if g1 is not None:
+                    y = g1(y, y)
                 write(y)
 
             ctx.emit(
@@ -433,9 +431,8 @@ def scalar_tensor_tensor(
             raw = x_op.read()
             x = read_f32(raw, p)
             o = read_f32(o_op.read(), p)
-            with np.errstate(all="ignore"):
-                y = g0(x, x if raw.dtype != F32 else None)
-                y = uf1(o, y, out=y) if reverse1 else uf1(y, o, out=y)
+            y = g0(x, x if raw.dtype != F32 else None)
+            y = uf1(o, y, out=y) if reverse1 else uf1(y, o, out=y)
             write(y)
 
         ctx.emit("scalar_tensor_tensor", "vector", site, [data, other, *extra], [dst], run_owned,

@@ -367,8 +367,7 @@ def _modulo(what: str, fn: Any, x: Any, y: Any, dtype: Any) -> NkiTensor:
 
     def run() -> None:
         a, b = (read() for read in readers)
-        with np.errstate(all="ignore"):
-            d_arr[...] = dtypes.cast(np.asarray(fn(a, b), F32).reshape(d_arr.shape), name)
+        d_arr[...] = dtypes.cast(np.asarray(fn(a, b), F32).reshape(d_arr.shape), name)
 
     tensors = [v for v in (x, y) if isinstance(v, NkiTensor)]
     meta = {"partitions": tile.partitions, "free": tile.free_size}
