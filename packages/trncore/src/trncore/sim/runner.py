@@ -699,7 +699,7 @@ def trace(
     A spec may also be an array (only its shape and dtype are used). Keyword arguments are the
     kernel's compile-time parameters.
     """
-    arrays = [_spec_array(s) for s in arg_specs]
+    arrays = [_spec_array(i, s) for i, s in enumerate(arg_specs)]
     with _issues.scoped(known_issues):
         prog, _, _ = get_program(
             kernel, arrays, params, target=target, lnc=lnc, execute=False, nki_version=nki_version
@@ -707,9 +707,15 @@ def trace(
     return prog
 
 
-def _spec_array(spec: Any) -> np.ndarray:
+def _spec_array(index: int, spec: Any) -> np.ndarray:
+    """A zero array for positional argument ``index`` of :func:`trace` (an array or ``(shape, dtype)``)."""
     if isinstance(spec, np.ndarray):
         return spec
+    if not (isinstance(spec, (tuple, list)) and len(spec) == 2 and isinstance(spec[0], (tuple, list))):
+        raise TypeError(
+            f"argument {index}: expected an array or a ((shape), dtype) pair, got {spec!r}; "
+            "pass compile-time parameters by keyword (name=value)"
+        )
     shape, dtype = spec
     return np.zeros(tuple(shape), dtype=dtypes.storage_dtype(dtypes.dtype_name(dtype)))
 
