@@ -95,3 +95,20 @@ def test_a_constant_among_the_specs_is_a_clear_type_error(target: str) -> None:
     # failed inside its own unpacking with "cannot unpack non-iterable int object")
     with pytest.raises(TypeError, match=r"argument 1: .*\(\(shape\), dtype\).* by keyword"):
         trace(copy_ignoring_mask, ((128, 256), "float32"), 4, target=target)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "offset", "dims", "want"),
+    [
+        ("float32", 2, ((3, 2), (1, 2)), [2, 3, 5, 6]),  # a 2x2 block of rows 3 apart: strided
+        ("float32", 7, ((-3, 3),), [1, 4, 7]),  # a reversed view: by its indices
+        ("bfloat16", 3, ((1, 4),), [1, 2, 3]),  # bytes 6..13 of float32 storage: units 1 to 3
+        ("int8", 5, ((4, 2),), [1, 2]),  # bytes 5 and 9: units 1 and 2
+    ],
+)
+def test_the_minimum_marks_each_storage_element_a_view_touches(dtype, offset, dims, want) -> None:
+    from trncore.sim.report import _mark
+
+    mask = np.zeros(10, dtype=bool)  # ten float32 storage elements
+    _mark(mask, 4, (None, dtype, offset, dims))
+    assert np.flatnonzero(mask).tolist() == want

@@ -33,6 +33,7 @@ transformations. Use it to compare variants of a kernel, not to predict wall tim
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -172,9 +173,19 @@ def _view_indices(offset: int, dims: tuple[tuple[int, int], ...]) -> np.ndarray:
 def _mark(mask: np.ndarray, unit: int, access: Any) -> None:
     """Mark in ``mask`` (one flag per storage element of ``unit`` bytes) what a static access touches.
 
-    A view of another dtype (a bitcast) marks the storage elements its bytes fall in."""
+    A view of the storage's element size with non-negative steps is marked through a strided view
+    of the mask (no index array: a GEMM's operand loads are millions of elements); a bitcast view
+    or a reversed one through its indices, marking the storage elements its bytes fall in."""
     _, dtype, offset, dims = access
     isz = dtypes.itemsize(dtype)
+    nums = tuple(n for _, n in dims)
+    if 0 in nums:
+        return
+    steps = tuple(st for st, _ in dims)
+    last = offset + sum((n - 1) * st for st, n in dims)
+    if isz == unit and offset >= 0 and min(steps, default=0) >= 0 and last < mask.size:
+        np.lib.stride_tricks.as_strided(mask[offset:], nums, steps, writeable=True)[...] = True
+        return
     idx = _view_indices(offset, dims)
     if isz == unit:
         units = idx
@@ -209,9 +220,7 @@ def minimum_traffic(prog: Program) -> int:
         for side in (0, 1):
             accesses = [a for a in ins.access[side] if a[0].buffer.name.endswith("hbm")]
             static = sum(
-                _view_indices(a[2], a[3]).size * dtypes.itemsize(a[1])
-                for a in accesses
-                if a[1] is not None
+                math.prod(n for _, n in a[3]) * dtypes.itemsize(a[1]) for a in accesses if a[1] is not None
             )
             runtime = [a for a in accesses if a[1] is None]
             for acc in accesses:
