@@ -17,6 +17,8 @@ from typing import Any
 from trncore.sim import alu, binding, collectives, dtypes, isa_constants, nki_typing
 from trncore.sim import isa as nisa
 from trncore.sim import language as nl
+from trncore.sim.context import user_site
+from trncore.sim.errors import site_suffix
 from trncore.sim.runner import jit, simulate
 
 __all__ = ["EMULATED", "install", "nisa", "nki", "nl", "uninstall"]
@@ -115,6 +117,40 @@ EMULATED.update({
     "nki.isa.constants": isa_constants,
     "nki.typing": nki_typing,
 })
+
+
+def _name_missing_attributes(public: str, module: types.ModuleType) -> None:
+    """Make a name ``module`` lacks an AttributeError naming the module as kernels import it.
+
+    The emulator's modules are ``trncore.sim.language`` and so on, registered as ``nki.language``;
+    Python's own message named the former, with no kernel line. A public kernel called
+    ``nl.parallel_range``, which no NKI release has (twenty-sixth batch, docs/conformance.md), and
+    read "module 'trncore.sim.language' has no attribute 'parallel_range'". The message now names
+    ``nki.language`` and ends with the kernel's line, as the emulator's rule errors do. Names a
+    module serves through its own ``__getattr__`` (release-gated constants) are served first;
+    Python's dunder probes (``__path__``) keep the plain message.
+    """
+    previous = module.__dict__.get("__getattr__")
+
+    def __getattr__(name: str) -> Any:
+        if previous is not None:
+            try:
+                return previous(name)
+            except AttributeError:
+                pass
+        message = f"module {public!r} has no attribute {name!r}"
+        if name.startswith("__"):
+            raise AttributeError(message)
+        raise AttributeError(
+            f"{message}: not an API of the NKI releases the emulator models (0.3.0 to 0.6.0)"
+            f"{site_suffix(user_site())}"
+        )
+
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+
+
+for _public, _module in EMULATED.items():
+    _name_missing_attributes(_public, _module)
 
 _saved: dict[str, object] = {}
 

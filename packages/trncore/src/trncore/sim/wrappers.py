@@ -189,6 +189,7 @@ def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False) -> NkiTensor:
     every release (``nl-matmul-transpose-x``); computed as ``x @ y`` when the mode allows. On
     trn1, narrow (non-fp32) operands are warned at the line (:func:`_warn_gen2_narrow_matmul`)."""
     if isinstance(x, NkiTensor) and isinstance(y, NkiTensor):
+        _check_matmul_operands_in_sbuf(x, y)
         _warn_gen2_narrow_matmul(x, y)
     if not transpose_x:
         known_issues.check("nl-matmul-transpose-x")
@@ -199,6 +200,30 @@ def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False) -> NkiTensor:
     out = _new((x.free_size, y.free_size), "float32", PSUM)
     nisa.nc_matmul(dst=out, stationary=x, moving=y)
     return out
+
+
+def _check_matmul_operands_in_sbuf(x: NkiTensor, y: NkiTensor) -> None:
+    """``nki.language.matmul`` (NKI 0.3.0 and 0.6.0): ``x`` and ``y`` are each "a tile on SBUF".
+
+    Without this check the instruction the wrapper issues refused the tile under its own name
+    ("nc_matmul moving must be in sbuf"), which a kernel that called ``nl.matmul`` never wrote
+    (a public decode-attention kernel of the twenty-sixth batch passed ``nl.transpose``'s PSUM
+    result as ``y``, docs/conformance.md). The refusal is unchanged; it now names the argument.
+    """
+    for what, t in (("x", x), ("y", y)):
+        if t.buffer is not SBUF:
+            hint = (
+                "; nl.transpose and nl.matmul return PSUM tiles: copy one to SBUF (nl.copy or "
+                "nisa.tensor_copy) before using it as an operand"
+                if t.buffer is PSUM
+                else ""
+            )
+            raise BufferError(
+                "nl-matmul-buffer",
+                f"nl.matmul {what} must be a tile on SBUF (nki.language.matmul, NKI 0.3.0 and "
+                f"0.6.0), got {t.describe()}{hint}",
+                user_site(),
+            )
 
 
 def transpose(x: NkiTensor, dtype: Any = None) -> NkiTensor:
