@@ -20,7 +20,7 @@ from trncore.sim import hooks, nisa, nl, versions
 NKI_LANGUAGE = frozenset(
     {
         "DType", "MemoryRegion", "NKIObject", "NkiTensor", "abs", "abs_max", "abs_min", "add",
-        "affine_range", "all", "all_reduce", "arange", "arctan", "atomic_rmw", "average",
+        "affine_range", "all", "all_reduce", "arctan", "atomic_rmw", "average",
         "bfloat16", "bfp16", "bitwise_and", "bitwise_or", "bitwise_xor", "bool_",
         "broadcast_to", "bypass", "ceil", "copy", "cos", "device_print", "divide", "dropout",
         "ds", "dynamic_range", "empty_like", "equal", "erf", "erf_dx", "exp", "expand_dims",
@@ -31,13 +31,13 @@ NKI_LANGUAGE = frozenset(
         "gemm_stationary_grid", "greater", "greater_equal", "hbm", "int16", "int32", "int8",
         "invert", "is_hbm", "is_on_chip", "is_psum", "is_sbuf", "left_shift", "less",
         "less_equal", "load", "load_transpose2d", "log", "logical_and", "logical_not",
-        "logical_or", "logical_xor", "loop_reduce", "matmul", "max", "maximum", "mean", "mgrid",
-        "min", "minimum", "mish", "mod", "multiply", "nc", "ndarray", "negative", "no_reorder",
+        "logical_or", "logical_xor", "loop_reduce", "matmul", "max", "maximum", "mean",
+        "min", "minimum", "mish", "mod", "multiply", "ndarray", "negative", "no_reorder",
         "not_equal", "num_programs", "ones", "par_dim", "power", "prelu", "private_hbm", "prod",
         "program_id", "program_ndim", "psum", "rand", "random_seed", "reciprocal", "relu",
         "right_shift", "rms_norm", "rsqrt", "sbuf", "sequential_range", "shared_constant",
         "shared_hbm", "shared_identity_matrix", "sigmoid", "sign", "silu", "silu_dx", "sin",
-        "softmax", "softplus", "spmd_dim", "sqrt", "square", "static_cast", "static_range",
+        "softmax", "softplus", "sqrt", "square", "static_cast", "static_range",
         "store", "subtract", "sum", "tan", "tanh", "tfloat32", "tile_size", "transpose",
         "trunc", "uint16", "uint32", "uint8", "var", "where", "while_loop", "zeros",
         "zeros_like",
@@ -82,6 +82,20 @@ def _public(module: types.ModuleType) -> set[str]:
 def test_nl_shows_only_nki_language_names() -> None:
     assert len(_public(nl)) > 120, "nl looks empty: wrong module?"
     assert sorted(_public(nl) - NKI_LANGUAGE - NKI_LANGUAGE_UNDOCUMENTED) == []
+
+
+@pytest.mark.parametrize("name", ["arange", "mgrid", "spmd_dim", "nc"])
+def test_removed_beta1_names_are_absent_as_on_nki(name: str) -> None:
+    """The NKI Beta 2 migration guide removes ``nl.mgrid`` / ``nl.arange``, and no nki.language
+    reference of NKI 0.3.0-0.6.0 has them or Beta 1's ``spmd_dim`` / ``nc``: reading one raises
+    AttributeError (so ``hasattr`` is False, as a caller's feature test expects), naming the
+    reader's line and what replaced the name; any other missing name is a plain AttributeError."""
+    assert name not in NKI_LANGUAGE
+    assert not hasattr(nl, name)
+    with pytest.raises(AttributeError, match=rf"nl\.{name} is .*\(at .*test_namespaces\.py:\d+\)"):
+        getattr(nl, name)
+    with pytest.raises(AttributeError, match=r"'nki.language' has no attribute 'no_such_name': not an API"):
+        nl.no_such_name  # noqa: B018
 
 
 def test_nisa_shows_only_nki_isa_names() -> None:

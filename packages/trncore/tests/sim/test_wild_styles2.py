@@ -50,9 +50,10 @@ def test_row_tail_by_slices_runs(target: str) -> None:
 def test_indexing_mgrid_says_it_was_removed(target: str) -> None:
     # AWS NKI docs, NKI Beta 2 migration guide: nl.mgrid / nl.arange index grids are removed;
     # nki.language of NKI 0.3.0 has no mgrid. Indexed (its Beta-1 use), it used to fail with
-    # Python's "'function' object is not subscriptable".
+    # Python's "'function' object is not subscriptable"; the AttributeError NKI raises now says
+    # what replaced it.
     x = np.ones((200, 96), np.float32)
-    with pytest.raises(NotImplementedError, match=r"nl\.mgrid was removed in Beta 2"):
+    with pytest.raises(AttributeError, match=r"nl\.mgrid is an index grid, removed in Beta 2"):
         simulate(row_scale_mgrid)(x, np.ones((96,), np.float32))
 
 

@@ -276,49 +276,6 @@ def ds(start: Any, size: int) -> slice:
     return slice(int(start), int(start) + int(size))
 
 
-def spmd_dim(*args: Any, **kwargs: Any) -> Any:
-    """``nl.spmd_dim``: Beta-1 multi-dimensional SPMD grids, absent from NKI 0.3.0; raises.
-
-    AWS NKI docs, Using Logical Neuron Cores (NKI 0.3.0).
-    """
-    raise NotImplementedError(
-        "nl.spmd_dim (Beta-1 multi-dimensional SPMD grids) is not in NKI 0.3.0"
-    )
-
-
-def arange(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError(
-        "nl.arange was removed in Beta 2 (AWS NKI docs, NKI Beta 2 migration guide); use slices or nl.ds"
-    )
-
-
-class _RemovedGrid:
-    """``nl.mgrid``: removed in Beta 2, refused whether called or indexed.
-
-    Beta-2 kernels index it (``nl.mgrid[0:128, 0:H]``); a plain function would
-    fail there with Python's "'function' object is not subscriptable" instead of
-    saying the API is gone (AWS NKI docs, NKI Beta 2 migration guide; absent
-    from ``nki.language`` in NKI 0.3.0).
-    """
-
-    _MESSAGE = (
-        "nl.mgrid was removed in Beta 2 (AWS NKI docs, NKI Beta 2 migration guide); "
-        "use slices or nl.ds, and a smaller tile instead of mask="
-    )
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(self._MESSAGE)
-
-    def __getitem__(self, key: Any) -> Any:
-        raise NotImplementedError(self._MESSAGE)
-
-    def __repr__(self) -> str:
-        return "nl.mgrid (removed in Beta 2)"
-
-
-mgrid = _RemovedGrid()
-
-
 # ----------------------------------------------------------- SPMD (AWS NKI docs, Using Logical Neuron Cores)
 def _grid_axis(value: _typing.Any, api: str, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, _np.integer)) or int(value) < 0:
@@ -469,6 +426,5 @@ __all__ = sorted(
         *_ACT,
         *_UBV,
         *_wrapper_names,
-        "spmd_dim",
     }
 )

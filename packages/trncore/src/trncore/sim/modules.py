@@ -119,6 +119,25 @@ EMULATED.update({
 })
 
 
+#: Beta-1 names that ``nki.language`` no longer has, with what replaced them: the NKI Beta 2
+#: migration guide (SDK 2.29) removes the ``nl.mgrid`` / ``nl.arange`` index grids, and the
+#: nki.language API reference of NKI 0.3.0 to 0.6.0 lists none of these. Missing as on NKI, so a
+#: caller's feature test ``hasattr(nl, "spmd_dim")`` answers False here too (a public NxDI model
+#: picks its launch grid that way, twenty-seventh batch); reading one says what to write instead.
+REMOVED_NAMES: dict[str, dict[str, str]] = {
+    "nki.language": {
+        "arange": "an index grid, removed in Beta 2 (NKI Beta 2 migration guide); use slices or "
+        "nl.ds",
+        "mgrid": "an index grid, removed in Beta 2 (NKI Beta 2 migration guide); use slices or "
+        "nl.ds, and a smaller tile instead of mask=",
+        "spmd_dim": "Beta 1's multi-dimensional SPMD grid; launch on a tuple grid, kernel[(n, m)], "
+        "and read nl.program_id(axis)",
+        "nc": "Beta 1's logical-core grid axis (with nl.spmd_dim); launch kernel[n] at LNC=2 and "
+        "read nl.program_id(0)",
+    },
+}
+
+
 def _name_missing_attributes(public: str, module: types.ModuleType) -> None:
     """Make a name ``module`` lacks an AttributeError naming the module as kernels import it.
 
@@ -141,10 +160,13 @@ def _name_missing_attributes(public: str, module: types.ModuleType) -> None:
         message = f"module {public!r} has no attribute {name!r}"
         if name.startswith("__"):
             raise AttributeError(message)
-        raise AttributeError(
-            f"{message}: not an API of the NKI releases the emulator models (0.3.0 to 0.6.0)"
-            f"{site_suffix(user_site())}"
+        removed = REMOVED_NAMES.get(public, {}).get(name)
+        why = (
+            f"nl.{name} is {removed}; not in NKI 0.3.0 to 0.6.0"
+            if removed is not None
+            else "not an API of the NKI releases the emulator models (0.3.0 to 0.6.0)"
         )
+        raise AttributeError(f"{message}: {why}{site_suffix(user_site())}")
 
     module.__getattr__ = __getattr__  # type: ignore[method-assign]
 
