@@ -135,37 +135,25 @@ def test_row_rms_with_a_float_or_column_bias_matches_numpy(kernel, target):
     np.testing.assert_allclose(got, _rms_reference(x, 1e-2), rtol=2e-5, atol=1e-6)
 
 
-def test_float_bias_is_a_trn1_target_error_at_its_line():
-    x = rng.standard_normal((72, 256)).astype(np.float32)
-    with pytest.raises(TargetError) as exc:
-        run_kernel(rms_float_bias, [x, 1e-2], target="trn1")
-    assert exc.value.rule == "activation-scalar-bias"
-    assert_reported_at(exc.value, _row_rms_scale, "# FLOAT")
+_W = rng.standard_normal((1, 256)).astype(np.float32)
 
 
-def test_one_by_one_bias_tile_is_refused_at_its_line():
+@pytest.mark.parametrize(
+    ("kernel", "extra", "target", "error", "rule", "where", "marker"),
+    [
+        (rms_float_bias, 1e-2, "trn1", TargetError, "activation-scalar-bias", _row_rms_scale, "# FLOAT"),
+        (rms_one_by_one_bias, 1e-2, "trn2", ShapeError, "activation-bias-shape", _row_rms_scale, "# ONE"),
+        (rms_tensor_tensor_product, 1e-2, "trn2", ShapeError, "element-count", _row_rms_scale, "# TT"),
+        (scaled_by_row_vector, _W, "trn2", ShapeError, "vector-operand-shape", scaled_by_row_vector, "# ROW"),
+    ],
+)
+def test_refused_at_the_kernels_line(kernel, extra, target, error, rule, where, marker):
+    """The device compiler's three refusals (and the trn1 bias rule), each at the marked line."""
     x = rng.standard_normal((128, 256)).astype(np.float32)
-    with pytest.raises(ShapeError) as exc:
-        run_kernel(rms_one_by_one_bias, [x, 1e-2], target="trn2")
-    assert exc.value.rule == "activation-bias-shape"
-    assert_reported_at(exc.value, _row_rms_scale, "# ONE")
-
-
-def test_tensor_tensor_by_a_column_is_refused_at_its_line():
-    x = rng.standard_normal((128, 256)).astype(np.float32)
-    with pytest.raises(ShapeError) as exc:
-        run_kernel(rms_tensor_tensor_product, [x, 1e-2], target="trn2")
-    assert exc.value.rule == "element-count"
-    assert_reported_at(exc.value, _row_rms_scale, "# TT")
-
-
-def test_row_vector_operand0_is_refused_at_its_line():
-    x = rng.standard_normal((128, 256)).astype(np.float32)
-    w = rng.standard_normal((1, 256)).astype(np.float32)
-    with pytest.raises(ShapeError) as exc:
-        run_kernel(scaled_by_row_vector, [x, w], target="trn2")
-    assert exc.value.rule == "vector-operand-shape"
-    assert_reported_at(exc.value, scaled_by_row_vector, "# ROW")
+    with pytest.raises(error) as exc:
+        run_kernel(kernel, [x, extra], target=target)
+    assert exc.value.rule == rule
+    assert_reported_at(exc.value, where, marker)
 
 
 @pytest.mark.parametrize("target", ["trn1", "trn2"])
