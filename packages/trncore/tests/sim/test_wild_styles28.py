@@ -19,7 +19,7 @@ import pytest
 import trncore.sim
 from trncore.sim import nisa, nki, nl
 from trncore.sim.errors import TargetError
-from trncore.sim.runner import run_kernel, trace
+from trncore.sim.runner import run_kernel, run_ranks, trace
 from trncore.sim.testing import assert_reported_at
 
 pytestmark = pytest.mark.simulator
@@ -107,3 +107,14 @@ def test_a_second_grid_must_agree_with_the_launched_one() -> None:
     want_k = scatter_reference(a["k_cache"], a["k_new"], a["rows"])
     got_k, _ = run_kernel(split_scatter[2], [], a, target="trn2", lnc=2)  # the same grid twice
     np.testing.assert_array_equal(got_k, want_k)
+
+
+def test_timeline_and_run_ranks_take_the_launched_grid_too() -> None:
+    specs = (((12, D), "float32"),) * 2 + (((4, D), "float32"),) * 2 + (((4, 1), "int32"),)
+    launched = trncore.sim.timeline(split_scatter[2], *specs, target="trn2")
+    by_lnc = trncore.sim.timeline(split_scatter, *specs, target="trn2", lnc=2)
+    assert len(launched.bars) == len(by_lnc.bars) > 0
+    inputs = [_inputs(), _inputs()]
+    wants = [scatter_reference(a["k_cache"], a["k_new"], a["rows"]) for a in inputs]
+    for (got_k, _), want in zip(run_ranks(split_scatter[2], inputs, target="trn2"), wants, strict=True):
+        np.testing.assert_array_equal(got_k, want)
