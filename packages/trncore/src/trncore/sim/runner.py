@@ -447,6 +447,11 @@ def _collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
+def _grid_key(grid: Any) -> Any:
+    """A launch grid compared as given: ``(2,)`` is ``2`` (``kernel[2]`` and ``kernel[(2,)]``)."""
+    return grid[0] if isinstance(grid, tuple) and len(grid) == 1 else grid
+
+
 def _launch(
     fn: Any, target: str | None, lnc: int | tuple[int, ...] | None, nki_version: str | None
 ) -> tuple[Any, str, Any, bool, int, tuple[int, ...]]:
@@ -454,7 +459,21 @@ def _launch(
     API the kernel may use) and the launch grid: one number, the logical cores (1 or 2; 2 only
     where the target has them), or an N-D SPMD grid of two or more axes (trncore.sim.grid).
     Returns ``(fn, target, release, grid, lnc, shape)``; ``grid`` says a grid was given,
-    ``shape`` is the N-D grid's (``()`` for an LNC launch)."""
+    ``shape`` is the N-D grid's (``()`` for an LNC launch).
+
+    A launched kernel (``kernel[2]``, ``kernel[4, 2]``: "Using Logical Neuron Cores", NKI 0.3.0 to
+    0.6.0) carries its grid: :func:`run_kernel`, :func:`trace`, :func:`report` and
+    :func:`run_ranks` run that grid, as ``nki.simulate(kernel[2])`` does (they took ``.func`` and
+    ran one program until the twenty-eighth third-party batch); an ``lnc`` given as well must
+    agree with it."""
+    launched = getattr(fn, "grid", None) if hasattr(fn, "func") else None
+    if launched is not None:
+        if lnc is not None and _grid_key(lnc) != _grid_key(launched):
+            raise ValueError(
+                f"lnc={lnc!r} conflicts with the launch grid of kernel[{launched!r}]: "
+                "give the grid once, as kernel[...] or as lnc="
+            )
+        lnc = launched
     fn = getattr(fn, "func", fn)
     target = _target(target)
     release = versions.resolve(nki_version)
