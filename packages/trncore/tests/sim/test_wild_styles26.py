@@ -9,6 +9,9 @@ in kernels of our own, next to their neighbours:
   ``nki.language.matmul`` page asks for "a tile on SBUF" for both; the refusal named the
   instruction the wrapper issues ("nc_matmul moving must be in sbuf"), now ``nl.matmul``'s ``y``
   (or ``x``). Copied to SBUF first, the same product matches NumPy.
+- a tile's NumPy-style ``.astype(...)`` (a variant of the batch's decode attention): NkiTensor has
+  none, and Python's message named no line; it now names the kernel's line and how a tile changes
+  dtype. A copy into a float32 tile matches NumPy.
 """
 
 from __future__ import annotations
@@ -159,3 +162,48 @@ def test_nl_matmul_of_a_psum_tile_names_its_argument_at_the_kernel_line(kernel, 
     message = str(info.value)
     assert f"nl.matmul {what} must be a tile on SBUF" in message, message
     assert "[buffer: nl-matmul-buffer]" in message and "psum[" in message, message
+
+
+def widened_by_copy(a):
+    """``a`` (bfloat16) widened to float32 the NKI way: copied into a float32 tile."""
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    w = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=w, src=t)
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=w)
+    return out
+
+
+def widened_by_astype(a):
+    """The same with a NumPy-style ``t.astype(...)``, which NkiTensor does not have (a variant of
+    the batch's ``nl.*`` decode attention)."""
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    w = t.astype(nl.float32)  # HERE
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=w)
+    return out
+
+
+def test_a_tile_widened_by_a_copy_matches_numpy(target: str) -> None:
+    import ml_dtypes
+
+    a = rng.standard_normal((64, 96)).astype(ml_dtypes.bfloat16)
+    out = run_kernel(widened_by_copy, [a], target=target)
+    np.testing.assert_array_equal(out, a.astype(np.float32))
+
+
+def test_a_tensor_attribute_nki_lacks_names_the_kernel_line(target: str) -> None:
+    """NkiTensor (NKI 0.3.0-0.6.0 reference) has no ``astype``: Python's AttributeError named no
+    line; it now names the kernel's, says the name is not an NKI tensor attribute and how to
+    change a tile's dtype. Private names stay plain (``getattr(t, "_x", default)`` still works)."""
+    import ml_dtypes
+
+    a = rng.standard_normal((64, 96)).astype(ml_dtypes.bfloat16)
+    where = f"(at {inspect.getsourcefile(widened_by_astype)}:{marked_line(widened_by_astype, '# HERE')})"
+    with pytest.raises(AttributeError) as info:
+        run_kernel(widened_by_astype, [a], target=target)
+    message = str(info.value)
+    assert "'NkiTensor' object has no attribute 'astype': not a tensor attribute" in message
+    assert "nisa.tensor_copy" in message and message.endswith(where)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -344,6 +344,13 @@ def _warn_ap_offset_reading(site: Any, view_offset: int, offset: int) -> None:
         f"offset to the whole tensor's .ap() to mean the same under both readings"
     )
     warn_at(message, site, stacklevel=3)
+
+#: What to write instead of a NumPy-style member NkiTensor lacks (see ``NkiTensor.__getattr__``).
+_MISSING_HINTS = {
+    "astype": "; a tile takes another dtype when copied into a tile of that dtype (nisa.tensor_copy, "
+    "nisa.activation), or is read as another dtype of the same bytes with .view(dtype)",
+}
+
 
 class NkiTensor:
     """A tensor value: a view of one allocation (the emulator's ``NkiTensor``).
@@ -1007,6 +1014,23 @@ class NkiTensor:
 
     def __len__(self) -> int:
         return self.shape[0] if self.dims else 0
+
+    if not TYPE_CHECKING:  # (hidden from mypy, which would otherwise accept any tensor attribute)
+
+        def __getattr__(self, name: str) -> Any:
+            """Only a name NkiTensor lacks comes here; Python's own message named no kernel line.
+
+            The NkiTensor reference (NKI 0.3.0 to 0.6.0) has no ``astype`` nor other NumPy-style
+            members, and a public kernel's tile ``.astype(...)`` failed with no line (twenty-sixth
+            third-party batch, docs/third-party-kernels.md). Private and special names (an unset slot
+            read with a default, NumPy's ``__array_*__`` probes) keep the plain error, cheaply."""
+            if name[:1] == "_":
+                raise AttributeError(f"'NkiTensor' object has no attribute {name!r}")
+            raise AttributeError(
+                f"'NkiTensor' object has no attribute {name!r}: not a tensor attribute of NKI 0.3.0 "
+                f"to 0.6.0 (the NkiTensor reference){_MISSING_HINTS.get(name, '')}"
+                f"{site_suffix(user_site())}"
+            )
 
     def _no_operator(self, *args: Any) -> Any:
         raise NotImplementedError(
