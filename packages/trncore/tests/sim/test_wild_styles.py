@@ -1,5 +1,5 @@
 """Forms that public third-party NKI 0.3+ kernels write (checked against the emulator, see
-docs/emulator.md, "Third-party kernels"), in kernels of our own, each next to its invalid neighbour."""
+docs/third-party-kernels.md), in kernels of our own, each next to its invalid neighbour."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Forms that a tenth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+emulator, see docs/third-party-kernels.md), in kernels of our own, each next to its
 invalid neighbour: where ``nisa.topk`` puts a group's K results."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Forms that an eleventh batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+emulator, see docs/third-party-kernels.md), in kernels of our own, each next to its
 invalid neighbour: the NeuronCore-v4 microscaling instructions on trn1/trn2, and what a gather
 skipped under ``oob_mode.skip`` leaves in its destination."""
 

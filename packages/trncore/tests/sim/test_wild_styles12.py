@@ -1,5 +1,5 @@
 """Forms that a twelfth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own: a kernel whose
+emulator, see docs/third-party-kernels.md), in kernels of our own: a kernel whose
 file is loaded the way benchmark harnesses load kernels (``importlib.util.spec_from_file_location``
 without an entry in ``sys.modules``), or compiled from a string (a notebook cell), gets the
 emulator's warnings at its lines, as a kernel in an imported module does."""

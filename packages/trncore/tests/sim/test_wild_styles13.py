@@ -1,5 +1,5 @@
 """Forms that a thirteenth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+emulator, see docs/third-party-kernels.md), in kernels of our own, each next to its
 invalid neighbour: a decode step written in the ``nl.*`` layer whose ``nl.matmul`` operands must
 pair as ``nc_matmul``'s do, and ``nl.broadcast_to`` widening one SBUF row or column as a
 ``tensor_tensor`` operand."""

@@ -1,5 +1,5 @@
 """Forms that a fourteenth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+emulator, see docs/third-party-kernels.md), in kernels of our own, each next to its
 invalid neighbour: a per-edge rotation ``nc_matmul`` written with ``dst=`` against its NKI Beta 1
 neighbour that assigns the instruction's value instead, and an S2-grid projection that accumulates
 K tiles of 100 partitions into a PSUM tile allocated afresh for every atom."""

@@ -1,5 +1,5 @@
 """Forms that a fifteenth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+emulator, see docs/third-party-kernels.md), in kernels of our own, each next to its
 invalid neighbour: heads split over the programs of an LNC=2 launch with the last program taking
 the remainder, so that one program may own no head and run its Tensor Engine work on empty
 tiles or on tiles of no partition; and, for such a program, a reduction over nothing, which no

@@ -1,5 +1,5 @@
 """Forms that a sixteenth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+emulator, see docs/third-party-kernels.md), in kernels of our own, each next to its
 invalid neighbour: integer slot arithmetic on the GpSimd Engine (``tensor_scalar(...,
 engine=nisa.engine.gpsimd)`` with multiply and add) feeding a ``vector_offset`` scatter into a
 paged slab; and an LNC=2 kernel whose rows each run an ``nl.fori_loop`` over a register-held page

@@ -1,5 +1,5 @@
 """Forms that an eighteenth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own: a stage of a
+emulator, see docs/third-party-kernels.md), in kernels of our own: a stage of a
 time integrator whose constants are module globals read at trace time by a helper the kernel calls
 (a public spectral solver exports its three Runge-Kutta stage kernels from one process, changing
 the globals in between, with arguments of the same shapes each time).

@@ -1,5 +1,5 @@
 """Forms that a nineteenth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+emulator, see docs/third-party-kernels.md), in kernels of our own, each next to its
 invalid neighbour: a software pipeline whose PSUM tiles are rings of entries, each entry written
 afresh for one head and read back before the entry comes round again (a public KDA decode kernel
 keeps six ``[1, 3, 128]`` and six ``[128, 128]`` float32 entries, twelve tiles for eight banks,

@@ -1,5 +1,5 @@
-"""Forms that a second batch of public third-party NKI 0.3.0 kernels write (docs/conformance.md,
-"Third-party kernels", "Second batch"), in kernels of our own, each next to its invalid neighbour."""
+"""Forms that a second batch of public third-party NKI 0.3.0 kernels write (docs/third-party-kernels.md,
+"Second batch"), in kernels of our own, each next to its invalid neighbour."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Forms that a twentieth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+emulator, see docs/third-party-kernels.md), in kernels of our own, each next to its
 invalid neighbour: a causal-conv state shift ``new[:, 0:(K-2)*C] = old[:, C:(K-1)*C]`` that is
 empty for a conv of width K = 2, so its source is the view ``old[:, C:C]`` at the end of a row."""
 

@@ -1,5 +1,5 @@
 """Forms that a twenty-first batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+emulator, see docs/third-party-kernels.md), in kernels of our own, each next to its
 invalid neighbour: an RMSNorm's inverse root taken by ``nl.rsqrt`` of a ``(P, 1)`` row statistic.
 
 The NKI 0.5.0 release notes (Improvements) move ``nl.rsqrt`` to the GpSimd Engine and drop its

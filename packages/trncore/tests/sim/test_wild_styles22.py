@@ -1,5 +1,5 @@
 """Forms that a twenty-second batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own.
+emulator, see docs/third-party-kernels.md), in kernels of our own.
 
 1. (A kernel of the ninth batch, rerun by the twenty-second for its cost report.) A depthwise
    convolution whose two float32 accumulation chains (a ScalarE ``activation`` with a

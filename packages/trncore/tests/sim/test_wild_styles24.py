@@ -1,8 +1,8 @@
 """A form a twenty-fourth batch of public third-party NKI kernels (kernels of GitHub issue and
-pull-request threads that carry a compiler or hardware verdict, docs/conformance.md,
-"Third-party kernels") writes, in kernels of our own, next to its neighbour: ``nl.matmul`` of
-narrow (non-fp32) operands, which the emulator runs into a float32 PSUM tile and, on trn1,
-warns at its line (an error in strict mode)."""
+pull-request threads that carry a compiler or hardware verdict, docs/third-party-kernels.md)
+writes, in kernels of our own, next to its neighbour: ``nl.matmul`` of narrow (non-fp32) operands,
+which the emulator runs into a float32 PSUM tile and, on trn1, warns at its line (an error in
+strict mode)."""
 
 from __future__ import annotations
 

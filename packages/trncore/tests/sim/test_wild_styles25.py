@@ -1,13 +1,13 @@
-"""A form a twenty-fifth batch of public third-party NKI kernels (kernels of GitHub issue threads
-and repositories that carry a compiler or hardware verdict, docs/conformance.md, "Third-party
-kernels") writes, in kernels of our own, next to its neighbour: an ``nc_matmul`` whose operands
-hold inf (a chunked DeltaNet kernel's split decay ``exp(gc[i]) * exp(-gc[j])`` overflows float32,
-and its author reports NaN logits on the device). TensorE computes IEEE float32 without traps, so
-the emulator gives inf * 0 = NaN silently on every engine; NumPy's "invalid value encountered in
-matmul" (and in an activation's scale multiply or bias add, and in tensor_reduce) used to come out of
-the emulator (an exception inside NumPy, without the kernel's line, under ``-W error``). The runs
-are now under ``np.errstate(all="ignore")`` (trncore.sim.dtypes.ieee_arithmetic) in every thread
-that runs instructions: a trace, each LNC core's thread and a replay."""
+"""A form a twenty-fifth batch of public third-party NKI kernels (kernels of GitHub issue threads and
+repositories that carry a compiler or hardware verdict, docs/third-party-kernels.md) writes, in
+kernels of our own, next to its neighbour: an ``nc_matmul`` whose operands hold inf (a chunked
+DeltaNet kernel's split decay ``exp(gc[i]) * exp(-gc[j])`` overflows float32, and its author
+reports NaN logits on the device). TensorE computes IEEE float32 without traps, so the emulator
+gives inf * 0 = NaN silently on every engine; NumPy's "invalid value encountered in matmul" (and in
+an activation's scale multiply or bias add, and in tensor_reduce) used to come out of the emulator
+(an exception inside NumPy, without the kernel's line, under ``-W error``). The runs are now under
+``np.errstate(all="ignore")`` (trncore.sim.dtypes.ieee_arithmetic) in every thread that runs
+instructions: a trace, each LNC core's thread and a replay."""
 
 from __future__ import annotations
 

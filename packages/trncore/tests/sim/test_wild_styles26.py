@@ -1,5 +1,5 @@
 """Forms a twenty-sixth batch of public third-party NKI kernels (model porters' kernels of
-neuronx-distributed-inference and a fork of it, docs/conformance.md, "Third-party kernels") writes,
+neuronx-distributed-inference and a fork of it, docs/third-party-kernels.md) writes,
 in kernels of our own, next to their neighbours:
 
 - a loop over ``nl.parallel_range``, which no NKI release has: the emulator's error named its own

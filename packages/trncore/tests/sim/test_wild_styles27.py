@@ -1,5 +1,5 @@
 """Forms that a twenty-seventh batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own.
+emulator, see docs/third-party-kernels.md), in kernels of our own.
 
 The cost report's minimum traffic. A fused Gated DeltaNet prefill takes a mask it never reads
 ("kept for call compatibility"), and a KV-cache write and an EAGLE hidden-state rolling buffer

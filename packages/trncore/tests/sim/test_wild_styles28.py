@@ -1,5 +1,5 @@
 """Forms that a twenty-eighth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own.
+emulator, see docs/third-party-kernels.md), in kernels of our own.
 
 A paged KV-cache scatter whose caller always launches it as ``kernel[2]``: the two programs of
 the LNC=2 launch split the work by ``nl.program_id(0)`` (one scatters V, the other K, each row

@@ -1,5 +1,5 @@
 """Forms a twenty-ninth batch of public third-party NKI kernels (a university course's Wan2.2
-RMSNorm, LayerNorm and RoPE kernels, docs/conformance.md, "Third-party kernels") writes, in kernels
+RMSNorm, LayerNorm and RoPE kernels, docs/third-party-kernels.md) writes, in kernels
 of our own, next to the neighbours their repository's history records the device compiler
 refusing (its MLIR verifier's messages are quoted in the fixing commits):
 

@@ -1,5 +1,5 @@
 """Forms that public third-party NKI 0.4-0.6 kernels write (checked against the emulator, see
-docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its invalid
+docs/third-party-kernels.md), in kernels of our own, each next to its invalid
 neighbour."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Forms that a ninth batch of public third-party NKI kernels writes (checked against the
-emulator, see docs/conformance.md, "Third-party kernels"), in kernels of our own, each next to its
+emulator, see docs/third-party-kernels.md), in kernels of our own, each next to its
 invalid neighbour: per-lane GpSimd random states (``nisa.rand_set_state`` /
 ``nisa.rand_get_state``) and the unique indices of a ``dma_compute`` scatter."""
 

@@ -353,7 +353,7 @@ def ieee_arithmetic() -> contextlib.AbstractContextManager[Any]:
     NaN/Inf values in a TensorE matmul "propagate through the accumulation chain"). NumPy
     would warn instead ("invalid value encountered in matmul") from the emulator's own line, not
     the kernel's, and under ``-W error`` stop with an exception inside NumPy (a DeltaNet kernel
-    whose fp32 ``exp`` overflows, docs/conformance.md "Twenty-fifth batch"). Entered where a trace
+    whose fp32 ``exp`` overflows, docs/third-party-kernels.md "Twenty-fifth batch"). Entered where a trace
     or a replay runs instructions, and in each LNC core's thread (``np.errstate`` is per thread):
     the instructions' ``run`` closures hold no errstate of their own.
     """

@@ -143,7 +143,7 @@ def _name_missing_attributes(public: str, module: types.ModuleType) -> None:
 
     The emulator's modules are ``trncore.sim.language`` and so on, registered as ``nki.language``;
     Python's own message named the former, with no kernel line. A public kernel called
-    ``nl.parallel_range``, which no NKI release has (twenty-sixth batch, docs/conformance.md), and
+    ``nl.parallel_range``, which no NKI release has (twenty-sixth batch, docs/third-party-kernels.md), and
     read "module 'trncore.sim.language' has no attribute 'parallel_range'". The message now names
     ``nki.language`` and ends with the kernel's line, as the emulator's rule errors do. Names a
     module serves through its own ``__getattr__`` (release-gated constants) are served first;

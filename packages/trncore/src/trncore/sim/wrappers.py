@@ -208,7 +208,7 @@ def _check_matmul_operands_in_sbuf(x: NkiTensor, y: NkiTensor) -> None:
     Without this check the instruction the wrapper issues refused the tile under its own name
     ("nc_matmul moving must be in sbuf"), which a kernel that called ``nl.matmul`` never wrote
     (a public decode-attention kernel of the twenty-sixth batch passed ``nl.transpose``'s PSUM
-    result as ``y``, docs/conformance.md). The refusal is unchanged; it now names the argument.
+    result as ``y``, docs/third-party-kernels.md). The refusal is unchanged; it now names the argument.
     """
     for what, t in (("x", x), ("y", y)):
         if t.buffer is not SBUF:
