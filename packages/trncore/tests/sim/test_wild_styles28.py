@@ -13,6 +13,9 @@ kernel carries, as ``kernel[2](...)`` and ``nki.simulate(kernel[2])`` do.
 
 from __future__ import annotations
 
+import inspect
+import warnings
+
 import numpy as np
 import pytest
 
@@ -118,3 +121,51 @@ def test_timeline_and_run_ranks_take_the_launched_grid_too() -> None:
     wants = [scatter_reference(a["k_cache"], a["k_new"], a["rows"]) for a in inputs]
     for (got_k, _), want in zip(run_ranks(split_scatter[2], inputs, target="trn2"), wants, strict=True):
         np.testing.assert_array_equal(got_k, want)
+
+
+def _scaled_into(x, out):
+    """``out`` (an argument the kernel writes in place) = 2 * ``x``; returns ``out``."""
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+    nisa.dma_copy(dst=out, src=t)  # (writes the argument out)
+    return out
+
+
+def test_aliased_arguments_the_kernel_writes_are_warned_at_the_call() -> None:
+    """The twenty-eighth batch's scatter takes its K and V caches as two arguments; passed the same
+    array twice, the emulator's copies part (each argument its own HBM tensor). A kernel writing
+    one of two arguments that share memory is warned at the caller's line; distinct arrays, or
+    one array passed twice and only read, are not."""
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    out = np.zeros_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = run_kernel(_scaled_into, [x, out], target="trn2")
+        np.testing.assert_array_equal(got, 2 * x)
+        np.testing.assert_array_equal(out, 2 * x)  # (written in place, as nki.simulate does)
+        run_kernel(_rows_plus, [x, x], target="trn2")  # read twice: no warning
+    same = x.copy()
+    line = inspect.currentframe().f_lineno + 2
+    with pytest.warns(UserWarning, match=r"kernel arguments 'x' and 'out' share memory") as rec:
+        run_kernel(_scaled_into, [same, same], target="trn2")
+    sites = [(w.filename, w.lineno) for w in rec]
+    assert (__file__, line) in sites, sites
+    half = x.copy()
+    with pytest.warns(UserWarning, match=r"share memory"):
+        run_kernel(_scaled_into, [half[:, 0:16], half[:, 8:24]], target="trn2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_kernel(_scaled_into, [half[:, 0:16].copy(), half[:, 16:32]], target="trn2")
+
+
+def _rows_plus(a, b):
+    """``a + b`` (both only read)."""
+    ta = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    tb = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=ta, src=a)
+    nisa.dma_copy(dst=tb, src=b)
+    nisa.tensor_tensor(dst=ta, data1=ta, data2=tb, op=nl.add)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=ta)
+    return out

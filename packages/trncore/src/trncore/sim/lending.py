@@ -31,7 +31,10 @@ import numpy as np
 
 from trncore.sim import dtypes
 
-__all__ = ["WrittenArguments", "handed_over", "lendable", "one_shot"]
+#: NumPy's "could not decide within max_work" (np.exceptions from NumPy 1.25; the top level before)
+_TOO_HARD: type[Exception] = getattr(np, "exceptions", np).TooHardError
+
+__all__ = ["WrittenArguments", "aliased_writes", "handed_over", "lendable", "one_shot"]
 
 
 def one_shot(arrays: Sequence[np.ndarray], budget: int) -> bool:
@@ -98,3 +101,26 @@ def handed_over(view: np.ndarray, storage: np.ndarray) -> np.ndarray | None:
     if view.nbytes == 0 or view.ctypes.data != storage.ctypes.data:
         return None
     return view.view()
+
+
+def aliased_writes(names: Sequence[str], arrays: Sequence[np.ndarray], written: Sequence[int]) -> list[str]:
+    """Pairs of kernel arguments that share memory, one of which the kernel wrote (as text).
+
+    Each argument is its own HBM tensor here (a copy, or lent only when it shares memory with no
+    other argument, :func:`lendable`), so a write through one argument is not seen through
+    another that views the same memory, and the caller's array ends with whichever written
+    argument is copied back last. No NKI page defines arguments that alias; the runner warns
+    (pass distinct arrays). Arguments only read may share memory freely (``kernel(x, x)``).
+    """
+    wrote = set(written)
+    pairs = []
+    for i in range(len(arrays)):
+        for j in range(i + 1, len(arrays)):
+            if (i in wrote or j in wrote) and np.may_share_memory(arrays[i], arrays[j]):
+                try:
+                    shared = np.shares_memory(arrays[i], arrays[j], max_work=100_000)
+                except _TOO_HARD:
+                    shared = True  # (undecided within the bound: said as "may share")
+                if shared:
+                    pairs.append(f"{names[i]!r} and {names[j]!r}")
+    return pairs

@@ -632,6 +632,16 @@ def _run_program(
     prog, arrays, result = get_program(
         fn, args, kwargs, target=target, lnc=lnc, nki_version=nki_version, lend=True
     )
+    if prog.written_inputs:
+        aliased = lending.aliased_writes([a.name for a in prog.inputs], arrays, prog.written_inputs)
+        if aliased:
+            warn_at(
+                f"kernel arguments {', '.join(aliased)} share memory and the kernel writes one: "
+                "the emulator gives each argument its own HBM tensor, so a write through one is "
+                "not seen through the other, and the caller's array gets the last written copy "
+                "back; no NKI page defines aliased arguments (pass distinct arrays)",
+                user_site(),
+            )
     if result is not NOT_RUN:
         return prog, result
     return prog, prog.run(arrays)
