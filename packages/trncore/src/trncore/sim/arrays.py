@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["dense", "extent", "strided_view"]
+__all__ = ["dense", "extent", "pattern_indices", "strided_view"]
 
 
 def strided_view(
@@ -58,3 +58,15 @@ def extent(dims: tuple[tuple[int, int], ...]) -> tuple[int, int]:
             sum(max(0, (n - 1) * s) for s, n in dims),
         )
     return found
+
+
+def pattern_indices(offset: int, dims: Sequence[tuple[int, int]]) -> np.ndarray:
+    """The flat element index of each element of a (step, count) pattern starting at ``offset``,
+    in row-major order of the pattern (1-D int64; ``[offset]`` for no dims). The index lists of
+    the LNC=2 race footprints (trncore.sim.core_races), a gather's row (trncore.sim.dynamic),
+    ``iota``'s values (trncore.sim.isa_common) and the cost report's minimum traffic
+    (trncore.sim.report)."""
+    idx = np.array([offset], dtype=np.int64)
+    for step, num in dims:
+        idx = (idx[:, None] + np.arange(num, dtype=np.int64) * step).reshape(-1)
+    return idx

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import context, dtypes
-from trncore.sim.arrays import extent, strided_view
+from trncore.sim.arrays import extent, pattern_indices, strided_view
 from trncore.sim.dynamic import ScalarOffset, VectorOffset
 from trncore.sim.errors import RaceError
 from trncore.sim.tensor import SHARED_HBM
@@ -114,9 +114,7 @@ class _Footprint:
         """Element indices of the whole pattern (mask not applied), in row-major order."""
         if self.elems is not None:
             return self.elems
-        idx = np.array([self.offset], dtype=np.int64)
-        for step, num in self.dims:
-            idx = (idx[:, None] + np.arange(num, dtype=np.int64) * step).reshape(-1)
+        idx = pattern_indices(self.offset, self.dims)
         if self.rows is not None:
             idx = ((self.rows * self.pitch)[:, None] + idx[None, :]).reshape(-1)
         return idx

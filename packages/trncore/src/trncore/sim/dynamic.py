@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes
-from trncore.sim.arrays import dense, extent, strided_view
+from trncore.sim.arrays import dense, extent, pattern_indices, strided_view
 from trncore.sim.errors import BoundsError, BufferError, ShapeError
 
 __all__ = ["ScalarOffset", "SelectedRows", "VectorOffset", "keep_skipped"]
@@ -195,13 +195,7 @@ class _VectorOperand:
     def inner(self) -> np.ndarray:
         """Flat element index of each element of a row (row 0), in row-major order of the view."""
         if self._inner is None:
-            rest = self._rest
-            inner = np.zeros([n for _, n in rest] or [1], dtype=np.int64)
-            for axis, (step, num) in enumerate(rest):
-                shape = [1] * len(rest)
-                shape[axis] = num
-                inner = inner + (np.arange(num, dtype=np.int64) * step).reshape(shape)
-            self._inner = self._offset + inner.reshape(-1)
+            self._inner = pattern_indices(self._offset, self._rest)
         return self._inner
 
     def _rows(self) -> np.ndarray:

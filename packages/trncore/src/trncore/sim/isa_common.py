@@ -20,6 +20,7 @@ from trncore.sim.alu import (
     BINARY,
     Op,
 )
+from trncore.sim.arrays import pattern_indices
 from trncore.sim.context import current, user_site
 from trncore.sim.errors import (
     BufferError,
@@ -341,10 +342,6 @@ def affine_values(
             f"elements but dst has {free} per partition",
             site,
         )
-    vals = np.zeros([n for _, n in dims] or [1], dtype=np.int64)
-    for axis, (step, num) in enumerate(dims):
-        shape = [1] * len(dims)
-        shape[axis] = num
-        vals = vals + (np.arange(num, dtype=np.int64) * step).reshape(shape)
+    vals = pattern_indices(0, dims)
     chan = (np.arange(p, dtype=np.int64) + start) * int(cm)
     return (int(offset) + chan[:, None] + vals.reshape(1, -1)).astype(np.int32)

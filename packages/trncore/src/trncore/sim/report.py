@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from trncore.sim import dtypes, hooks
+from trncore.sim.arrays import extent, pattern_indices, strided_view
 from trncore.sim.program import Program
 from trncore.sim.rules import rules_for
 from trncore.sim.schedule import instr_seconds, schedule
@@ -162,14 +163,6 @@ def _hbm_bytes(ins: Any) -> tuple[int, int]:
     return read, write
 
 
-def _view_indices(offset: int, dims: tuple[tuple[int, int], ...]) -> np.ndarray:
-    """The flat element indices (in the view's own elements) of a static access pattern."""
-    idx = np.array([offset], dtype=np.int64)
-    for step, num in dims:
-        idx = (idx[:, None] + step * np.arange(num, dtype=np.int64)).ravel()
-    return idx
-
-
 def _mark(mask: np.ndarray, unit: int, access: Any) -> None:
     """Mark in ``mask`` (one flag per storage element of ``unit`` bytes) what a static access touches.
 
@@ -182,11 +175,10 @@ def _mark(mask: np.ndarray, unit: int, access: Any) -> None:
     if 0 in nums:
         return
     steps = tuple(st for st, _ in dims)
-    last = offset + sum((n - 1) * st for st, n in dims)
-    if isz == unit and offset >= 0 and min(steps, default=0) >= 0 and last < mask.size:
-        np.lib.stride_tricks.as_strided(mask[offset:], nums, steps, writeable=True)[...] = True
+    if isz == unit and offset >= 0 and min(steps, default=0) >= 0 and offset + extent(dims)[1] < mask.size:
+        strided_view(mask, offset, nums, steps)[...] = True
         return
-    idx = _view_indices(offset, dims)
+    idx = pattern_indices(offset, dims)
     if isz == unit:
         units = idx
     elif isz > unit:
