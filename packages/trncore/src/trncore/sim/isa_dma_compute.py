@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes
+from trncore.sim import dtypes, from_nki_0_2
 from trncore.sim.alu import BINARY
 from trncore.sim.checks import as_tensor
 from trncore.sim.errors import BufferError, LanguageError, ShapeError
@@ -51,6 +51,10 @@ def dma_compute(
     _enum_arg(oob_mode, _OOB, "dma_compute", "oob_mode")
     dst = as_tensor(dst, "dma_compute", "dst", site)
     sources = [as_tensor(s, "dma_compute", f"srcs[{i}]", site) for i, s in enumerate(srcs)]
+    if isinstance(reduce_op, (list, tuple)):  # the scales, where NKI 0.2.0 put them
+        raise from_nki_0_2.argument_order_error(
+            "nisa.dma_compute", f"reduce_op={list(reduce_op)!r} is a list (scales)", site
+        )
     _op_token(reduce_op, "reduce_op", site, {"add": BINARY["add"]})
     if not 1 <= len(sources) <= 16:
         raise ShapeError("dma-compute-srcs", f"dma_compute takes 1 to 16 sources, got "

@@ -28,7 +28,7 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from trncore.sim import context
+from trncore.sim import context, from_nki_0_2
 from trncore.sim.errors import LanguageError, site_suffix
 
 __all__ = ["NO_REORDER_DEPTH", "NkiInstruction", "dynamic_scope", "refuse_in_no_reorder", "returning_handle"]
@@ -137,21 +137,51 @@ class NkiInstruction:
 
 
 def _signature_error(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], exc: TypeError
-) -> TypeError | None:
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    exc: TypeError,
+    namespace: str = "nisa",
+) -> Exception | None:
     """A TypeError naming the instruction's parameters and the kernel's line when the call does
     not match the instruction's signature (Python's own message names neither; a parameter of
-    another API, such as ``tensor_copy(dtype=...)``, is a common slip), else None."""
+    another API, such as ``tensor_copy(dtype=...)``, is a common slip), else None. A parameter of
+    NKI 0.2.0 that 0.3.0 removed is a ``VersionError`` saying what to write instead, and an API
+    whose argument order 0.3.0 changed says so (:mod:`trncore.sim.from_nki_0_2`)."""
     signature = inspect.signature(fn)
     try:
         signature.bind(*args, **kwargs)
     except TypeError:
+        api = f"{namespace}.{fn.__name__}"
+        site = context.user_site()
+        removed = from_nki_0_2.removed_parameter_error(api, kwargs, site)
+        if removed is not None:
+            return removed
         names = ", ".join(signature.parameters)
+        shown = "nki.isa" if namespace == "nisa" else namespace
         return TypeError(
-            f"nki.isa.{fn.__name__}: {exc}; its parameters are ({names})"
-            f"{_missing_dst_hint(fn.__name__, signature, args, kwargs)}{site_suffix(context.user_site())}"
+            f"{shown}.{fn.__name__}: {exc}; its parameters are ({names})"
+            f"{_missing_dst_hint(fn.__name__, signature, args, kwargs)}"
+            f"{from_nki_0_2.order_hint(api)}{site_suffix(site)}"
         )
     return None
+
+
+def signature_checked(fn: Callable[..., Any], namespace: str) -> Callable[..., Any]:
+    """``fn`` (an API of ``namespace``, e.g. ``nki.collectives``) raising :func:`_signature_error`
+    when a call does not match its signature, as the ``nisa`` instructions do."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as exc:
+            better = _signature_error(fn, args, kwargs, exc, namespace)
+            if better is None:
+                raise
+            raise better from None
+
+    return call
 
 
 def _missing_dst_hint(

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes
+from trncore.sim import dtypes, from_nki_0_2
 from trncore.sim.alu import (
     ACTIVATIONS,
     BINARY,
@@ -507,7 +507,8 @@ def tensor_reduce(
         raise ShapeError(
             "reduce-axes",
             f"tensor_reduce axis {axis} must be the trailing contiguous free "
-            f"dims ending at dim {nd - 1} (never 0) of {data.describe()}",
+            f"dims ending at dim {nd - 1} (never 0) of {data.describe()}"
+            f"{from_nki_0_2.reduce_axis_hint(axes, nd)}",
             site,
         )
     kept = math.prod(data.shape[1 : nd - len(axes)])
@@ -609,6 +610,12 @@ def affine_select(
     """AWS NKI docs, nki.isa.affine_select (NKI 0.3.0): ``dst = on_true_tile where cmp_op(affine value, 0)
     else on_false_value`` (GpSimd)."""
     ctx, site = _begin()
+    if not isinstance(on_true_tile, NkiTensor) and isinstance(on_false_value, NkiTensor):
+        # the tile one place to the right: NKI 0.2.0's positional (..., offset, channel_multiplier, ...)
+        raise from_nki_0_2.argument_order_error(
+            "nisa.affine_select",
+            f"on_true_tile is {on_true_tile!r} and on_false_value is a tensor", site
+        )
     dst = check_compute_operand(dst, "affine_select", "dst", site, buffers=("sbuf",))
     src = check_compute_operand(
         on_true_tile, "affine_select", "on_true_tile", site, buffers=("sbuf",)

@@ -103,7 +103,10 @@ for _name in collectives.__all__:
     _params = inspect.signature(_fn).parameters
     _apis = [f"nki.collectives.*({p}=)" for p in ("priority", "name") if p in _params]
     if _apis:
-        setattr(collectives, _name, versions.gate_parameters(_fn, _apis))
+        _fn = versions.gate_parameters(_fn, _apis)
+    # a call that does not match the signature names the parameters and the kernel's line (and an
+    # NKI 0.2.0 parameter, `num_channels`, what to write instead), as the nisa instructions do
+    setattr(collectives, _name, isa_instruction.signature_checked(_fn, "nki.collectives"))
 
 #: Real module name -> emulator module, used by install() and by kernel rebinding (the table of
 #: trncore.sim.binding, filled here).

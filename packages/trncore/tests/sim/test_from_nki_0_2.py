@@ -1,0 +1,250 @@
+"""Kernels written for NKI 0.2.0 (Neuron SDK 2.28) on an emulator that targets NKI 0.3.0+.
+
+Each breaking change of the NKI 0.3.0 release notes ("Breaking Changes"; the NKI 0.3.0 Update
+Guide, SDK 2.29 docs) that is a changed call form: our own kernels in the 0.3.0 form run against
+NumPy, and the 0.2.0 neighbour (AWS's NKI Library of SDK 2.28 writes these) stops at the
+kernel's line with a message naming the change and what to write instead, not Python's bare
+TypeError. The other breaking changes have their own rules and tests (docs/emulator.md,
+"Kernels written for NKI 0.2.0").
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from trncore.sim import collectives as ncc
+from trncore.sim import nisa, nl
+from trncore.sim.collectives import ReplicaGroup
+from trncore.sim.errors import ShapeError
+from trncore.sim.runner import run_kernel, run_ranks
+from trncore.sim.testing import assert_reported_at, marked_line
+from trncore.sim.versions import VersionError
+
+pytestmark = pytest.mark.simulator
+
+rng = np.random.default_rng(3802)
+A = rng.standard_normal((128, 64)).astype(np.float32)
+B = rng.standard_normal((128, 64)).astype(np.float32)
+RELEASES = ("0.3", "0.6")
+
+
+def _out(t):
+    o = nl.ndarray(tuple(t.shape), dtype=t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=t)
+    return o
+
+
+def _load(a):
+    s = nl.ndarray(tuple(a.shape), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=a)
+    return s
+
+
+def _refused(kernel, args, **kw) -> VersionError:
+    with pytest.raises(VersionError) as info:
+        run_kernel(kernel, args, target="trn2", **kw)
+    assert_reported_at(info.value, kernel)
+    assert info.value.rule == "nki-0.2-form"
+    return info.value
+
+
+# ---- nisa.dma_copy: dst_rmw_op and unique_indices removed; use nisa.dma_compute
+def accumulate_03(a, b):
+    acc = _load(a)
+    nisa.dma_compute(dst=acc, srcs=[_load(b), acc], reduce_op=nl.add)
+    return _out(acc)
+
+
+def accumulate_02(a, b):
+    acc = _load(a)
+    nisa.dma_copy(dst=acc, src=_load(b), dst_rmw_op=nl.add)  # HERE
+    return _out(acc)
+
+
+def copy_unique_02(a):
+    s = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=a, unique_indices=True)  # HERE
+    return _out(s)
+
+
+@pytest.mark.parametrize("v", RELEASES)
+def test_dma_copy_read_modify_write_is_dma_compute(v: str) -> None:
+    got = run_kernel(accumulate_03, [A, B], target="trn2", nki_version=v)
+    np.testing.assert_allclose(got, A + B, rtol=1e-6)
+    e = _refused(accumulate_02, [A, B], nki_version=v)
+    assert "dma_copy(dst_rmw_op=)" in str(e) and "nisa.dma_compute(" in str(e)
+    e = _refused(copy_unique_02, [A], nki_version=v)
+    assert "dma_copy(unique_indices=)" in str(e) and "dma_compute(..., unique_indices=)" in str(e)
+
+
+# ---- nisa.dma_compute: scales and reduce_op swapped
+def add_03(a, b):
+    o = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_compute(o, [a, b], nl.add, [1.0, 1.0])
+    return o
+
+
+def add_02(a, b):
+    o = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_compute(o, [a, b], [1.0, 1.0], nl.add)  # HERE
+    return o
+
+
+@pytest.mark.parametrize("v", RELEASES)
+def test_dma_compute_argument_order(v: str) -> None:
+    np.testing.assert_allclose(run_kernel(add_03, [A, B], target="trn2", nki_version=v), A + B, rtol=1e-6)
+    e = _refused(add_02, [A, B], nki_version=v)
+    assert "swapped the positions of scales and reduce_op" in str(e)
+    assert "dma_compute(dst, srcs, reduce_op, scales=None" in str(e)
+
+
+# ---- nisa.affine_select: offset moved from the 3rd positional argument to a keyword
+def lower_03(a):
+    s, d = _load(a), nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.affine_select(d, [[-1, 64]], 1, s, -5.0, nl.greater_equal, offset=3)
+    return _out(d)
+
+
+def lower_02(a):
+    s, d = _load(a), nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.affine_select(d, [[-1, 64]], 3, 1, s, -5.0, nl.greater_equal)  # HERE
+    return _out(d)
+
+
+def lower_02_keywords(a):
+    s, d = _load(a), nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.affine_select(d, [[-1, 64]], 3, 1, on_true_tile=s, on_false_value=-5.0)  # HERE
+    return _out(d)
+
+
+@pytest.mark.parametrize("v", RELEASES)
+def test_affine_select_positional_offset(v: str) -> None:
+    p, f = np.meshgrid(np.arange(128), np.arange(64), indexing="ij")
+    expected = np.where(3 + p - f >= 0, A, np.float32(-5.0))
+    np.testing.assert_array_equal(run_kernel(lower_03, [A], target="trn2", nki_version=v), expected)
+    e = _refused(lower_02, [A], nki_version=v)
+    assert "moved offset from the 3rd positional argument" in str(e)
+    # on_true_tile given twice (positionally, then by keyword): Python's error, with the hint
+    with pytest.raises(TypeError) as info:
+        run_kernel(lower_02_keywords, [A], target="trn2", nki_version=v)
+    text = str(info.value)
+    assert "multiple values for argument 'on_true_tile'" in text
+    assert "moved offset from the 3rd positional argument" in text
+    src = inspect.getsourcefile(lower_02_keywords)
+    assert text.endswith(f"(at {src}:{marked_line(lower_02_keywords, '# HERE')})")
+
+
+# ---- nisa.register_move: imm renamed src
+def move_03(a):
+    r = nisa.register_alloc(0)
+    nisa.register_move(r, src=2)
+    return _out(_load(a.ap(pattern=[[64, 128], [1, 64]], scalar_offset=r, indirect_dim=0)))
+
+
+def move_02(a):
+    r = nisa.register_alloc(0)
+    nisa.register_move(r, imm=2)  # HERE
+    return _out(_load(a))
+
+
+@pytest.mark.parametrize("v", RELEASES)
+def test_register_move_src(v: str) -> None:
+    tall = rng.standard_normal((130, 64)).astype(np.float32)
+    np.testing.assert_array_equal(run_kernel(move_03, [tall], target="trn2", nki_version=v), tall[2:])
+    e = _refused(move_02, [A], nki_version=v)
+    assert "register_move(imm=)" in str(e) and "renamed src" in str(e)
+
+
+# ---- nisa.sendrecv: use_gpsimd_dma replaced by the dma_engine enum
+def swap_03(x):
+    me = nl.program_id(axis=0)
+    got = nl.ndarray((16, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.sendrecv(src=_load(x[me * 16 : me * 16 + 16, :]), dst=got, send_to_rank=1 - me,
+                  recv_from_rank=1 - me, pipe_id=0, dma_engine=nisa.dma_engine.gpsimd_dma)  # fmt: skip
+    out = nl.ndarray((32, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[me * 16 : me * 16 + 16, :], src=got)
+    return out
+
+
+def swap_02(x):
+    me = nl.program_id(axis=0)
+    got = nl.ndarray((16, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.sendrecv(src=_load(x[me * 16 : me * 16 + 16, :]), dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0, use_gpsimd_dma=True)  # HERE  # noqa: E501
+    out = nl.ndarray((32, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[me * 16 : me * 16 + 16, :], src=got)
+    return out
+
+
+@pytest.mark.parametrize("v", RELEASES)
+def test_sendrecv_dma_engine(v: str) -> None:
+    x = np.arange(128, dtype=np.float32).reshape(32, 4)
+    got = run_kernel(swap_03, [x], target="trn2", lnc=2, nki_version=v)
+    np.testing.assert_array_equal(got, np.concatenate([x[16:], x[:16]]))
+    e = _refused(swap_02, [x], lnc=2, nki_version=v)
+    assert "sendrecv(use_gpsimd_dma=)" in str(e) and "nisa.dma_engine.gpsimd_dma" in str(e)
+
+
+# ---- nki.collectives: num_channels removed from collective_permute_implicit_current_processing_rank_id
+def whose_03(x, group):
+    out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    r = ncc.collective_permute_implicit_current_processing_rank_id(iteration_id=1, replica_group=group)
+    nisa.dma_copy(dst=out, src=x.ap(pattern=[[1, 1], [1, 1]], scalar_offset=r, indirect_dim=1))
+    return out
+
+
+def whose_02(x, group):
+    out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    r = ncc.collective_permute_implicit_current_processing_rank_id(iteration_id=1, replica_group=group, channel_id=0, num_channels=1)  # HERE  # noqa: E501
+    nisa.dma_copy(dst=out, src=x.ap(pattern=[[1, 1], [1, 1]], scalar_offset=r, indirect_dim=1))
+    return out
+
+
+@pytest.mark.parametrize("v", RELEASES)
+def test_current_processing_rank_id_without_num_channels(v: str) -> None:
+    table = np.arange(4, dtype=np.int32).reshape(1, 4) * 10
+    ranks = [{"x": table, "group": ReplicaGroup([[0, 1, 2, 3]])}] * 4
+    outs = run_ranks(whose_03, ranks, lnc=1, nki_version=v)
+    assert [int(o[0, 0]) for o in outs] == [10 * ((r - 1) % 4) for r in range(4)]
+    with pytest.raises(VersionError) as info:
+        run_ranks(whose_02, ranks, lnc=1, nki_version=v)
+    assert_reported_at(info.value, whose_02)
+    assert "(num_channels=) is an NKI 0.2.0" in str(info.value) and "channel_ids" in str(info.value)
+
+
+def whose_typo(x, group):
+    ncc.collective_permute_implicit_current_processing_rank_id(iteration=1, replica_group=group)  # HERE
+    return x
+
+
+def test_collective_signature_errors_name_the_line() -> None:
+    """A collective called with a parameter it does not have names its parameters and the
+    kernel's line (it had been Python's bare TypeError, no line)."""
+    ranks = [{"x": np.zeros((1, 4), np.int32), "group": ReplicaGroup([[0, 1]])}] * 2
+    with pytest.raises(TypeError) as info:
+        run_ranks(whose_typo, ranks, lnc=1)
+    text = str(info.value)
+    assert "its parameters are (iteration_id, replica_group, channel_id, name)" in text
+    assert text.endswith(f":{marked_line(whose_typo, '# HERE')})")
+
+
+# ---- nisa.tensor_reduce: axis numbering fixed (0.2.0 took axis=1 as the last free dim)
+def row_sums(a, axis):
+    s = _load(a)
+    r = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=r, op=nl.add, data=s, axis=axis)  # HERE
+    return _out(r)
+
+
+@pytest.mark.parametrize("v", RELEASES)
+def test_tensor_reduce_axis_numbering(v: str) -> None:
+    a3 = rng.standard_normal((128, 4, 16)).astype(np.float32)
+    got = run_kernel(row_sums, [a3, 2], target="trn2", nki_version=v)
+    np.testing.assert_allclose(got, a3.sum(axis=2), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ShapeError) as info:
+        run_kernel(row_sums, [a3, 1], target="trn2", nki_version=v)
+    assert_reported_at(info.value, row_sums)
+    assert "took axis=1 as the last free dim of a 3-D tile" in str(info.value)
+    assert "with axis=2" in str(info.value)
