@@ -18,7 +18,7 @@ import pytest
 from trncore.sim import collectives as ncc
 from trncore.sim import nisa, nl
 from trncore.sim.collectives import ReplicaGroup
-from trncore.sim.errors import ShapeError
+from trncore.sim.errors import LanguageError, ShapeError
 from trncore.sim.runner import run_kernel, run_ranks
 from trncore.sim.testing import assert_reported_at, marked_line
 from trncore.sim.versions import VersionError
@@ -248,3 +248,25 @@ def test_tensor_reduce_axis_numbering(v: str) -> None:
     assert_reported_at(info.value, row_sums)
     assert "took axis=1 as the last free dim of a 3-D tile" in str(info.value)
     assert "with axis=2" in str(info.value)
+
+
+# ---- outputs must use buffer=nl.shared_hbm (nl.hbm, private_hbm, was NKI 0.2.0's output buffer)
+def copied_03(a):
+    return _out(_load(a))
+
+
+def copied_02(a):
+    s = _load(a)
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.hbm)  # HERE
+    nisa.dma_copy(dst=out, src=s)
+    return out
+
+
+@pytest.mark.parametrize("v", RELEASES)
+def test_output_on_hbm_names_the_change(v: str) -> None:
+    np.testing.assert_array_equal(run_kernel(copied_03, [A], target="trn2", nki_version=v), A)
+    with pytest.raises(LanguageError) as info:
+        run_kernel(copied_02, [A], target="trn2", nki_version=v)
+    assert_reported_at(info.value, copied_02)
+    assert info.value.rule == "output-shared-hbm"
+    assert "nl.hbm (private_hbm) was the output buffer of NKI 0.2.0 kernels" in str(info.value)

@@ -390,7 +390,16 @@ def _outputs(result: Any, fn: Callable[..., Any], inputs: Sequence[Any] = ()) ->
             raise LanguageError(
                 "output-shared-hbm",
                 f"kernel output {item.describe()} must be in shared_hbm address space "
-                "(allocate it with buffer=nl.shared_hbm)",
+                "(allocate it with buffer=nl.shared_hbm)"
+                + (
+                    # nl.hbm is private_hbm: the NKI 0.2.0 form (NKI 0.3.0 release notes, Breaking
+                    # Changes: "Output tensors must use buffer=nl.shared_hbm")
+                    "; nl.hbm (private_hbm) was the output buffer of NKI 0.2.0 kernels, and NKI "
+                    "0.3.0 requires shared_hbm for every kernel output (NKI 0.3.0 release notes, "
+                    "Breaking Changes)"
+                    if item.alloc.buffer is PRIVATE_HBM
+                    else ""
+                ),
                 item.alloc.site or _def_site(fn),
             )
         outs.append(item)
