@@ -248,6 +248,14 @@ def test_tensor_reduce_axis_numbering(v: str) -> None:
     assert_reported_at(info.value, row_sums)
     assert "took axis=1 as the last free dim of a 3-D tile" in str(info.value)
     assert "with axis=2" in str(info.value)
+    # AWS's SDK 2.28 attention kernel reduces a 3-D view with axis=[4] (its SDK 2.29 one: [2])
+    with pytest.raises(ShapeError) as info:
+        run_kernel(row_sums, [a3, (4,)], target="trn2", nki_version=v)
+    assert_reported_at(info.value, row_sums)
+    assert "axis 4 is not a dim of this 3-D tile" in str(info.value) and "with axis=2" in str(info.value)
+    with pytest.raises(ShapeError) as info:  # the partition axis, refused under every release: no hint
+        run_kernel(row_sums, [a3, (0,)], target="trn2", nki_version=v)
+    assert "NKI 0.2.0" not in str(info.value)
 
 
 # ---- outputs must use buffer=nl.shared_hbm (nl.hbm, private_hbm, was NKI 0.2.0's output buffer)

@@ -93,14 +93,19 @@ def argument_order_error(api: str, found: str, site: tuple[str, int] | None) -> 
 
 
 def reduce_axis_hint(axes: tuple[int, ...], ndim: int) -> str:
-    """``tensor_reduce``: why ``axis=1`` on a tile of 3 or more dims is refused, for a kernel of
-    NKI 0.2.0, whose compiler took it as the last free dim (NKI 0.3.0 release notes, Bug Fixes:
-    "NKI 0.2.0 incorrectly allowed axis=1 to refer to the last free dimension even for 3D/4D
-    tensors"), else ``""``."""
-    if axes != (1,) or ndim < 3:
-        return ""
-    return (
-        f"; {_label('0.2.0')} took axis=1 as the last free dim of a {ndim}-D tile, which "
-        f"{_label('0.3.0')} fixed (NKI 0.3.0 release notes, Bug Fixes): axis values are the "
-        f"tensor's dims, so reduce the last free dim with axis={ndim - 1}"
+    """``tensor_reduce``: why an axis list NKI 0.2.0 took is refused, else ``""``. NKI 0.3.0
+    release notes, Bug Fixes: "NKI 0.2.0 incorrectly allowed axis=1 to refer to the last free
+    dimension even for 3D/4D tensors. NKI 0.3.0 corrects this so that axis values correspond to
+    the actual tensor dimensions" (AWS's NKI Library of SDK 2.28 also passes ``axis=[4]`` for a
+    3-D view, which its SDK 2.29 version writes ``axis=[2]``)."""
+    fix = (
+        f"{_label('0.3.0')} fixed tensor_reduce's axis handling (NKI 0.3.0 release notes, Bug "
+        f"Fixes): axis values are the tensor's dims, so reduce the last free dim with "
+        f"axis={ndim - 1}"
     )
+    if axes == (1,) and ndim >= 3:
+        return f"; {_label('0.2.0')} took axis=1 as the last free dim of a {ndim}-D tile; {fix}"
+    if axes and max(axes) >= ndim:
+        old = f"{_label('0.2.0')} took such axes"
+        return f"; axis {max(axes)} is not a dim of this {ndim}-D tile ({old}); {fix}"
+    return ""
