@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import inspect
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 from trncore.sim import collectives as ncc
 from trncore.sim import nisa, nl
 from trncore.sim.collectives import ReplicaGroup
-from trncore.sim.errors import LanguageError, ShapeError
+from trncore.sim.errors import DtypeError, LanguageError, ShapeError
 from trncore.sim.runner import run_kernel, run_ranks
 from trncore.sim.testing import assert_reported_at, marked_line
 from trncore.sim.versions import VersionError
@@ -278,3 +279,26 @@ def test_output_on_hbm_names_the_change(v: str) -> None:
     assert_reported_at(info.value, copied_02)
     assert info.value.rule == "output-shared-hbm"
     assert "nl.hbm (private_hbm) was the output buffer of NKI 0.2.0 kernels" in str(info.value)
+
+
+# ---- dma_copy(dge_mode=hwdge) enforces equal dtypes from NKI 0.3.0 (NKI 0.2.0 cast)
+def narrow_hwdge_02(a):
+    s = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=a, dge_mode=nisa.dge_mode.hwdge)  # HERE
+    return _out(s)
+
+
+def narrow_swdge_03(a):
+    s = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=a, dge_mode=nisa.dge_mode.swdge)
+    return _out(s)
+
+
+@pytest.mark.parametrize("v", RELEASES)
+def test_hwdge_dtypes_name_the_change(v: str) -> None:
+    got = run_kernel(narrow_swdge_03, [A], target="trn2", nki_version=v)
+    np.testing.assert_array_equal(got, A.astype(ml_dtypes.bfloat16))
+    with pytest.raises(DtypeError) as info:
+        run_kernel(narrow_hwdge_02, [A], target="trn2", nki_version=v)
+    assert_reported_at(info.value, narrow_hwdge_02)
+    assert "enforced from NKI 0.3.0" in str(info.value) and ".view(dtype)" in str(info.value)

@@ -102,7 +102,9 @@ def _dma_copy_checks(ctx: Any, site: Any, dst: Any, src: Any, dge_mode: Any, eng
         if src.dtype != dst.dtype:
             raise DtypeError(
                 "hwdge-dtype",
-                f"dma_copy with hwdge needs equal dtypes: {src.dtype} vs {dst.dtype}",
+                f"dma_copy with hwdge needs equal dtypes: {src.dtype} vs {dst.dtype} (NKI 0.3.0 "
+                "release notes, Breaking Changes: enforced from NKI 0.3.0; reinterpret one side "
+                "with .view(dtype) for a bit copy, or let another dge_mode cast)",
                 site,
             )
     if src.dtype != dst.dtype and (dtypes.is_packed(src.dtype) or dtypes.is_packed(dst.dtype)):
