@@ -302,3 +302,25 @@ def test_hwdge_dtypes_name_the_change(v: str) -> None:
         run_kernel(narrow_hwdge_02, [A], target="trn2", nki_version=v)
     assert_reported_at(info.value, narrow_hwdge_02)
     assert "enforced from NKI 0.3.0" in str(info.value) and ".view(dtype)" in str(info.value)
+
+
+# ---- nki.tensor under the conformance runner's stand-in of AWS's CPU simulator
+NTENSOR: object = None  # the stand-in module, set by the test (a kernel reads it as a global)
+
+
+def identity_02(a):
+    ident = nl.shared_constant(NTENSOR.identity(128, nl.float32))  # HERE
+    return _out(_load(ident))
+
+
+def test_nki_tensor_names_the_documented_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AWS's SDK 2.28 MoE kernel calls nki.tensor.identity, which the runner's stand-in of AWS's
+    simulator does not emulate: the error names the line and nl.shared_identity_matrix."""
+    from trncore.sim.conform_stubs import _cpu_simulator_modules
+
+    monkeypatch.setitem(globals(), "NTENSOR", _cpu_simulator_modules()["nki_cpu_simulator.nki.tensor"])
+    with pytest.raises(NotImplementedError) as info:
+        run_kernel(identity_02, [A], target="trn2")
+    text = str(info.value)
+    assert "nki.tensor.identity is not emulated" in text and "nl.shared_identity_matrix" in text
+    assert text.endswith(f":{marked_line(identity_02, '# HERE')})")

@@ -210,13 +210,31 @@ class _CpuSimulate:
         return out
 
 
+#: Why a module of AWS's CPU simulator is not emulated, where the pages say more than its name.
+_UNSUPPORTED_NOTES = {
+    # AWS's SDK 2.28 MoE token-generation kernel builds its identity matrix with
+    # nl.shared_constant(nki.tensor.identity(...)); its SDK 2.29 version calls
+    # nl.shared_identity_matrix (thirtieth batch, docs/third-party-kernels.md)
+    "nki.tensor": "no NKI 0.3.0-0.6.0 API page documents nki.tensor (the NKI 0.2.0 release notes "
+    "moved it to nki.meta.tensor); for an identity matrix, nl.shared_identity_matrix(n, dtype) "
+    "is the documented call",
+}
+
+
 def _unsupported_module(name: str) -> types.ModuleType:
     mod = types.ModuleType(name)
+    note = _UNSUPPORTED_NOTES.get(name)
 
     def __getattr__(attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
-        raise NotImplementedError(f"{name}.{attr} is not emulated by trncore.sim")
+        from trncore.sim.context import user_site
+        from trncore.sim.errors import site_suffix
+
+        raise NotImplementedError(
+            f"{name}.{attr} is not emulated by trncore.sim" + (f": {note}" if note else "")
+            + site_suffix(user_site())
+        )
 
     mod.__getattr__ = __getattr__  # type: ignore[method-assign]
     return mod
