@@ -324,3 +324,31 @@ def test_nki_tensor_names_the_documented_identity(monkeypatch: pytest.MonkeyPatc
     text = str(info.value)
     assert "nki.tensor.identity is not emulated" in text and "nl.shared_identity_matrix" in text
     assert text.endswith(f":{marked_line(identity_02, '# HERE')})")
+
+
+# ---- dma_compute with one source: the page's dst = srcs[0], warned (the update guide reads dst += src)
+def accumulate_guide(a, b):
+    acc = _load(a)
+    nisa.dma_compute(acc, [_load(b)], reduce_op=nl.add)  # HERE
+    return _out(acc)
+
+
+def test_one_source_dma_compute_is_the_pages_copy_warned() -> None:
+    import warnings
+
+    from trncore.sim import strict_mode
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = run_kernel(accumulate_guide, [A, B], target="trn2")
+    np.testing.assert_array_equal(got, B)  # dst = reduce_op(srcs) with srcs = [b]
+    hits = [w for w in caught if "dma_compute with one source" in str(w.message)]
+    assert len(hits) == 1 and "list dst among the srcs" in str(hits[0].message)
+    assert (hits[0].filename, hits[0].lineno) == (__file__, marked_line(accumulate_guide, "# HERE"))
+    with pytest.raises(LanguageError) as info, strict_mode():
+        run_kernel(accumulate_guide, [A, B], target="trn2")
+    assert_reported_at(info.value, accumulate_guide)
+    assert info.value.rule == "dma-compute-one-source"
+    with warnings.catch_warnings():  # dst among the srcs: the accumulation, no warning
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(run_kernel(accumulate_03, [A, B], target="trn2"), A + B, rtol=1e-6)

@@ -23,7 +23,7 @@ import numpy as np
 from trncore.sim import dtypes, from_nki_0_2
 from trncore.sim.alu import BINARY
 from trncore.sim.checks import as_tensor
-from trncore.sim.errors import BufferError, LanguageError, ShapeError
+from trncore.sim.errors import BufferError, LanguageError, ShapeError, warn_unless_strict
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import enum_arg as _enum_arg
 from trncore.sim.isa_common import hbm_bytes_meta, oob_mode
@@ -72,6 +72,19 @@ def dma_compute(
         if t.size != dst.size:
             raise ShapeError("element-count", f"dma_compute element counts differ: "
                              f"{t.describe()} vs dst {dst.describe()}", site)  # fmt: skip
+    if len(sources) == 1:
+        # The nki.isa.dma_compute page (NKI 0.3.0-0.6.0): dst = reduce_op(srcs[0] * scales[0],
+        # ...), so one source is a copy; the NKI 0.3.0 update guide's replacement for
+        # dma_copy(dst, src, dst_rmw_op=nl.add) is dma_compute(dst, [src], reduce_op=nl.add), read
+        # as dst += src (docs/emulator.md, Readings chosen)
+        warn_unless_strict(
+            ctx.strict, LanguageError, "dma-compute-one-source",
+            f"dma_compute with one source ({sources[0].describe()}) computes dst = srcs[0] by the "
+            "nki.isa.dma_compute page (dst = reduce_op(srcs...)); the NKI 0.3.0 update guide "
+            "writes dma_compute(dst, [src], reduce_op=nl.add) for the removed "
+            "dma_copy(dst_rmw_op=nl.add), i.e. dst += src: to accumulate, list dst among the srcs",
+            site, instead="; runs as the page's dst = srcs[0]", stacklevel=4,
+        )  # fmt: skip
     skip = int(oob_mode) == 1
     if skip and all(t.dynamic is None for t in (dst, *sources)):
         # NKI 0.4.0 release notes (SDK 2.30), New Features: "Validation ensures oob_mode.skip is
