@@ -14,8 +14,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS_DIR = ROOT / "benchmarks" / "results"
-PLOTS_DIR = ROOT / "docs" / "assets" / "bench"
+#: ``TRNSCI_BENCH_OUT=DIR`` puts results in DIR/results and plots in DIR/plots instead of the
+#: repository's own (tests/test_benchmarks_run.py runs every script at small sizes that way,
+#: leaving the committed figures alone).
+_OUT = os.environ.get("TRNSCI_BENCH_OUT")
+RESULTS_DIR = Path(_OUT) / "results" if _OUT else ROOT / "benchmarks" / "results"
+PLOTS_DIR = Path(_OUT) / "plots" if _OUT else ROOT / "docs" / "assets" / "bench"
 
 
 def write_json(name: str, results: Any, path: Path | None = None, **extra: Any) -> Path:
@@ -51,3 +55,8 @@ def save_plot(fig: Any, name: str) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path
+
+
+def shown(path: Path) -> str:
+    """``path`` as a script prints or records it: relative to the repository when inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)

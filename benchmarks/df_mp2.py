@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from _results import ROOT, pyplot, save_plot, write_json
+from _results import ROOT, pyplot, save_plot, shown, write_json
 
 
 def _vm(field: str) -> int:
@@ -182,7 +182,7 @@ def main() -> int:
     written = write_json("df_mp2", results, basis=args.basis, auxbasis=args.auxbasis, threads=threads,
                          emulator=emulated)
     png = plot(results)
-    print(f"wrote {written.relative_to(ROOT)} and {png.relative_to(ROOT)}")
+    print(f"wrote {shown(written)} and {shown(png)}")
     return 0
 
 

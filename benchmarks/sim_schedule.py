@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import torch
-from _results import PLOTS_DIR, ROOT, write_json
+from _results import PLOTS_DIR, ROOT, shown, write_json
 
 import trncore.sim as sim
 import trntensor
@@ -61,7 +61,7 @@ def _summary(name: str, prog: sim.Program, png: str) -> dict:
         "overlap": rep.overlap,
         "critical_path_us_by_engine": crit,
         "idle_us": {k: v * 1e6 for k, v in rep.idle_seconds.items() if not k.startswith("dma")},
-        "picture": str(path.relative_to(ROOT)),
+        "picture": shown(path),
     }
 
 
@@ -139,6 +139,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, default=None,
                         help="checkout of the commit before the scheduler, for the CLI before/after")
     args = parser.parse_args()
+    PLOTS_DIR.mkdir(parents=True, exist_ok=True)
 
     rows = []
     prog = sim.trace(gemm_kernel, ((4096, 4096), "bfloat16"), ((4096, 4096), "bfloat16"), target="trn1")
@@ -181,7 +182,7 @@ def main() -> None:
               f"-> x{cost['ratio_cli']:.2f} (target <= 2)")
     path = write_json("sim_schedule", {"kernels": rows, "energy_step": step, "report_runtime": cost},
                       model="trncore.sim cost model with dependency-aware schedule")
-    print(f"wrote {path}, pictures in {PLOTS_DIR.relative_to(ROOT)}")
+    print(f"wrote {path}, pictures in {shown(PLOTS_DIR)}")
 
 
 if __name__ == "__main__":

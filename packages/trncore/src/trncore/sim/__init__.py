@@ -1,4 +1,4 @@
-"""trncore.sim — a NumPy emulator of AWS's NKI 0.3.0 kernel language.
+"""trncore.sim — a NumPy emulator of AWS's NKI kernel language, releases 0.3.0 to 0.6.0.
 
 Run a kernel::
 

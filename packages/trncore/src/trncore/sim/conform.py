@@ -388,7 +388,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``conform`` subcommand's options."""
     p.add_argument("path", type=Path, help="an nki-library checkout (github aws-neuron/nki-library)")
     p.add_argument("--tests", default="test/integration", help="test folder inside PATH")
-    p.add_argument("--target", default="trn2", choices=("trn1", "trn2"))
+    p.add_argument("--target", default="trn2", choices=("trn1", "trn2"),
+                   help="the chip the cases are checked against (default trn2)")  # fmt: skip
     p.add_argument("--per-test", type=int, default=2, metavar="N",
                    help="cases kept per test function (0: all); default 2")  # fmt: skip
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per case (default 30)")
