@@ -352,3 +352,14 @@ def test_one_source_dma_compute_is_the_pages_copy_warned() -> None:
     with warnings.catch_warnings():  # dst among the srcs: the accumulation, no warning
         warnings.simplefilter("error")
         np.testing.assert_allclose(run_kernel(accumulate_03, [A, B], target="trn2"), A + B, rtol=1e-6)
+
+
+def test_a_call_outside_a_kernel_names_the_callers_line() -> None:
+    """AWS's SDK 2.28 top-k test prepares the kernel's constants with NKI calls on the host; the
+    error names the caller's line (it had named the emulator's own file)."""
+    with pytest.raises(RuntimeError) as info:
+        nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)  # HERE
+    text = str(info.value)
+    assert "only run inside a kernel" in text
+    line = marked_line(test_a_call_outside_a_kernel_names_the_callers_line)
+    assert text.endswith(f"(at {__file__}:{line})")

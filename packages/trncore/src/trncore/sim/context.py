@@ -229,7 +229,11 @@ def current() -> Any:
     stack = getattr(_state, "stack", None)  # (maybe_current inlined: every instruction asks)
     if stack:
         return stack[-1]
+    from trncore.sim.errors import site_suffix
+
+    # the caller's line: an SDK 2.28 nki-library test builds a kernel's constants with NKI calls
+    # on the host (thirtieth batch), and the error had named this file
     raise RuntimeError(
         "NKI language/ISA calls only run inside a kernel executed by the emulator "
-        "(call the kernel through nki.jit, nki.simulate or trncore.sim)"
+        "(call the kernel through nki.jit, nki.simulate or trncore.sim)" + site_suffix(user_site())
     )
