@@ -65,6 +65,12 @@ def accumulate_02(a, b):
     return _out(acc)
 
 
+def accumulate_02_positional(a, b):
+    acc = _load(a)
+    nisa.dma_copy(acc, _load(b), nl.add)  # HERE
+    return _out(acc)
+
+
 def copy_unique_02(a):
     s = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=s, src=a, unique_indices=True)  # HERE
@@ -77,6 +83,8 @@ def test_dma_copy_read_modify_write_is_dma_compute(v: str) -> None:
     np.testing.assert_allclose(got, A + B, rtol=1e-6)
     e = _refused(accumulate_02, [A, B], nki_version=v)
     assert "dma_copy(dst_rmw_op=)" in str(e) and "nisa.dma_compute(" in str(e)
+    e = _refused(accumulate_02_positional, [A, B], nki_version=v)  # 0.2.0's third parameter
+    assert "dma_copy(dst_rmw_op=)" in str(e) and "third parameter is oob_mode" in str(e)
     e = _refused(copy_unique_02, [A], nki_version=v)
     assert "dma_copy(unique_indices=)" in str(e) and "dma_compute(..., unique_indices=)" in str(e)
 

@@ -62,16 +62,18 @@ def _label(version: str) -> str:
 
 
 def removed_parameter_error(
-    api: str, kwargs: Mapping[str, Any], site: tuple[str, int] | None
+    api: str, kwargs: Mapping[str, Any], site: tuple[str, int] | None, seen: str = ""
 ) -> VersionError | None:
     """The error for the first keyword of ``kwargs`` that is an NKI 0.2.0 parameter of ``api``
-    removed by NKI 0.3.0 (``nisa.dma_copy(dst_rmw_op=...)``), else None."""
+    removed by NKI 0.3.0 (``nisa.dma_copy(dst_rmw_op=...)``), else None. ``seen``: what the
+    call passed instead, when the parameter was recognised by its value's place (positional)."""
     for name in kwargs:
         instead = REMOVED_PARAMETERS.get((api, name))
         if instead is not None:
+            how = f" ({seen})" if seen else ""
             return VersionError(
                 "nki-0.2-form",
-                f"{api}({name}=) is an {_label('0.2.0')} parameter that {_label('0.3.0')} "
+                f"{api}({name}=) is an {_label('0.2.0')} parameter{how} that {_label('0.3.0')} "
                 f"removed ({_WHERE}): {instead}",
                 site,
             )

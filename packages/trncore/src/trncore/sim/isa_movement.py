@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from trncore.sim import dtypes, hooks, versions
+from trncore.sim import dtypes, from_nki_0_2, hooks, versions
+from trncore.sim.alu import Op
 from trncore.sim.checks import (
     as_tensor,
     check_compute_operand,
@@ -140,6 +141,13 @@ def dma_copy(
     the release table's gate (trncore.sim.versions) before this runs; ``None`` is the default."""
     ctx, site = _begin()
     if type(dge_mode) is not _DGE or type(oob_mode) is not _OOB:
+        if isinstance(oob_mode, Op):  # NKI 0.2.0's third positional parameter was dst_rmw_op
+            removed = from_nki_0_2.removed_parameter_error(
+                "nisa.dma_copy", {"dst_rmw_op": oob_mode}, site,
+                f"an operator, {oob_mode!r}, where NKI 0.3.0's third parameter is oob_mode",
+            )  # fmt: skip
+            if removed is not None:
+                raise removed
         _enum_arg(dge_mode, _DGE, "dma_copy", "dge_mode")
         _enum_arg(oob_mode, _OOB, "dma_copy", "oob_mode")
     # static checks once per kernel line and operand signature (trncore.sim.checks.static_lookup).
