@@ -1,11 +1,13 @@
 """Kernels written for NKI 0.2.0 (Neuron SDK 2.28) on an emulator that targets NKI 0.3.0+.
 
-Each breaking change of the NKI 0.3.0 release notes ("Breaking Changes"; the NKI 0.3.0 Update
-Guide, SDK 2.29 docs) that is a changed call form: our own kernels in the 0.3.0 form run against
-NumPy, and the 0.2.0 neighbour (AWS's NKI Library of SDK 2.28 writes these) stops at the
+Each breaking change of the NKI 0.3.0 release notes ("Breaking Changes" and the tensor_reduce
+bug fix; the NKI 0.3.0 Update Guide, SDK 2.29 docs) whose message the thirtieth third-party batch
+found silent about the change: our own kernels in the 0.3.0 form run against NumPy, and the 0.2.0
+neighbour (AWS's NKI Library of SDK 2.28, or its unmerged scan kernels, write these) stops at the
 kernel's line with a message naming the change and what to write instead, not Python's bare
-TypeError. The other breaking changes have their own rules and tests (docs/emulator.md,
-"Kernels written for NKI 0.2.0").
+TypeError. Also the forms of that batch around them: `nki.tensor`, an NKI call outside a kernel,
+and the update guide's one-source `dma_compute`. The other breaking changes have their own rules
+and tests (docs/emulator.md, "Kernels written for NKI 0.2.0").
 """
 
 from __future__ import annotations
