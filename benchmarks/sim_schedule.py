@@ -9,7 +9,7 @@ integrals are synthetic) and a batched FFT (n = 1024, batch 128, complex64), on 
 * the whole DF-MP2 energy step (every launch of the energy kernel) as one modelled number with
   its bounds, on trn1 and trn2;
 * the 1024³ GEMM timeline drawn by the CLI (``python -m trncore.sim report ... --timeline``),
-  shown in docs/emulator.md;
+  shown in docs/emulator-cost.md;
 * the run time of ``python -m trncore.sim report`` on the 4096³ GEMM with and without the
   schedule: in-process, trace + report against the schedule's share; and, with
   ``--baseline DIR`` (a checkout of the commit before the scheduler), the CLI of both, interleaved,

@@ -7,7 +7,7 @@ data: the report needs only the program), plus SYRK at one size, prints a table 
 ``benchmarks/results/trnblas_nki_report.json``. (The DF-MP2 energy kernel is trntensor's:
 benchmarks/trntensor_kernel_keys.py.)
 
-These are figures of the emulator's cost MODEL (docs/emulator.md), not measurements.
+These are figures of the emulator's cost MODEL (docs/emulator-cost.md), not measurements.
 
     ./scripts/python benchmarks/trnblas_nki_report.py [--sizes 512 1024 2048 4096] [--json PATH]
 """

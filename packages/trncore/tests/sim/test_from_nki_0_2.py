@@ -7,7 +7,7 @@ neighbour (AWS's NKI Library of SDK 2.28, or its unmerged scan kernels, write th
 kernel's line with a message naming the change and what to write instead, not Python's bare
 TypeError. Also the forms of that batch around them: `nki.tensor`, an NKI call outside a kernel,
 and the update guide's one-source `dma_compute`. The other breaking changes have their own rules
-and tests (docs/emulator.md, "Kernels written for NKI 0.2.0").
+and tests (docs/emulator-releases.md, "Kernels written for NKI 0.2.0").
 """
 
 from __future__ import annotations

@@ -836,7 +836,7 @@ def test_tensor_copy_predicated_neighbours() -> None:
 ])  # fmt: skip
 def test_dma_copy_casts_through_fp32_per_release(dtype: Any, release: str, ints: Any) -> None:
     # nki.isa.dma_copy: "first casting from src.dtype to float32, then from float32 to dst.dtype";
-    # HBM -> HBM and HBM -> SBUF; docs/emulator.md "NKI releases" (float to int casts)
+    # HBM -> HBM and HBM -> SBUF; docs/emulator-releases.md "NKI releases" (float to int casts)
     def k(x):
         o = nl.ndarray(x.shape, dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=o, src=x)

@@ -496,7 +496,7 @@ def test_where_result_takes_the_input_tiles_dtype(dtype: str) -> None:
     with a scalar ``x`` the input tile is ``y`` (it was float32)."""
 
     # 0.3 rounds differently in bfloat16 / float16 than in float32; into int32, 2.5 rounds to
-    # nearest even (2) under NKI 0.6.0 (docs/emulator.md, NKI releases)
+    # nearest even (2) under NKI 0.6.0 (docs/emulator-releases.md, NKI releases)
     scalar = 2.5 if dtype == "int32" else 0.3
 
     def k(c, b):

@@ -1,7 +1,7 @@
 """Bullets of AWS's NKI release notes (0.3.0 -> 0.6.0) that the emulator did not follow.
 
 The release notes (``release-notes/components/nki.rst`` of the Neuron SDK docs, SDK 2.29-2.32)
-were audited bullet by bullet against ``trncore.sim`` (docs/emulator.md, "Release-notes audit").
+were audited bullet by bullet against ``trncore.sim`` (docs/emulator-releases.md, "Release-notes audit").
 Each test here pins one bullet that had been missing: the valid form against NumPy under the
 releases where it is valid, the invalid neighbour caught at the kernel's line where it is not.
 """

@@ -3,7 +3,7 @@
 AWS sources (NKI 0.3.0 to 0.6.0): ``nki.language.program_id(axis)`` / ``num_programs(axes)`` /
 ``program_ndim()`` describe a launch grid of several axes; the NKI 0.5.0 / 0.6.0 buffer pages make
 ``shared_hbm`` visible to every kernel instance of the grid and SBUF / PSUM / private HBM each
-instance's own. The readings (docs/emulator.md): programs run on one logical core, traced in
+instance's own. The readings (docs/emulator-multicore.md): programs run on one logical core, traced in
 row-major order of their ids; no page orders them, so two programs touching the same shared HBM
 bytes, one writing other values, is refused (rule ``grid-race``). Each valid form is checked
 against NumPy written here; each invalid neighbour is refused at the kernel's line.

@@ -230,7 +230,7 @@ def test_deprecated_apis_warn_from_their_release(row: versions.ApiChange) -> Non
 
 
 def test_docs_table_is_the_versions_table() -> None:
-    docs = Path(__file__).resolve().parents[4] / "docs" / "emulator.md"
+    docs = Path(__file__).resolve().parents[4] / "docs" / "emulator-releases.md"
     text = docs.read_text(encoding="utf-8")
     start = text.index("\n", text.index("<!-- nki-release-table:begin")) + 1
     end = text.index("<!-- nki-release-table:end -->")

@@ -44,7 +44,7 @@ traced again on its next call (its values are computed when the ranks meet).
 
 The variable-length ``all_to_all_v`` (NKI 0.3.0) and ``all_gather_v`` (NKI 0.6.0) exchange chunks
 of flat buffers whose counts and displacements are data (a ``uint32`` metadata tensor), read when
-the ranks meet; see :func:`all_to_all_v`, :func:`all_gather_v` and docs/emulator.md,
+the ranks meet; see :func:`all_to_all_v`, :func:`all_gather_v` and docs/emulator-multicore.md,
 "Variable-length collectives".
 """
 

@@ -9,7 +9,7 @@ is wrong. Source: the NKI release notes, NKI 0.3.0, "Breaking Changes" (SDK 2.29
 This module holds the removed / renamed parameters and the changed argument orders. The other
 breaking changes of that list have their own rules where the instruction is implemented (DMA from
 PSUM, ``hwdge`` dtypes, ``memset`` value types, ``shared_hbm`` outputs, raw integer enums, string
-buffers, ``*`` separators, list arguments, ``range_select``'s ``on_false_value``; docs/emulator.md,
+buffers, ``*`` separators, list arguments, ``range_select``'s ``on_false_value``; docs/emulator-releases.md,
 "Kernels written for NKI 0.2.0").
 """
 

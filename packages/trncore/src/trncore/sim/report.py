@@ -197,7 +197,7 @@ def minimum_traffic(prog: Program) -> int:
     An input the kernel never reads (a mask "kept for call compatibility") and the part of an
     output it leaves alone (a cache or rolling buffer updated in place and returned) are not
     traffic the kernel must make; counting whole inputs and outputs gave public kernels a
-    "traffic / minimum" below 1 (twenty-seventh third-party batch, docs/emulator.md "Cost
+    "traffic / minimum" below 1 (twenty-seventh third-party batch, docs/emulator-cost.md "Cost
     report"). A DMA through a runtime offset (``.ap(scalar_offset=...)``, ``vector_offset``)
     has no static pattern: its HBM bytes on that side count in full, at most the tensor's size.
     The actual traffic counts the same DMAs' bytes, so it is never below this minimum.

@@ -30,7 +30,7 @@ of a program on a time line with the report's own per-instruction costs:
   aws-samples/sample-spectral-dns-on-aws-neuron, NKI 0.6 / SDK 2.32).
 * **Costs.** Those of the report: TensorE ``max(N, 64)·f`` cycles, Vector/Scalar/GpSimd
   ``60 + max(64, e·F)`` cycles, DMA ``0.6 µs + bytes / (E · per-engine bandwidth)`` on each of
-  its E engines (see :mod:`trncore.sim.report` and docs/emulator.md for the sources: the NKI
+  its E engines (see :mod:`trncore.sim.report` and docs/emulator-cost.md for the sources: the NKI
   architecture guide's NeuronCore-v2 page for TensorE ``max(N, 64)``, fp32 ×4, VectorE ``N`` /
   ``2N`` and the ~60-cycle access overhead, 16 DMA engines of 27 GiB/s each).
 

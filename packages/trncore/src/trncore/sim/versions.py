@@ -132,7 +132,7 @@ class ApiChange:
 
 _RN = "NKI release notes"
 _TS = "nki.language.tile_size"
-#: Every API that differs across NKI 0.3.0-0.6.0 (docs/emulator.md renders this table).
+#: Every API that differs across NKI 0.3.0-0.6.0 (docs/emulator-releases.md renders this table).
 CHANGES: tuple[ApiChange, ...] = (
     # ---- NKI 0.3.0 (SDK 2.29): deprecated there, removed later
     ApiChange("nisa.tensor_copy_dynamic_src", "function", deprecated="0.3.0", removed="0.4.0",
@@ -467,7 +467,7 @@ def _not_emulated_message(row: ApiChange, now: str) -> str:
     note = f"; {row.what}" if row.what else ""
     return (
         f"{row.api} is not emulated by trncore.sim: {release(now).label} has no API page defining "
-        f"what it does (only the {row.page or _RN} name it){note} (docs/emulator.md)"
+        f"what it does (only the {row.page or _RN} name it){note} (docs/emulator-releases.md)"
     )
 
 
@@ -650,7 +650,7 @@ _EMULATED_TEXT = {
 
 
 def markdown_table() -> str:
-    """:data:`CHANGES` as the Markdown table of docs/emulator.md (a test keeps them equal)."""
+    """:data:`CHANGES` as the Markdown table of docs/emulator-releases.md (a test keeps them equal)."""
     rows = [
         "| API | kind | introduced | deprecated | removed | emulator | what | AWS page |",
         "|---|---|---|---|---|---|---|---|",
