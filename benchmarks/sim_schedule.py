@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from _results import PLOTS_DIR, ROOT, shown, write_json
@@ -119,7 +120,7 @@ def overhead(repeats: int, baseline: Path | None) -> dict:
     med = {k: statistics.median(v) for k, v in
            (("trace_s", trace_s), ("report_s", report_s), ("schedule_s", sched_s))}
     total = med["trace_s"] + med["report_s"]
-    out = {"in_process": med, "ratio_in_process": total / (total - med["schedule_s"])}
+    out: dict[str, Any] = {"in_process": med, "ratio_in_process": total / (total - med["schedule_s"])}
     if baseline is not None:
         here = str(ROOT / "packages" / "trncore" / "src")
         base = str(baseline / "packages" / "trncore" / "src")
