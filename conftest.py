@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 
 import pytest
@@ -41,6 +42,24 @@ def report(request: pytest.FixtureRequest) -> Callable[[str], None]:
         lines.extend(f"{request.node.nodeid}: {line}" for line in text.splitlines() if line.strip())
 
     return add
+
+
+#: Routing and emulator settings a developer's shell may carry (<LIB>_FORCE_BACKEND and the like,
+#: the emulator's TRNSCI_SIM_* and release, the simulator's target): a script run as a user would
+#: run it must not inherit them.
+_ROUTING = re.compile(
+    r"^(TRN\w*_(FORCE_BACKEND|USE_SIMULATOR|REQUIRE_NKI|ALLOW_FP32_COMPUTE)|TRNSCI_SIM_\w+"
+    r"|TRNSCI_NKI_VERSION|NEURON_PLATFORM_TARGET_OVERRIDE)$"
+)
+
+
+@pytest.fixture
+def script_env() -> dict[str, str]:
+    """The environment for a subprocess that runs a script as a user would: this process's,
+    without the suite's routing and emulator settings, XLA on the CPU, matplotlib file-only."""
+    env = {k: v for k, v in os.environ.items() if not _ROUTING.match(k)}
+    env.update(PJRT_DEVICE="CPU", MPLBACKEND="Agg")
+    return env
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

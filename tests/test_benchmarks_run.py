@@ -11,7 +11,6 @@ script's verdict is printed, and only ``dispatch_overhead.py`` turns its verdict
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,15 +53,16 @@ def test_every_script_has_a_case() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("script", "args", "writes"), CASES, ids=[c[0] for c in CASES])
-def test_benchmark_runs_small(script: str, args: list[str], writes: list[str], tmp_path: Path) -> None:
+def test_benchmark_runs_small(
+    script: str, args: list[str], writes: list[str], tmp_path: Path, script_env: dict[str, str]
+) -> None:
     out = tmp_path / "out"
     out.mkdir()
     committed = _committed_figures()
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_FORCE_BACKEND", "_USE_SIMULATOR"))}
-    env.update(TRNSCI_BENCH_OUT=str(out), PJRT_DEVICE="CPU", MPLBACKEND="Agg")
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / script), *(a.format(out=out) for a in args)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+        cwd=tmp_path, env={**script_env, "TRNSCI_BENCH_OUT": str(out)},
+        capture_output=True, text=True, timeout=900,
     )
     allowed = (0, 1) if script == "dispatch_overhead.py" else (0,)
     assert proc.returncode in allowed, proc.stdout[-2000:] + proc.stderr[-3000:]

@@ -18,7 +18,6 @@ Two HTML comments, invisible on the site, say what a block needs beyond what the
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -84,24 +83,17 @@ def _runner(page: Path, todo: list[Piece]) -> str:
     )
 
 
-#: Routing and emulator settings a developer's shell may carry; the examples set their own.
-_CLEARED = re.compile(
-    r"^(TRN\w*_(FORCE_BACKEND|USE_SIMULATOR|REQUIRE_NKI|ALLOW_FP32_COMPUTE)|TRNSCI_SIM_\w+"
-    r"|TRNSCI_NKI_VERSION|NEURON_PLATFORM_TARGET_OVERRIDE)$"
-)
-
 RUNNABLE = [p for p in PAGES if any(x.kind == "block" for x in pieces(p))]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", RUNNABLE, ids=[p.name for p in RUNNABLE])
-def test_page_examples_run_as_printed(page: Path, tmp_path: Path) -> None:
+def test_page_examples_run_as_printed(page: Path, tmp_path: Path, script_env: dict[str, str]) -> None:
     todo = pieces(page)
-    env = {k: v for k, v in os.environ.items() if not _CLEARED.match(k)}
-    env.update(PJRT_DEVICE="CPU", MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
         [sys.executable, "-c", _runner(page, todo)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+        cwd=tmp_path, env={**script_env, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True, text=True, timeout=900,
     )
     ran = [line for line in proc.stdout.splitlines() if line.startswith("RUNNING ")]
     where = ran[-1][len("RUNNING "):] if ran else page.name
