@@ -39,6 +39,7 @@ def target(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", request.param)
     return request.param
 
-# A miniature nki-library-style checkout that test_conform.py points the conformance runner at;
-# its own test files are for that runner, not for this suite.
-collect_ignore = ["conform_checkout"]
+# A miniature nki-library-style checkout and a miniature project with its own NKI tests, which
+# test_conform.py points the conformance runner at; their test files are for that runner, not
+# for this suite.
+collect_ignore = ["conform_checkout", "conform_project"]

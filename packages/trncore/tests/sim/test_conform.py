@@ -5,7 +5,8 @@ LNC=1 and LNC=2 (an NKIObject configuration, an optional argument tested with ``
 memset with an int literal into a float tile, an assignment of ``nl.load`` into a tile), a
 kernel with a wrong result, one that breaks the 128-partition rule, an API the emulator does
 not emulate, a trace that never ends, a test process that dies, a skipped case and a test file
-that does not import.
+that does not import. A miniature project (conform_project/, our own code) has its own pytest
+tests of its NKI kernels, for ``--suite pytest``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from trncore.sim.conform_stubs import pairwise
 from trncore.sim.errors import PartitionError
 
 CHECKOUT = Path(__file__).parent / "conform_checkout"
+PROJECT = Path(__file__).parent / "conform_project"
 
 
 def test_select_keeps_the_first_cases_of_each_function() -> None:
@@ -277,3 +279,54 @@ def test_runner_on_a_miniature_checkout(tmp_path: Path, capsys: pytest.CaptureFi
         assert inside is not None and 0 < inside <= case.seconds
     assert sum(line.startswith(("PASS", "FAIL", "RULE", "NOTIMPL", "TIMEOUT", "DATA", "CRASH", "SKIP",
                                 "ERROR")) for line in lines) == 14  # fmt: skip
+
+
+def _project_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    conform.add_arguments(parser)
+    return parser.parse_args([str(PROJECT), "--suite", "pytest", *argv])
+
+
+def test_a_project_suite_gets_its_own_defaults_and_settings() -> None:
+    args = _project_args("--set", "MINIPROJ_USE_SIMULATOR=1", "--nki-version", "0.3")
+    conform._defaults(args)
+    assert args.tests == "tests" and args.per_test == 0  # every case of the project's tests
+    env = conform._child_env(PROJECT, PROJECT / "results.jsonl", args)
+    assert env["MINIPROJ_USE_SIMULATOR"] == "1" and env["TRNSCI_NKI_VERSION"] == "0.3.0"
+    assert env["TRNCORE_CONFORM_SUITE"] == "pytest"
+    assert env["PYTHONPATH"].split(":")[1] == str(PROJECT)  # the project's package comes first
+    cmd = conform._pytest_cmd(args, [])
+    assert "--test-mode" not in cmd and "--output-directory" not in cmd  # no harness options
+    with pytest.raises(SystemExit, match="NAME=VALUE"):
+        conform._settings(["MINIPROJ_USE_SIMULATOR"])
+    nkilib = argparse.ArgumentParser()
+    conform.add_arguments(nkilib)
+    args = nkilib.parse_args([str(CHECKOUT), "--workdir", str(CHECKOUT / "work")])
+    conform._defaults(args)
+    assert args.tests == "test/integration" and args.per_test == 2
+    assert "--test-mode" in conform._pytest_cmd(args, [])
+
+
+@pytest.mark.simulator
+@pytest.mark.slow  # two child processes (collect, run): ~10 s
+def test_runner_on_a_miniature_project(tmp_path: Path) -> None:
+    args = _project_args(
+        "--set", "MINIPROJ_USE_SIMULATOR=1", "--target", "trn1", "--nki-version", "0.3.0"
+    )
+    args.workdir = tmp_path
+    run = conform.run_conformance(args, echo=False)
+    got = {c.nodeid.rsplit("::", 1)[-1]: c for c in run.cases}
+    # the project's own package (named like an installed one), switch, target and release
+    for name in ("test_imports_this_project", "test_switch_is_set", "test_target_and_release"):
+        assert got[name].outcome == "PASS", got[name].reason
+    assert got["test_double"].outcome == "PASS"
+    inside = got["test_double"].emulator_seconds  # its nki.simulate call was metered
+    assert inside is not None and 0 < inside <= got["test_double"].seconds
+    assert got["test_triple"].outcome == "FAIL"
+    kernels = (PROJECT / "trnblas" / "kernels.py").read_text().splitlines()
+    line = next(i for i, t in enumerate(kernels, 1) if "(129, 4), dtype=nl.float32" in t)
+    rule = got["test_too_tall"]
+    assert rule.outcome == "RULE" and rule.reason.endswith(f"kernels.py:{line})"), rule.reason
+    assert got["test_subtract_reduce"].outcome == "NOTIMPL"
+    assert got["test_on_hardware"].outcome == "SKIP"
+    assert run.passed == 4 and len(run.counted) == 7

@@ -1,5 +1,11 @@
 """``python -m trncore.sim conform PATH``: run an nki-library checkout's own tests on trncore.sim.
 
+With ``--suite pytest`` PATH is any project whose own pytest tests run NKI kernels through
+``import nki`` (``nki.simulate(kernel)(*arrays)``, or calling a kernel): the same runner, with
+trncore.sim as ``nki``, the project's source first on the import path (so a package named like
+an installed one is the project's), ``--set NAME=VALUE`` for the project's own switches, and
+no nki-library harness options.
+
 AWS's NKI Library (github aws-neuron/nki-library) is not on PyPI and its code does not belong in
 this repository, so conformance is measured against a checkout the user points at. The runner
 drives the checkout's own pytest harness in its CPU-simulation mode (``--test-mode simulation``:
@@ -170,8 +176,25 @@ def select(nodeids: Sequence[tuple[str, bool]], per_test: int) -> list[str]:
     return sorted(out, key=order.__getitem__)
 
 
+#: The kinds of test suite the runner drives (``--suite``).
+SUITES = ("nki-library", "pytest")
+#: Tells the child's plugin which suite it runs in (the nki-library harness needs stand-ins).
+SUITE_ENV = "TRNCORE_CONFORM_SUITE"
+
+
+def _settings(pairs: Sequence[str]) -> dict[str, str]:
+    """``--set NAME=VALUE`` options as a dict; a malformed one is a usage error."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise SystemExit(f"--set expects NAME=VALUE (an environment variable), got {pair!r}")
+        out[name.strip()] = value
+    return out
+
+
 def _child_env(checkout: Path, results: Path, args: argparse.Namespace) -> dict[str, str]:
-    from trncore.config import TARGET_ENV, process_environment
+    from trncore.config import NKI_VERSION_ENV, TARGET_ENV, process_environment
 
     env = process_environment()
     paths = [str(checkout / "src"), str(checkout)]
@@ -190,6 +213,12 @@ def _child_env(checkout: Path, results: Path, args: argparse.Namespace) -> dict[
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env["TRNCORE_CONFORM_KEEP_FAILED"] = "1" if getattr(args, "keep_failed", False) else "0"
+    env[SUITE_ENV] = getattr(args, "suite", "nki-library")
+    if getattr(args, "nki_version", None):
+        from trncore.sim.versions import resolve
+
+        env[NKI_VERSION_ENV] = resolve(args.nki_version)
+    env.update(_settings(getattr(args, "set", None) or ()))
     return env
 
 
@@ -202,11 +231,17 @@ def _inifile(checkout: Path) -> list[str]:
 
 
 def _pytest_cmd(args: argparse.Namespace, extra: Sequence[str]) -> list[str]:
-    return [
+    common = [
         sys.executable, "-m", "pytest", "-p", "trncore.sim.conform_plugin",
         "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--tb=no",
-        "--test-mode", "simulation", "--platform-target", args.target,
         "--rootdir", str(args.path.resolve()), "--continue-on-collection-errors",
+    ]  # fmt: skip
+    if getattr(args, "suite", "nki-library") == "pytest":
+        # the project's own configuration (its pytest.ini / pyproject, found from the rootdir)
+        return [*common, *extra]
+    return [
+        *common,
+        "--test-mode", "simulation", "--platform-target", args.target,
         *_inifile(args.path.resolve()),
         "--output-directory", str(args.workdir / "output"),
         "-o", f"artifacts_dir={args.workdir / 'artifacts'}",
@@ -338,13 +373,27 @@ def _require_torch() -> None:
         raise SystemExit(platform.torch_message("python -m trncore.sim conform", why))
 
 
+def _defaults(args: argparse.Namespace) -> None:
+    """Fill the options whose default depends on ``--suite`` (nki-library: its integration
+    tests, 2 cases per test function; a project's own suite: ``tests``, every case)."""
+    plain = getattr(args, "suite", "nki-library") == "pytest"
+    if getattr(args, "tests", None) is None:
+        args.tests = "tests" if plain else "test/integration"
+    if getattr(args, "per_test", None) is None:
+        args.per_test = 0 if plain else 2
+
+
 def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
     """Collect, select and run the checkout's cases; returns every result (prints lines if echo)."""
-    _require_torch()
+    _defaults(args)
+    plain = getattr(args, "suite", "nki-library") == "pytest"
+    if not plain:
+        _require_torch()
     checkout: Path = args.path.resolve()
     tests = checkout / args.tests
     if not tests.is_dir():
-        raise SystemExit(f"{tests} is not a directory (expected an nki-library checkout)")
+        expected = "a project with its tests there" if plain else "an nki-library checkout"
+        raise SystemExit(f"{tests} is not a directory (expected {expected})")
     run = ConformRun()
     results = args.workdir / "results.jsonl"
     log = args.workdir / "pytest.log"
@@ -386,12 +435,26 @@ def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``conform`` subcommand's options."""
-    p.add_argument("path", type=Path, help="an nki-library checkout (github aws-neuron/nki-library)")
-    p.add_argument("--tests", default="test/integration", help="test folder inside PATH")
+    p.add_argument("path", type=Path,
+                   help="an nki-library checkout (github aws-neuron/nki-library), or with "
+                        "--suite pytest a project whose tests run NKI kernels")  # fmt: skip
+    p.add_argument("--suite", default="nki-library", choices=SUITES,
+                   help="nki-library: AWS's harness in its simulation mode (default); pytest: "
+                        "the project's own pytest tests, with trncore.sim as nki")  # fmt: skip
+    p.add_argument("--tests", default=None,
+                   help="test folder inside PATH (default test/integration; tests with "
+                        "--suite pytest)")  # fmt: skip
     p.add_argument("--target", default="trn2", choices=("trn1", "trn2"),
                    help="the chip the cases are checked against (default trn2)")  # fmt: skip
-    p.add_argument("--per-test", type=int, default=2, metavar="N",
-                   help="cases kept per test function (0: all); default 2")  # fmt: skip
+    p.add_argument("--nki-version", default=None, metavar="X.Y.Z",
+                   help="the NKI release the kernels are checked against (default: "
+                        "TRNSCI_NKI_VERSION or the newest emulated)")  # fmt: skip
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="an environment variable for the tests, e.g. a project's switch to its "
+                        "simulator path (repeatable)")  # fmt: skip
+    p.add_argument("--per-test", type=int, default=None, metavar="N",
+                   help="cases kept per test function (0: all); default 2 (0 with "
+                        "--suite pytest)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per case (default 30)")
     p.add_argument("--grace", type=float, default=30.0,
                    help="kill a case stuck in one call after 2 x timeout + this (default 30)")  # fmt: skip
@@ -408,11 +471,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Run the ``conform`` subcommand; exit code 0 when every counted case passes."""
-    _require_torch()
+    _defaults(args)
+    if args.suite != "pytest":
+        _require_torch()
+    _settings(args.set)  # a malformed --set stops here, before any child runs
     if args.workdir is None:
         args.workdir = Path(tempfile.mkdtemp(prefix="trncore-conform-"))
     args.workdir.mkdir(parents=True, exist_ok=True)
-    print(f"conformance run of {args.path} on trncore.sim ({args.target}); logs in {args.workdir}")
+    what = "tests" if args.suite == "pytest" else "conformance run"
+    print(f"{what} of {args.path} on trncore.sim ({args.target}); logs in {args.workdir}")
     start = time.perf_counter()
     run = run_conformance(args)
     print(f"wall time {time.perf_counter() - start:.0f} s")

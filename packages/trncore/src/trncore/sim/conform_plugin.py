@@ -1,10 +1,13 @@
 """pytest plugin loaded into the child process of ``python -m trncore.sim conform``.
 
-It makes an nki-library checkout's own test harness run on trncore.sim and records one JSON line
-per case in the file named by ``TRNCORE_CONFORM_RESULTS``:
+It makes an nki-library checkout's own test harness (or, with ``--suite pytest``, a project's
+own pytest tests) run on trncore.sim and records one JSON line per case in the file named by
+``TRNCORE_CONFORM_RESULTS``:
 
-- stand-ins for absent modules (:mod:`trncore.sim.conform_stubs`) are installed before the
-  checkout's ``conftest.py`` is imported;
+- the emulator is registered as ``nki`` before the tests' ``conftest.py`` is imported; for
+  nki-library, stand-ins for absent modules (:mod:`trncore.sim.conform_stubs`) too (a project's
+  own suite gets none: its feature tests must see what is really absent);
+- a project's ``nki.simulate(kernel)(*arrays)`` calls are metered as the harness's are;
 - each test call runs under a wall-clock limit (``TRNCORE_CONFORM_TIMEOUT`` seconds, SIGALRM)
   and a resident-memory limit (``TRNCORE_CONFORM_MEMORY`` bytes, a watchdog thread reading
   ``/proc/self/statm``): crossing one raises :class:`CaseTimeout` / :class:`CaseMemoryExceeded`
@@ -57,6 +60,8 @@ MEMORY_ENV = "TRNCORE_CONFORM_MEMORY"
 SELECT_ENV = "TRNCORE_CONFORM_SELECT"
 #: "1": keep the files a failed case wrote into the harness's output directory (``--keep-failed``).
 KEEP_FAILED_ENV = "TRNCORE_CONFORM_KEEP_FAILED"
+#: "nki-library" (AWS's harness, the default) or "pytest" (a project's own suite).
+SUITE_ENV = "TRNCORE_CONFORM_SUITE"
 
 
 class CaseTimeout(BaseException):
@@ -199,11 +204,40 @@ def _limits() -> tuple[float, int]:
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: Any, args: Any) -> None:
     # before the checkout's conftest is imported: stand-ins for absent modules, and the
     # emulator as ``nki`` (the harness imports nki.isa before its simulation setup aliases nki)
-    install_finder()
-    install()
+    if read_verbatim(SUITE_ENV, "nki-library") == "pytest":
+        install(force=True)  # the project's ``import nki`` is the emulator, even beside AWS's
+        _meter_simulate()
+    else:
+        install_finder()
+        install()
     # each instruction's NumPy temporaries reuse the heap instead of fresh pages, from the
     # first case on (trncore.sim.heap; TRNSCI_SIM_HEAP=system leaves glibc's settings alone)
     heap.configure()
+
+
+def _meter_simulate() -> None:
+    """Meter the emulated ``nki.simulate(kernel)(*args)`` calls of a project's own tests, as the
+    nki-library harness's ``cpu_simulate`` calls are (:mod:`trncore.sim.conform_stubs`)."""
+    from trncore.sim import modules
+
+    simulate = modules.nki.simulate
+    if getattr(simulate, "metered", False):
+        return
+
+    def metered(kernel: Any, *options: Any, **settings: Any) -> Callable[..., Any]:
+        run = simulate(kernel, *options, **settings)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with conform_meter.emulator_call(args, kwargs) as result:
+                out = run(*args, **kwargs)
+                result(out)
+            return out
+
+        return call
+
+    metered.metered = True  # type: ignore[attr-defined]
+    metered.__doc__ = simulate.__doc__
+    modules.nki.simulate = metered  # type: ignore[attr-defined]
 
 
 class _XdistHookspecs:
@@ -314,7 +348,8 @@ COMPILER_MARKERS = ("trace_only", "compile_only", "compile_and_infer")
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
+    harness = read_verbatim(SUITE_ENV, "nki-library") != "pytest"
+    for item in items if harness else ():
         marker = next((m for m in COMPILER_MARKERS if item.get_closest_marker(m)), None)
         if marker is not None:
             reason = f"marked {marker}: the harness runs it through the Neuron compiler, not a simulator"
