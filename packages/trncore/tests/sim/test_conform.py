@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -230,6 +232,18 @@ def test_cases_leave_no_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
             monkeypatch.delattr(sys, name, raising=False)
     want = ["kept-from-before", "out-test_fails"] if keep_failed else ["kept-from-before"]
     assert sorted(p.name for p in outdir.iterdir()) == want
+
+
+def test_a_killed_case_reports_no_negative_data_work() -> None:
+    # the child's last phase record: inside a call entered 12 s ago, its data-work clock at 500 s
+    # (the child's own accumulator, far above this process's)
+    record = {"phase": "emulator", "calls": 1, "emulator_seconds": 3.0, "data_seconds": 1.5,
+              "entered": time.perf_counter() - 12.0, "data_entered": 500.0}  # fmt: skip
+    outcome, reason = conform._killed_for_time(70.0, record, 30.0).split(":", 1)
+    assert outcome == "TIMEOUT"
+    inside = float(re.search(r"; ([0-9.]+) s inside the emulator", reason).group(1))  # type: ignore[union-attr]
+    assert 14.9 < inside < 20  # the 3 s of finished calls and the 12 s of the running one
+    assert "(1.5 s of them data work before the call it was killed in)" in reason
 
 
 def test_keep_failed_reaches_the_child() -> None:

@@ -283,6 +283,7 @@ def _last_meter(last_meter: dict[str, object] | None) -> CaseMeter:
     if last_meter is None:
         return CaseMeter(phase="inputs")
     fields = {k: v for k, v in last_meter.items() if k in CaseMeter.__dataclass_fields__}
+    fields["from_record"] = True
     return CaseMeter(**fields)  # type: ignore[arg-type]
 
 

@@ -73,6 +73,10 @@ class CaseMeter:
     peak: int = 0  # highest resident bytes sampled during the case
     entered: float = 0.0  # perf_counter() at the current emulator call's start
     data_entered: float = 0.0  # the data-work clock at the current emulator call's start
+    #: True for a meter the runner rebuilt from a killed child's last record: the data work of
+    #: the call it was killed in was counted in the child's own clock, which the runner cannot
+    #: read (``perf_counter``, the other clock, is system-wide: the seconds inside still count)
+    from_record: bool = False
 
     @property
     def tracing_seconds(self) -> float:
@@ -87,8 +91,9 @@ class CaseMeter:
 
     def data_seconds_inside(self) -> float:
         """Seconds of data work inside the emulator so far (the current call included)."""
-        running = data_seconds() - self.data_entered if self.phase == "emulator" else 0.0
-        return self.data_seconds + running
+        if self.phase != "emulator" or self.from_record:
+            return self.data_seconds  # (from a record: the finished calls' only)
+        return self.data_seconds + data_seconds() - self.data_entered
 
     def where(self) -> str:
         """Where the case is, in words: for TIMEOUT reasons."""
@@ -97,10 +102,10 @@ class CaseMeter:
             "emulator": "inside the emulator",
             "reference": "in the test's reference and comparison",
         }[self.phase]
-        return (
-            f"{place}; {self.seconds_inside():.1f} s inside the emulator "
-            f"({self.data_seconds_inside():.1f} s of them data work)"
-        )
+        data = f"{self.data_seconds_inside():.1f} s of them data work"
+        if self.from_record and self.phase == "emulator":
+            data = f"{data} before the call it was killed in"
+        return f"{place}; {self.seconds_inside():.1f} s inside the emulator ({data})"
 
     def sample(self, rss: int) -> None:
         """Record one resident-memory sample (the guard's watchdog calls this)."""
