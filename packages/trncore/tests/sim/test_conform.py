@@ -301,13 +301,15 @@ def _project_args(*argv: str) -> argparse.Namespace:
     return parser.parse_args([str(PROJECT), "--suite", "pytest", *argv])
 
 
-def test_a_project_suite_gets_its_own_defaults_and_settings() -> None:
+def test_a_project_suite_gets_its_own_defaults_and_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRNSCI_SIM_CACHE_MIB", raising=False)
     args = _project_args("--set", "MINIPROJ_USE_SIMULATOR=1", "--nki-version", "0.3")
     conform._defaults(args)
     assert args.tests == "tests" and args.per_test == 0  # every case of the project's tests
     env = conform._child_env(PROJECT, PROJECT / "results.jsonl", args)
     assert env["MINIPROJ_USE_SIMULATOR"] == "1" and env["TRNSCI_NKI_VERSION"] == "0.3.0"
     assert env["TRNCORE_CONFORM_SUITE"] == "pytest"
+    assert "TRNSCI_SIM_CACHE_MIB" not in env  # a library's repeated kernel calls are replays
     assert env["PYTHONPATH"].split(":")[1] == str(PROJECT)  # the project's package comes first
     cmd = conform._pytest_cmd(args, [])
     assert "--test-mode" not in cmd and "--output-directory" not in cmd  # no harness options
@@ -318,6 +320,7 @@ def test_a_project_suite_gets_its_own_defaults_and_settings() -> None:
     args = nkilib.parse_args([str(CHECKOUT), "--workdir", str(CHECKOUT / "work")])
     conform._defaults(args)
     assert args.tests == "test/integration" and args.per_test == 2
+    assert conform._child_env(CHECKOUT, CHECKOUT / "r.jsonl", args)["TRNSCI_SIM_CACHE_MIB"] == "0"
     assert "--test-mode" in conform._pytest_cmd(args, [])
 
 

@@ -207,9 +207,11 @@ def _child_env(checkout: Path, results: Path, args: argparse.Namespace) -> dict[
     env[TARGET_ENV] = args.target
     # the harness seeds its random case sampling from this variable: same cases every run
     env.setdefault("NEURON_PYTHONHASHSEED", str(args.seed))
-    # each case calls its kernel once: the emulator's program cache would only hold the case's
-    # memory (its HBM image) while the harness computes its reference
-    env.setdefault("TRNSCI_SIM_CACHE_MIB", "0")
+    if getattr(args, "suite", "nki-library") == "nki-library":
+        # each case calls its kernel once: the emulator's program cache would only hold the
+        # case's memory (its HBM image) while the harness computes its reference. A project's
+        # own tests call a kernel many times (a library's host loop over tiles): they keep it.
+        env.setdefault("TRNSCI_SIM_CACHE_MIB", "0")
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env["TRNCORE_CONFORM_KEEP_FAILED"] = "1" if getattr(args, "keep_failed", False) else "0"
