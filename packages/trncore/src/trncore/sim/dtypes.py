@@ -301,6 +301,14 @@ def assign(dst: np.ndarray, src: np.ndarray) -> None:
         dst[...] = src
 
 
+@functools.cache
+def int_range(dtype: np.dtype) -> tuple[int, int]:
+    """``(min, max)`` of an integer dtype (``np.iinfo`` builds a new object per call: a replay of
+    small integer tiles called it once per instruction)."""
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
 def cast(values: Any, name: str) -> np.ndarray:
     """Cast computed values to NKI dtype ``name`` the way the engines do (docs/emulator.md, Numerics).
 
@@ -328,14 +336,22 @@ def cast(values: Any, name: str) -> np.ndarray:
         return arr.astype(target)
     if arr.dtype == target:
         return arr
-    info = np.iinfo(target)
+    low, high = int_range(target)
     if arr.dtype.kind in "iub":
-        return np.clip(arr.astype(np.int64), info.min, info.max).astype(target)
+        src_low, src_high = (0, 1) if arr.dtype.kind == "b" else int_range(arr.dtype)
+        if low <= src_low and src_high <= high:
+            return arr.astype(target)  # every source value fits: nothing to saturate
+        # (np.maximum / np.minimum: np.clip builds np.iinfo objects on every call)
+        wide = arr.astype(np.int64)
+        np.maximum(wide, low, out=wide)
+        np.minimum(wide, high, out=wide)
+        return wide.astype(target)
     # rounded, saturated (inf to the range's ends), NaN to 0, in a float64 copy of the values
     # (the same values as nan_to_num followed by clip: clip keeps NaN, so it is replaced after)
     f = np.array(arr, dtype=np.float64)
     (np.trunc if getattr(_CAST_MODE, "truncate", False) else np.rint)(f, out=f)
-    np.clip(f, info.min, info.max, out=f)
+    np.maximum(f, low, out=f)
+    np.minimum(f, high, out=f)
     np.copyto(f, 0.0, where=np.isnan(f))
     return f.astype(target)
 
