@@ -9,6 +9,9 @@ trnsparse and trntensor repositories, docs/third-party-kernels.md) write, in ker
 - ``nl.broadcast_to`` of an HBM tensor is refused at its line ("the source tile in SBUF or PSUM");
 - a ``(P, 1)`` SBUF tile reshaped to ``(1, P)`` (the DF-MP2 energy kernel's virtual energies) is
   refused at its line, and the message names the page;
+- an older revision of the attention kernels writes NKI Beta 1's ``psum[...] += nisa.nc_matmul(a,
+  b)`` positionally: ``a`` lands in ``dst`` and Python's "missing 'moving'" was all the message
+  said; it now says the first positional parameter is ``dst`` and what to write;
 - a PSUM result drained to SBUF as ``relu(x) - relu(-x)`` (two ``activation`` calls, the second
   with ``scale=-1.0``), the form every kernel of the batch uses, gives ``x`` back exactly.
 """
@@ -21,7 +24,7 @@ import pytest
 from trncore.sim import nisa, nl
 from trncore.sim.errors import BufferError, PartitionError
 from trncore.sim.runner import run_kernel
-from trncore.sim.testing import assert_reported_at
+from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -117,3 +120,20 @@ def test_psum_drained_as_relu_minus_relu_of_the_negation_is_exact(target: str) -
     b = rng.standard_normal((128, 200)).astype(np.float32)
     got = run_kernel(k, [a, b], target=target)
     np.testing.assert_allclose(got, a.T.astype(np.float64) @ b, rtol=1e-5, atol=1e-4)
+
+
+def test_beta1_positional_matmul_names_dst_at_its_line() -> None:
+    def k(a, b):
+        out = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum)
+        acc[...] += nisa.nc_matmul(nl.load(a), nl.load(b))  # HERE
+        nl.store(out, value=acc)
+        return out
+
+    x = np.ones((128, 64), np.float32)
+    with pytest.raises(TypeError) as exc:
+        run_kernel(k, [x, x], target="trn2")
+    text = str(exc.value)
+    assert "missing 1 required positional argument: 'moving'" in text
+    assert "the first positional parameter is dst" in text and "nisa.nc_matmul(dst, ...)" in text
+    assert text.endswith(f"(at {__file__}:{marked_line(k, '# HERE')})")
