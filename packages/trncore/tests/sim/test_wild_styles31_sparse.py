@@ -9,6 +9,9 @@ trnsparse and trntensor repositories, docs/third-party-kernels.md) write, in ker
 - ``nl.broadcast_to`` of an HBM tensor is refused at its line ("the source tile in SBUF or PSUM");
 - a ``(P, 1)`` SBUF tile reshaped to ``(1, P)`` (the DF-MP2 energy kernel's virtual energies) is
   refused at its line, and the message names the page;
+- the attention backward's host gives its dQ kernel a ``(M, 128, 128, 1)`` Q (an unsqueeze meant
+  for its row vectors), so ``nl.load_transpose2d(q[m, :, :])`` receives a 3-D view: refused at
+  its line, the message now naming the page;
 - an older revision of the attention kernels writes NKI Beta 1's ``psum[...] += nisa.nc_matmul(a,
   b)`` positionally: ``a`` lands in ``dst`` and Python's "missing 'moving'" was all the message
   said; it now says the first positional parameter is ``dst`` and what to write;
@@ -22,7 +25,7 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl
-from trncore.sim.errors import BufferError, PartitionError
+from trncore.sim.errors import BufferError, LanguageError, PartitionError
 from trncore.sim.runner import run_kernel
 from trncore.sim.testing import assert_reported_at, marked_line
 
@@ -137,3 +140,29 @@ def test_beta1_positional_matmul_names_dst_at_its_line() -> None:
     assert "missing 1 required positional argument: 'moving'" in text
     assert "the first positional parameter is dst" in text and "nisa.nc_matmul(dst, ...)" in text
     assert text.endswith(f"(at {__file__}:{marked_line(k, '# HERE')})")
+
+
+def test_load_transpose2d_of_a_3d_view_is_refused_with_its_page() -> None:
+    def k(q):
+        out = nl.ndarray((q.shape[2], q.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load_transpose2d(q[0, :, :, 0]))
+        bad = nl.load_transpose2d(q[1, :, :])  # HERE
+        nl.store(out, value=bad)
+        return out
+
+    q = rng.standard_normal((2, 128, 64, 1)).astype(np.float32)
+    with pytest.raises(LanguageError) as exc:
+        run_kernel(k, [q], target="trn2")
+    assert exc.value.rule == "load-transpose2d" and "nki.language.load_transpose2d" in str(exc.value)
+    assert_reported_at(exc.value, k, "# HERE")
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_load_transpose2d_of_a_2d_index_of_a_4d_argument_matches_numpy(target: str) -> None:
+    def k(q):
+        out = nl.ndarray((q.shape[2], q.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load_transpose2d(q[1, :, :, 0]))
+        return out
+
+    q = rng.standard_normal((2, 128, 64, 1)).astype(np.float32)
+    np.testing.assert_array_equal(run_kernel(k, [q], target=target), q[1, :, :, 0].T)

@@ -109,7 +109,9 @@ def load_transpose2d(src: NkiTensor, dtype: Any = None) -> NkiTensor:
     if src.ndim != 2 or not src.buffer.is_hbm:
         raise LanguageError(
             "load-transpose2d",
-            f"load_transpose2d needs a 2-D HBM tensor, got {src.describe()}",
+            f"load_transpose2d needs a 2-D HBM tensor, got {src.describe()} (AWS NKI docs, "
+            "nki.language.load_transpose2d, NKI 0.3.0 and 0.6.0: loads from HBM and "
+            "'2D-transpose[s] the data'; index or reshape a higher-rank view down to 2-D)",
             site,
         )
     name = dtypes.dtype_name(dtype) if dtype else src.dtype
