@@ -17,7 +17,7 @@ import numpy as np
 from trncore.sim import dtypes, hooks, isa_vector, known_issues, versions
 from trncore.sim import isa as nisa
 from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
-from trncore.sim.checks import F32, check_compute_operand
+from trncore.sim.checks import F32, check_buffer, check_compute_operand
 from trncore.sim.context import current, user_site
 from trncore.sim.creation import allocate
 from trncore.sim.errors import (
@@ -330,8 +330,8 @@ def _binary(op: Op, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
         if x.shape != y.shape:
             # checked before the broadcast copies them: an HBM operand is refused as it is
             # when the shapes match (by tensor_tensor), whatever the known-issue setting
-            check_compute_operand(x, f"nl.{op.name}", "x", site)
-            check_compute_operand(y, f"nl.{op.name}", "y", site)
+            check_buffer(x, f"nl.{op.name}", "x", site)
+            check_buffer(y, f"nl.{op.name}", "y", site)
             known_issues.check(
                 "nl-binary-broadcast", f"nl.{op.name} of {x.describe()} and {y.describe()}", site
             )
@@ -529,7 +529,7 @@ def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
     # nki.language.broadcast_to (NKI 0.3.0 and 0.6.0): "x: the source tile in SBUF or PSUM". A
     # binary nl op broadcasts its smaller operand through here, so an HBM kernel argument given
     # to nl.subtract(tile, hbm) is refused here as it is when the shapes match (tensor_tensor).
-    check_compute_operand(x, "nl.broadcast_to", "x", site)
+    check_buffer(x, "nl.broadcast_to", "x", site)
     name = dtypes.dtype_name(dtype) if dtype else x.dtype
     out = _new(shape, name)
     s_op, d_arr = x.operand(site), out.array()
