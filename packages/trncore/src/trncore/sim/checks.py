@@ -21,6 +21,7 @@ from trncore.sim.tensor import NkiTensor
 
 __all__ = [
     "as_tensor",
+    "check_buffer",
     "check_compute_operand",
     "check_same_layout",
     "check_vector_operand",
@@ -180,6 +181,31 @@ def check_partitions(t: NkiTensor, op: str, what: str, site: Any, start_rules: b
             )
 
 
+def check_buffer(
+    t: NkiTensor, op: str, what: str, site: Any, buffers: tuple[str, ...] = ("sbuf", "psum")
+) -> None:
+    """``t`` lives in one of ``buffers`` (on chip by default): the buffer part of
+    :func:`check_compute_operand`, alone for a reader with its own partition rules (the TensorE
+    partition broadcast of ``nl.broadcast_to`` reads one row at any partition)."""
+    buffer = t.alloc.buffer
+    if buffer.name not in buffers:
+        rule = "compute-no-hbm" if buffer.is_hbm else f"{op}-buffer"
+        raise BufferError(
+            rule,
+            f"{op} {what} must be in {' or '.join(buffers)}, got {t.describe()}"
+            + (
+                # AWS NKI docs, Memory hierarchy overview (NKI 0.3.0-0.6.0): "NKI kernel input
+                # tensors from HBM must be loaded into the SBUF for computation"
+                "; compute engines cannot access HBM (copy it in with nisa.dma_copy; AWS NKI "
+                "docs, Memory hierarchy overview, NKI 0.3.0: HBM inputs must be loaded into "
+                "SBUF for computation)"
+                if buffer.is_hbm
+                else ""
+            ),
+            site,
+        )
+
+
 def check_compute_operand(
     t: Any,
     op: str,
@@ -204,23 +230,7 @@ def check_compute_operand(
             "(dma_copy, memset value=0)",
             site,
         )
-    buffer = t.alloc.buffer
-    if buffer.name not in buffers:
-        rule = "compute-no-hbm" if buffer.is_hbm else f"{op}-buffer"
-        raise BufferError(
-            rule,
-            f"{op} {what} must be in {' or '.join(buffers)}, got {t.describe()}"
-            + (
-                # AWS NKI docs, Memory hierarchy overview (NKI 0.3.0-0.6.0): "NKI kernel input
-                # tensors from HBM must be loaded into the SBUF for computation"
-                "; compute engines cannot access HBM (copy it in with nisa.dma_copy; AWS NKI "
-                "docs, Memory hierarchy overview, NKI 0.3.0: HBM inputs must be loaded into "
-                "SBUF for computation)"
-                if buffer.is_hbm
-                else ""
-            ),
-            site,
-        )
+    check_buffer(t, op, what, site, buffers)
     if not t.dims:
         raise ShapeError("rank", f"{op} {what} must have a partition dim: {t.describe()}", site)
     check_partitions(t, op, what, site, start_rules=True)

@@ -200,6 +200,18 @@ def _missing_dst_hint(
         and (p.kind is inspect.Parameter.KEYWORD_ONLY or k >= len(args))
     ]
     outputs = [m for m in missing if m == "dst" or m.startswith("dst_") or m.endswith("_dst")]
+    first = next(iter(signature.parameters), "")
+    if not outputs and missing and args and first == "dst" and "dst" not in kwargs:
+        # the Beta 1 value-returning call written positionally, psum[...] += nisa.nc_matmul(a, b):
+        # its operands land one place early (dst=a, stationary=b) and a later operand is missing
+        return (
+            f"; the first positional parameter is dst, so the {len(args)} positional arguments "
+            f"given filled ({', '.join(list(signature.parameters)[: len(args)])}). If this is NKI "
+            f"Beta 1's value-returning form, out[...] = nisa.{name}(...): nki.isa instructions "
+            f"write their result into dst and return no value (NKI Beta 2 migration guide: all of "
+            f"the ISA functions require a dst parameter instead of returning a result), so write "
+            f"nisa.{name}(dst, ...)"
+        )
     if not outputs:
         return ""
     given = ", ".join(f"{o}=..." for o in outputs)

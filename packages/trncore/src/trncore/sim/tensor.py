@@ -818,7 +818,10 @@ class NkiTensor:
         if self.on_chip and shape and self.shape and shape[0] != self.shape[0]:
             raise PartitionError(
                 "reshape-partition",
-                f"reshape of on-chip {self.describe()} to {list(shape)} changes the partition dim",
+                f"reshape of on-chip {self.describe()} to {list(shape)} changes the partition dim "
+                "(AWS NKI docs, nki.language.NkiTensor.reshape, NKI 0.6.0: on-chip tensors keep "
+                "shape[0]; moving data across partitions needs an instruction, e.g. "
+                "nisa.nc_transpose)",
                 user_site(),
             )
         # NKI language guide, "Querying layout" (NKI 0.6.0, SDK 2.32): reshape requires

@@ -17,7 +17,7 @@ import numpy as np
 from trncore.sim import dtypes, hooks, isa_vector, known_issues, versions
 from trncore.sim import isa as nisa
 from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
-from trncore.sim.checks import F32
+from trncore.sim.checks import F32, check_buffer, check_compute_operand
 from trncore.sim.context import current, user_site
 from trncore.sim.creation import allocate
 from trncore.sim.errors import (
@@ -109,7 +109,9 @@ def load_transpose2d(src: NkiTensor, dtype: Any = None) -> NkiTensor:
     if src.ndim != 2 or not src.buffer.is_hbm:
         raise LanguageError(
             "load-transpose2d",
-            f"load_transpose2d needs a 2-D HBM tensor, got {src.describe()}",
+            f"load_transpose2d needs a 2-D HBM tensor, got {src.describe()} (AWS NKI docs, "
+            "nki.language.load_transpose2d, NKI 0.3.0 and 0.6.0: loads from HBM and "
+            "'2D-transpose[s] the data'; index or reshape a higher-rank view down to 2-D)",
             site,
         )
     name = dtypes.dtype_name(dtype) if dtype else src.dtype
@@ -293,8 +295,6 @@ def _custom_unary(op: Op, x: NkiTensor, out: NkiTensor) -> None:
     ``nl.sin`` too: it range-reduces before the Scalar Engine's activation (the 0.6.0 shared page,
     "Supported Activation Functions"), so it is exact over every input, unlike
     ``nisa.activation(op=nl.sin)`` outside [-pi, pi]."""
-    from trncore.sim.checks import check_compute_operand
-
     ctx, site = current(), user_site()
     check_compute_operand(x, f"nl.{op.name}", "x", site)
     s_op, d_arr, fn, name = x.operand(site), out.array(), op.fn, out.dtype
@@ -328,6 +328,10 @@ def _binary(op: Op, x: Any, y: Any, dtype: Any = None) -> NkiTensor:
         raise TypeError(f"nl.{op.name} needs at least one tensor argument")
     if xt and yt:
         if x.shape != y.shape:
+            # checked before the broadcast copies them: an HBM operand is refused as it is
+            # when the shapes match (by tensor_tensor), whatever the known-issue setting
+            check_buffer(x, f"nl.{op.name}", "x", site)
+            check_buffer(y, f"nl.{op.name}", "y", site)
             known_issues.check(
                 "nl-binary-broadcast", f"nl.{op.name} of {x.describe()} and {y.describe()}", site
             )
@@ -522,6 +526,10 @@ def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
             f"cannot broadcast {x.describe()} to {list(shape)} (same rank, dims equal or 1)",
             site,
         )
+    # nki.language.broadcast_to (NKI 0.3.0 and 0.6.0): "x: the source tile in SBUF or PSUM". A
+    # binary nl op broadcasts its smaller operand through here, so an HBM kernel argument given
+    # to nl.subtract(tile, hbm) is refused here as it is when the shapes match (tensor_tensor).
+    check_buffer(x, "nl.broadcast_to", "x", site)
     name = dtypes.dtype_name(dtype) if dtype else x.dtype
     out = _new(shape, name)
     s_op, d_arr = x.operand(site), out.array()
