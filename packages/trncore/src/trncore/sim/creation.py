@@ -151,9 +151,16 @@ def _rules(
 
 
 def fill(t: NkiTensor, value: float) -> None:
-    """nl.zeros/ones/full lower to a memset (GpSimd for SBUF, Vector for PSUM)."""
+    """nl.zeros/ones/full lower to a memset (GpSimd for SBUF, Vector for PSUM).
+
+    An integer tile gets ``value`` as a number, as ``nisa.memset`` writes it (the NKI 0.3.0
+    update guide has integer tiles take integer literals; ``nki.language.full``, NKI 0.3.0 and
+    0.6.0: a tensor of ``dtype`` "filled with initial value"): an int32/uint32 constant past
+    2^24 is not rounded to float32 on the way (``0x9E3779B9`` stayed ``0x9E377A00`` until the
+    thirty-first third-party batch). A float tile keeps the float32 value."""
     ctx, site = current(), user_site()
-    filled = dtypes.cast(np.full(t.shape, value, dtype=np.float32), t.dtype)
+    source = np.float64 if dtypes.is_int(t.dtype) else np.float32
+    filled = dtypes.cast(np.full(t.shape, value, dtype=source), t.dtype)
     arr = t.array()
 
     def run() -> None:
