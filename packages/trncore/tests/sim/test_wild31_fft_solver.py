@@ -36,12 +36,16 @@ def _at(fn, marker: str) -> str:
     return f"(at {inspect.getsourcefile(fn)}:{marked_line(fn, marker)})"
 
 
-def _scaled_copy(x, w):
-    """``x * w`` elementwise, [P, F] tiles."""
+def _product(x, w, operator=False):
+    """``x * w`` elementwise on [P, F] tiles: by ``nl.multiply``, or by Beta 1's ``*``."""
     out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
     a = nl.load(x)
     b = nl.load(w)
-    nl.store(out, value=nl.multiply(a, b))
+    if operator:
+        c = a * b  # OPERATOR
+    else:
+        c = nl.multiply(a, b)
+    nl.store(out, value=c)
     return out
 
 
@@ -49,9 +53,9 @@ def _scaled_copy(x, w):
 def test_float64_argument_names_the_kernel_and_the_argument(target):
     x = rng.standard_normal((8, 16)).astype(np.float32)
     w = rng.standard_normal((8, 16)).astype(np.float32)
-    np.testing.assert_allclose(run_kernel(_scaled_copy, [x, w], target=target), x * w, rtol=1e-6)
-    with pytest.raises(TypeError, match=r"kernel _scaled_copy: argument w: float64 is not an NKI dtype"):
-        run_kernel(_scaled_copy, [x, w.astype(np.float64)], target=target)
+    np.testing.assert_allclose(run_kernel(_product, [x, w], target=target), x * w, rtol=1e-6)
+    with pytest.raises(TypeError, match=r"kernel _product: argument w: float64 is not an NKI dtype"):
+        run_kernel(_product, [x, w.astype(np.float64)], target=target)
 
 
 def _matmul(a_t, b, beta1):
@@ -104,18 +108,6 @@ def test_a_call_missing_an_operand_gets_no_dst_hint():
     assert "missing 1 required positional argument: 'moving'" in str(info.value)
     assert "dst goes first" not in str(info.value)
     assert str(info.value).endswith(_at(kernel, "# SHORT"))
-
-
-def _product(x, w, operator):
-    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
-    a = nl.load(x)
-    b = nl.load(w)
-    if operator:
-        c = a * b  # OPERATOR
-    else:
-        c = nl.multiply(a, b)
-    nl.store(out, value=c)
-    return out
 
 
 @pytest.mark.parametrize("target", TARGETS)
