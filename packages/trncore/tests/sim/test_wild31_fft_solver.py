@@ -11,7 +11,10 @@ invalid neighbour whose message must name the kernel's line (or the argument):
 - ``a * b`` on tiles (Beta 1 operators, the same wheel's butterflies) names the line;
   ``nl.multiply`` runs;
 - ``nl.store(t[p, q], 0.0)`` (the solver's 0.3.0 Jacobi kernel) is refused as ``nl.store``'s
-  value, not as the ``dma_copy`` it lowers to, at the line; storing a zero tile runs.
+  value, not as the ``dma_copy`` it lowers to, at the line; storing a zero tile runs;
+- ``nl.load`` of a 200-row matrix (the solver's single-tile kernels past their n <= 128) is
+  refused at the load, the tile described as a tile rather than as an ``nl.ndarray`` call;
+  128 rows load.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ import numpy as np
 import pytest
 
 from trncore.sim import nisa, nl
+from trncore.sim.errors import PartitionError
 from trncore.sim.runner import run_kernel
-from trncore.sim.testing import marked_line
+from trncore.sim.testing import assert_reported_at, marked_line
 
 pytestmark = pytest.mark.simulator
 
@@ -141,3 +145,22 @@ def test_storing_a_number_is_refused_as_nl_store_value(target):
         run_kernel(_zero_entry, [d.copy()], {"p": 2, "q": 5, "scalar": True}, target=target)
     assert "dma_copy" not in str(info.value)
     assert str(info.value).endswith(_at(_zero_entry, "# SCALAR"))
+
+
+def _load_rows(a):
+    """A whole [n, n] matrix loaded as one tile (the solver's single-tile kernels, n <= 128)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)  # LOAD
+    nl.store(out, value=t)
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_load_past_128_partitions_is_refused_at_the_load(target):
+    a = rng.standard_normal((128, 128)).astype(np.float32)
+    np.testing.assert_array_equal(run_kernel(_load_rows, [a], target=target), a)
+    big = rng.standard_normal((200, 200)).astype(np.float32)
+    with pytest.raises(PartitionError, match=r"200 exceeds .* a \[200, 200\] float32 tile") as info:
+        run_kernel(_load_rows, [big], target=target)
+    assert "nl.ndarray" not in str(info.value)  # the kernel wrote nl.load (it named nl.ndarray)
+    assert_reported_at(info.value, _load_rows, "# LOAD")
