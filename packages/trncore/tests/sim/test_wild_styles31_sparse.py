@@ -14,7 +14,7 @@ trnsparse and trntensor repositories, docs/third-party-kernels.md) write, in ker
   its line, the message now naming the page;
 - an older revision of the attention kernels writes NKI Beta 1's ``psum[...] += nisa.nc_matmul(a,
   b)`` positionally: ``a`` lands in ``dst`` and Python's "missing 'moving'" was all the message
-  said; it now says the first positional parameter is ``dst`` and what to write;
+  said; it now says the operands shifted because ``dst`` comes first, and what to write;
 - a PSUM result drained to SBUF as ``relu(x) - relu(-x)`` (two ``activation`` calls, the second
   with ``scale=-1.0``), the form every kernel of the batch uses, gives ``x`` back exactly.
 """
@@ -138,7 +138,8 @@ def test_beta1_positional_matmul_names_dst_at_its_line() -> None:
         run_kernel(k, [x, x], target="trn2")
     text = str(exc.value)
     assert "missing 1 required positional argument: 'moving'" in text
-    assert "the first positional parameter is dst" in text and "nisa.nc_matmul(dst, ...)" in text
+    assert "Beta 1's form, the 2 positional argument(s) read as (stationary, moving)" in text
+    assert "nisa.nc_matmul(dst, stationary, moving, ...)" in text and "accumulate=True" in text
     assert text.endswith(f"(at {__file__}:{marked_line(k, '# HERE')})")
 
 

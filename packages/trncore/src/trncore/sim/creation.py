@@ -95,7 +95,7 @@ def _rules(
             raise PartitionError(
                 "partition-dim-max",
                 f"Size of partition dimension {shape[0]} exceeds architecture limitation of "
-                f"{ctx.rules.pmax}: nl.ndarray({list(shape)}, {name_dt}, buffer={buffer!r})",
+                f"{ctx.rules.pmax}: a {list(shape)} {name_dt} tile in {buffer!r}",  # allocated or a result
                 site,
             )
     if buffer is PSUM:

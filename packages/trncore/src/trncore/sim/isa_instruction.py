@@ -200,20 +200,8 @@ def _missing_dst_hint(
         and (p.kind is inspect.Parameter.KEYWORD_ONLY or k >= len(args))
     ]
     outputs = [m for m in missing if m == "dst" or m.startswith("dst_") or m.endswith("_dst")]
-    first = next(iter(signature.parameters), "")
-    if not outputs and missing and args and first == "dst" and "dst" not in kwargs:
-        # the Beta 1 value-returning call written positionally, psum[...] += nisa.nc_matmul(a, b):
-        # its operands land one place early (dst=a, stationary=b) and a later operand is missing
-        return (
-            f"; the first positional parameter is dst, so the {len(args)} positional arguments "
-            f"given filled ({', '.join(list(signature.parameters)[: len(args)])}). If this is NKI "
-            f"Beta 1's value-returning form, out[...] = nisa.{name}(...): nki.isa instructions "
-            f"write their result into dst and return no value (NKI Beta 2 migration guide: all of "
-            f"the ISA functions require a dst parameter instead of returning a result), so write "
-            f"nisa.{name}(dst, ...)"
-        )
     if not outputs:
-        return ""
+        return _shifted_dst_hint(name, signature, args, kwargs)
     given = ", ".join(f"{o}=..." for o in outputs)
     return (
         f"; no {' / '.join(repr(o) for o in outputs)} given: nki.isa instructions write their "
@@ -221,6 +209,36 @@ def _missing_dst_hint(
         f"require a dst parameter instead of returning a result), so write nisa.{name}({given}, ...) "
         f"rather than out[...] = nisa.{name}(...)"
     )
+
+
+def _shifted_dst_hint(
+    name: str, signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> str:
+    """The positional Beta 1 form ``psum[...] += nisa.nc_matmul(stationary, moving)``: its
+    operands land one parameter early (``dst`` takes the stationary tile) and the last operand
+    parameter is reported missing, which Python's message (and AWS's simulator's) leaves
+    unexplained: a public solver read it as a minimum free size of ``moving``. Recognised when
+    the call binds once a ``dst`` is put in front of its arguments, and, for a matmul, its first
+    argument is not in PSUM (where a matmul's dst lies: then an operand is missing instead)."""
+    params = list(signature.parameters.values())
+    if not args or not params or params[0].name != "dst" or "dst" in kwargs:
+        return ""
+    if name.startswith("nc_matmul") and getattr(getattr(args[0], "buffer", None), "name", "") == "psum":
+        return ""
+    try:
+        signature.bind(None, *args, **kwargs)
+    except TypeError:
+        return ""
+    shifted = ", ".join(p.name for p in params[1 : len(args) + 1])
+    return (
+        f"; if this is NKI Beta 1's form, the {len(args)} positional argument(s) read as "
+        f"({shifted}) when a dst goes first: nki.isa instructions take the output tile as their "
+        f"first argument dst and return no value (NKI Beta 2 migration guide: all of the ISA "
+        f"functions require a dst parameter instead of returning a result), so write "
+        f"nisa.{name}(dst, {shifted}, ...) rather than out[...] = nisa.{name}({shifted})"
+        + (" or out[...] += ...: accumulate=True adds into dst (NKI 0.3.0 update guide)"
+           if "accumulate" in signature.parameters else "")
+    )  # fmt: skip
 
 
 def returning_handle(fn: Callable[..., Any]) -> Callable[..., Any]:

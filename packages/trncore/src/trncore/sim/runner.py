@@ -544,8 +544,11 @@ def get_program(
         fn = fn.func
     fn, target, release, grid, lnc, shape = _launch(fn, target, lnc, nki_version)
     names, arrays, params = _bind_arguments(fn, args, kwargs or {})
-    for a in arrays:
-        dtypes.dtype_name(a.dtype)  # rejects float64 and friends before keying
+    for name, a in zip(names, arrays, strict=True):
+        try:
+            dtypes.dtype_name(a.dtype)  # rejects float64 and friends before keying
+        except TypeError as exc:  # say which argument of which kernel (a public FFT's float64 mode)
+            raise TypeError(f"kernel {fn.__name__}: argument {name}: {exc}") from None
     strict = _strict()
     flags = [f"lnc={lnc}"] + (["grid"] if grid else []) + (["strict"] if strict else [])
     if shape:

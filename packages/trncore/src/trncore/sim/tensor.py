@@ -1036,9 +1036,13 @@ class NkiTensor:
             )
 
     def _no_operator(self, *args: Any) -> Any:
+        # the NkiTensor reference (NKI 0.3.0 to 0.6.0) defines no arithmetic or ordering operator;
+        # NKI Beta 1 tiles (neuronxcc.nki) had them, and kernels ported from it keep `a * b`: the
+        # message names the kernel's line (a public FFT library's 0.12.0 kernels showed it lacking)
         raise NotImplementedError(
-            "Python operators on NKI tensors are not part of the emulated NKI 0.3.0 API; use "
-            "nl.add / nl.multiply / ... or nisa.tensor_tensor"
+            "Python operators on NKI tensors are not part of the emulated NKI 0.3.0-0.6.0 API "
+            "(NKI Beta 1 tiles had them); use nl.add / nl.multiply / ... or nisa.tensor_tensor"
+            f"{site_suffix(user_site())}"
         )
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _no_operator

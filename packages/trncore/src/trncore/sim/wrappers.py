@@ -17,7 +17,7 @@ import numpy as np
 from trncore.sim import dtypes, hooks, isa_vector, known_issues, versions
 from trncore.sim import isa as nisa
 from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
-from trncore.sim.checks import F32, check_buffer, check_compute_operand
+from trncore.sim.checks import F32, as_tensor, check_buffer, check_compute_operand
 from trncore.sim.context import current, user_site
 from trncore.sim.creation import allocate
 from trncore.sim.errors import (
@@ -98,7 +98,12 @@ def load(src: NkiTensor, dtype: Any = None) -> NkiTensor:
 
 def store(dst: NkiTensor, value: NkiTensor) -> None:
     """SBUF -> HBM (``dma_copy``); a PSUM tile is a known issue (0.3.0), then a DMA rule."""
-    if isinstance(value, NkiTensor) and value.buffer is PSUM:
+    # nki.language.store (NKI 0.3.0-0.6.0): value is "an SBUF tile that contains the values to
+    # store"; a number (a public solver's `nl.store(D[p, q], 0.0)`) is named as store's, not as
+    # the dma_copy it lowers to
+    as_tensor(value, "nl.store", "value (an SBUF tile; fill one with nl.full to store a constant)",
+              user_site())  # fmt: skip
+    if value.buffer is PSUM:
         known_issues.check("nl-store-psum")
     nisa.dma_copy(dst=dst, src=value)
 
