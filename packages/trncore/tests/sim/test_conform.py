@@ -313,6 +313,9 @@ def test_a_project_suite_gets_its_own_defaults_and_settings(monkeypatch: pytest.
     assert env["PYTHONPATH"].split(":")[1] == str(PROJECT)  # the project's package comes first
     cmd = conform._pytest_cmd(args, [])
     assert "--test-mode" not in cmd and "--output-directory" not in cmd  # no harness options
+    args = _project_args("--set", "PYTHONPATH=/opt/sibling")
+    paths = conform._child_env(PROJECT, PROJECT / "results.jsonl", args)["PYTHONPATH"].split(":")
+    assert paths[1:3] == [str(PROJECT), "/opt/sibling"]  # added after the project, not instead
     with pytest.raises(SystemExit, match="NAME=VALUE"):
         conform._settings(["MINIPROJ_USE_SIMULATOR"])
     nkilib = argparse.ArgumentParser()

@@ -220,7 +220,14 @@ def _child_env(checkout: Path, results: Path, args: argparse.Namespace) -> dict[
         from trncore.sim.versions import resolve
 
         env[NKI_VERSION_ENV] = resolve(args.nki_version)
-    env.update(_settings(getattr(args, "set", None) or ()))
+    settings = _settings(getattr(args, "set", None) or ())
+    extra_path = settings.pop("PYTHONPATH", "")
+    if extra_path:
+        # after the project's own source, before what the shell had: e.g. the release of a
+        # sibling library the project imports, where this environment has one of that name
+        paths.insert(2, extra_path)
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    env.update(settings)
     return env
 
 
@@ -454,7 +461,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "TRNSCI_NKI_VERSION or the newest emulated)")  # fmt: skip
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="an environment variable for the tests, e.g. a project's switch to its "
-                        "simulator path (repeatable)")  # fmt: skip
+                        "simulator path (repeatable); PYTHONPATH=DIR adds DIR after the "
+                        "project's source")  # fmt: skip
     p.add_argument("--per-test", type=int, default=None, metavar="N",
                    help="cases kept per test function (0: all); default 2 (0 with "
                         "--suite pytest)")  # fmt: skip
