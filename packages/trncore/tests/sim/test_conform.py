@@ -350,3 +350,4 @@ def test_runner_on_a_miniature_project(tmp_path: Path) -> None:
     assert got["test_subtract_reduce"].outcome == "NOTIMPL"
     assert got["test_on_hardware"].outcome == "SKIP"
     assert run.passed == 4 and len(run.counted) == 7
+    assert run.summary().endswith("1 skipped by the project's tests; 8 selected of 8 collected")

@@ -97,6 +97,8 @@ class ConformRun:
     collect_errors: list[CaseResult] = field(default_factory=list)
     selected: int = 0
     collected: int = 0
+    #: who skipped the SKIP cases, for the summary: nki-library's harness, or a project's tests
+    skipped_by: str = "the harness"
 
     @property
     def counted(self) -> list[CaseResult]:
@@ -117,7 +119,7 @@ class ConformRun:
         skipped = sum(c.outcome == "SKIP" for c in self.cases)
         return (
             f"conformance: {self.passed} of {len(self.counted)} counted cases pass ({parts}); "
-            f"{skipped} skipped by the harness; {self.selected} selected of {self.collected} collected"
+            f"{skipped} skipped by {self.skipped_by}; {self.selected} selected of {self.collected} collected"
         )
 
     def timing(self) -> str:
@@ -404,7 +406,7 @@ def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
     if not tests.is_dir():
         expected = "a project with its tests there" if plain else "an nki-library checkout"
         raise SystemExit(f"{tests} is not a directory (expected {expected})")
-    run = ConformRun()
+    run = ConformRun(skipped_by="the project's tests" if plain else "the harness")
     results = args.workdir / "results.jsonl"
     log = args.workdir / "pytest.log"
     env = _child_env(checkout, results, args)
