@@ -303,8 +303,9 @@ def assign(dst: np.ndarray, src: np.ndarray) -> None:
 
 @functools.cache
 def int_range(dtype: np.dtype) -> tuple[int, int]:
-    """``(min, max)`` of an integer dtype (``np.iinfo`` builds a new object per call: a replay of
-    small integer tiles called it once per instruction)."""
+    """``(min, max)`` of an integer NumPy dtype (for an NKI dtype name, of
+    ``storage_dtype(name)``); cached: ``np.iinfo`` builds a new object per call, and a replay of
+    small integer tiles called it once per instruction."""
     info = np.iinfo(dtype)
     return int(info.min), int(info.max)
 

@@ -458,7 +458,7 @@ def _integral_float_for_int_tile(dst: NkiTensor, value: Any, site: Any) -> int:
     if isinstance(value, (float, np.floating)):
         whole = float(value)
         if np.isfinite(whole) and whole == int(whole):
-            lo, hi = (0, 1) if dst.dtype == "bool_" else _int_range(dst.dtype)
+            lo, hi = (0, 1) if dst.dtype == "bool_" else dtypes.int_range(dtypes.storage_dtype(dst.dtype))
             as_int = int(whole)
             if lo <= as_int <= hi:
                 warn_at(
@@ -481,12 +481,6 @@ def _integral_float_for_int_tile(dst: NkiTensor, value: Any, site: Any) -> int:
         f"memset of integer {dst.describe()} needs an int value, got {value!r}",
         site,
     )
-
-
-def _int_range(dtype: str) -> tuple[int, int]:
-    """The smallest and largest value of the integer NKI ``dtype``."""
-    info = np.iinfo(dtypes.storage_dtype(dtype))
-    return int(info.min), int(info.max)
 
 
 _MEMSET_VALUES = "memset_values"

@@ -123,7 +123,7 @@ def nc_find_index8(dst: Any, data: Any, vals: Any, name: str | None = None) -> N
         raise ShapeError("nc_find_index8-dst-shape", f"nc_find_index8 dst must be (P, 8) with "
                          f"P = {data.partitions}, got {dst.describe()}", site)  # fmt: skip
     d_op, v_op, p = data.operand(site), vals.operand(site), data.partitions
-    sentinel = np.iinfo(dtypes.storage_dtype(dst.dtype)).max
+    sentinel = dtypes.int_range(dtypes.storage_dtype(dst.dtype))[1]
     write = _writer(dst, site)
 
     def run() -> None:
@@ -157,7 +157,7 @@ def nc_match_replace8(
         if dst_idx.free_size != 8 or dst_idx.partitions != data.partitions:
             raise ShapeError("nc_match_replace8-idx-shape", "nc_match_replace8 dst_idx must be "
                              f"(P, 8), got {dst_idx.describe()}", site)  # fmt: skip
-        sentinel = int(np.iinfo(dtypes.storage_dtype(dst_idx.dtype)).max)
+        sentinel = dtypes.int_range(dtypes.storage_dtype(dst_idx.dtype))[1]
         idx_write = _writer(dst_idx, site)
         outs.append(dst_idx)
     d_op, v_op, p = data.operand(site), vals.operand(site), data.partitions
