@@ -184,6 +184,12 @@ SUITES = ("nki-library", "pytest")
 SUITE_ENV = "TRNCORE_CONFORM_SUITE"
 
 
+def _project_suite(args: argparse.Namespace) -> bool:
+    """Whether the run drives a project's own pytest suite (``--suite pytest``), not nki-library's
+    harness (callers that build the namespace themselves may leave ``suite`` out)."""
+    return getattr(args, "suite", "nki-library") == "pytest"
+
+
 def _settings(pairs: Sequence[str]) -> dict[str, str]:
     """``--set NAME=VALUE`` options as a dict; a malformed one is a usage error."""
     out: dict[str, str] = {}
@@ -209,7 +215,7 @@ def _child_env(checkout: Path, results: Path, args: argparse.Namespace) -> dict[
     env[TARGET_ENV] = args.target
     # the harness seeds its random case sampling from this variable: same cases every run
     env.setdefault("NEURON_PYTHONHASHSEED", str(args.seed))
-    if getattr(args, "suite", "nki-library") == "nki-library":
+    if not _project_suite(args):
         # each case calls its kernel once: the emulator's program cache would only hold the
         # case's memory (its HBM image) while the harness computes its reference. A project's
         # own tests call a kernel many times (a library's host loop over tiles): they keep it.
@@ -217,7 +223,7 @@ def _child_env(checkout: Path, results: Path, args: argparse.Namespace) -> dict[
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env["TRNCORE_CONFORM_KEEP_FAILED"] = "1" if getattr(args, "keep_failed", False) else "0"
-    env[SUITE_ENV] = getattr(args, "suite", "nki-library")
+    env[SUITE_ENV] = "pytest" if _project_suite(args) else "nki-library"
     if getattr(args, "nki_version", None):
         from trncore.sim.versions import resolve
 
@@ -247,7 +253,7 @@ def _pytest_cmd(args: argparse.Namespace, extra: Sequence[str]) -> list[str]:
         "-p", "no:cacheprovider", "-q", "--no-header", "-rN", "--tb=no",
         "--rootdir", str(args.path.resolve()), "--continue-on-collection-errors",
     ]  # fmt: skip
-    if getattr(args, "suite", "nki-library") == "pytest":
+    if _project_suite(args):
         # the project's own configuration (its pytest.ini / pyproject, found from the rootdir)
         return [*common, *extra]
     return [
@@ -388,7 +394,7 @@ def _require_torch() -> None:
 def _defaults(args: argparse.Namespace) -> None:
     """Fill the options whose default depends on ``--suite`` (nki-library: its integration
     tests, 2 cases per test function; a project's own suite: ``tests``, every case)."""
-    plain = getattr(args, "suite", "nki-library") == "pytest"
+    plain = _project_suite(args)
     if getattr(args, "tests", None) is None:
         args.tests = "tests" if plain else "test/integration"
     if getattr(args, "per_test", None) is None:
@@ -398,7 +404,7 @@ def _defaults(args: argparse.Namespace) -> None:
 def run_conformance(args: argparse.Namespace, echo: bool = True) -> ConformRun:
     """Collect, select and run the checkout's cases; returns every result (prints lines if echo)."""
     _defaults(args)
-    plain = getattr(args, "suite", "nki-library") == "pytest"
+    plain = _project_suite(args)
     if not plain:
         _require_torch()
     checkout: Path = args.path.resolve()
@@ -485,13 +491,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run the ``conform`` subcommand; exit code 0 when every counted case passes."""
     _defaults(args)
-    if args.suite != "pytest":
+    if not _project_suite(args):
         _require_torch()
     _settings(args.set)  # a malformed --set stops here, before any child runs
     if args.workdir is None:
         args.workdir = Path(tempfile.mkdtemp(prefix="trncore-conform-"))
     args.workdir.mkdir(parents=True, exist_ok=True)
-    what = "tests" if args.suite == "pytest" else "conformance run"
+    what = "tests" if _project_suite(args) else "conformance run"
     print(f"{what} of {args.path} on trncore.sim ({args.target}); logs in {args.workdir}")
     start = time.perf_counter()
     run = run_conformance(args)
