@@ -79,6 +79,57 @@ def test_program_cache_keeps_programs_within_its_byte_budget(monkeypatch: pytest
     sim.clear_cache()
 
 
+def _narrow_steps(x):
+    # three instructions per column of (128, 1) tiles: a long record over little storage
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for j in range(x.shape[1]):
+        t = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[:, j : j + 1])
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=out[:, j : j + 1], src=t)
+    return out
+
+
+def test_the_byte_budget_counts_recorded_instructions(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A program whose storage fits the budget many times over but whose instruction list does
+    # not is run and dropped, like a program with too much storage.
+    x = np.arange(128 * 384, dtype=np.float32).reshape(128, 384)
+    prog = sim.trace(_narrow_steps, ((128, 384), "float32"))
+    assert prog.nbytes < 2**20 // 2 < prog.footprint - prog.nbytes  # storage alone would fit
+    sim.clear_cache()
+    monkeypatch.setenv("TRNSCI_SIM_CACHE_MIB", "1")
+    for _ in range(2):
+        np.testing.assert_array_equal(simulate(_narrow_steps)(x), 2 * x)
+    assert sim.cache_info() == {"programs": 0, "capacity": 128, "traces": 2, "replays": 0}
+    monkeypatch.setenv("TRNSCI_SIM_CACHE_MIB", "64")
+    for _ in range(2):
+        np.testing.assert_array_equal(simulate(_narrow_steps)(x), 2 * x)
+    assert sim.cache_info() == {"programs": 1, "capacity": 128, "traces": 3, "replays": 1}
+    sim.clear_cache()
+
+
+def test_the_record_estimate_is_near_what_python_allocates() -> None:
+    # RECORD_BYTES estimates one entry's memory; tracemalloc counts what tracing really kept
+    # (the program held, the garbage collected): the estimate stays within a factor of two.
+    import gc
+    import tracemalloc
+
+    from trncore.sim.program import RECORD_BYTES
+
+    sim.clear_cache()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        prog = sim.trace(_narrow_steps, ((128, 384), "float32"))
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before - prog.nbytes
+    finally:
+        tracemalloc.stop()
+    per_entry = kept / len(prog.instrs)
+    assert per_entry / 2 <= RECORD_BYTES <= 2 * per_entry, per_entry
+
+
 def test_memory_verdict_blames_the_phase_that_passed_the_limit() -> None:
     gib = 2**30
     limit = 8 * gib

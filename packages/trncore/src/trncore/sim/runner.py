@@ -55,8 +55,8 @@ CACHE_BYTES_ENV = "TRNSCI_SIM_CACHE_MIB"
 
 #: Programs by key digest, least recently used first; bounded so long test sessions that touch
 #: many shapes do not keep every program's memory alive (TRNSCI_SIM_CACHE_SIZE programs, default
-#: 128, holding at most TRNSCI_SIM_CACHE_MIB MiB of tensor storage, default 1024; a program
-#: larger than that is run and dropped, not kept).
+#: 128, holding at most TRNSCI_SIM_CACHE_MIB MiB, default 1024, of tensor storage and recorded
+#: instructions, Program.footprint; a program larger than that is run and dropped, not kept).
 _cache: collections.OrderedDict[str, Program] = collections.OrderedDict()
 _cache_lock = threading.Lock()
 #: Marks "the kernel was not executed by this call" (None is a legal kernel result).
@@ -130,18 +130,18 @@ def _byte_budget() -> int:
 
 def _keep(digest: str, prog: Program) -> None:
     """Cache ``prog`` (caller holds ``_cache_lock``), evicting the least recently used programs
-    beyond the count and byte budgets. A program whose own storage exceeds the byte budget is not
-    kept: holding a large kernel's whole HBM image between calls would multiply a session's
-    memory (one per shape), and tracing it again costs little next to running it."""
+    beyond the count and byte budgets. A program whose own footprint (its storage and its recorded
+    instructions, :attr:`Program.footprint`) exceeds the byte budget is not kept: holding a large
+    kernel's whole HBM image, or an instruction list of millions of entries, between calls would
+    multiply a session's memory (one per shape)."""
     budget = _byte_budget()
-    size = prog.nbytes
-    if size > budget:
+    if prog.footprint > budget:
         return
     _cache[digest] = prog
-    total = sum(p.nbytes for p in _cache.values())
+    total = sum(p.footprint for p in _cache.values())
     while len(_cache) > _capacity() or total > budget:
         _, old = _cache.popitem(last=False)
-        total -= old.nbytes
+        total -= old.footprint
 
 
 def clear_cache() -> None:
@@ -593,7 +593,7 @@ def get_program(
         cache_purity.remember(fn, digest, external)
         # a program the cache will not keep runs once: its outputs go to the caller uncopied
         # (trncore.sim.lending; _keep refuses a program over the byte budget)
-        hand_over = lend and (one_shot or prog.data_dependent or prog.nbytes > budget)
+        hand_over = lend and (one_shot or prog.data_dependent or prog.footprint > budget)
         # collect the traced run's results before other threads can replay the program
         result = prog.collect(arrays, hand_over) if execute else NOT_RUN
         _stats["traces"] += 1
