@@ -7,6 +7,7 @@ active context) raise, as they would on hardware where they only exist inside a 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -19,6 +20,7 @@ __all__ = [
     "current",
     "inherited_local",
     "maybe_current",
+    "pins_site",
     "pop",
     "push",
     "thread_state",
@@ -131,6 +133,31 @@ def collect_helpers(sink: dict[int, tuple[Any, dict[str, Any]]] | None) -> None:
 _identity = object.__hash__
 
 
+#: The kernel line of the ``nl.*`` call this thread is inside (:func:`pins_site`), if any.
+_pins = threading.local()
+_UNPINNED = object()
+
+
+def pins_site(fn: Any) -> Any:
+    """``fn`` (an ``nl.*`` function that issues further emulator calls, e.g. an allocation and an
+    instruction) finding the kernel's line once: every :func:`user_site` inside it, on this
+    thread, returns the line found on entry instead of walking the stack again. Only emulator
+    code runs inside, so the innermost frame outside the package stays the same one."""
+
+    @functools.wraps(fn)
+    def pinned(*args: Any, **kwargs: Any) -> Any:
+        pins = _pins
+        if getattr(pins, "site", _UNPINNED) is not _UNPINNED:
+            return fn(*args, **kwargs)  # inside another pinned call: its line stands
+        pins.site = user_site()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            del pins.site
+
+    return pinned
+
+
 def user_site() -> tuple[str, int] | None:
     """(file, line) of the innermost stack frame outside ``trncore.sim``: the kernel's own line.
 
@@ -140,6 +167,9 @@ def user_site() -> tuple[str, int] | None:
     found outside is asked for its code (its file, and the line). Code that a module of the
     package made with ``exec`` (a dataclass's ``__init__``) counts as the package's.
     """
+    pinned = getattr(_pins, "site", _UNPINNED)
+    if pinned is not _UNPINNED:
+        return pinned  # type: ignore[return-value]
     frame: Any = sys._getframe(1)
     while frame is not None:
         module_file = frame.f_globals.get("__file__")

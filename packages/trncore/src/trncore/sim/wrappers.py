@@ -18,7 +18,7 @@ from trncore.sim import dtypes, hooks, isa_vector, known_issues, versions
 from trncore.sim import isa as nisa
 from trncore.sim.alu import ACTIVATIONS, BINARY, DOCUMENTED_ACTIVATIONS, Op
 from trncore.sim.checks import F32, as_tensor, check_buffer, check_compute_operand
-from trncore.sim.context import current, user_site
+from trncore.sim.context import current, pins_site, user_site
 from trncore.sim.creation import allocate
 from trncore.sim.errors import (
     BufferError,
@@ -89,6 +89,7 @@ def _scalar_dtype(tile: str, scalar: Any) -> str:
 
 
 # ---------------------------------------------------------------- memory
+@pins_site
 def load(src: NkiTensor, dtype: Any = None) -> NkiTensor:
     """HBM -> a new SBUF tile (``dma_copy``)."""
     out = _new(src.shape, dtypes.dtype_name(dtype) if dtype else src.dtype)
@@ -96,6 +97,7 @@ def load(src: NkiTensor, dtype: Any = None) -> NkiTensor:
     return out
 
 
+@pins_site
 def store(dst: NkiTensor, value: NkiTensor) -> None:
     """SBUF -> HBM (``dma_copy``); a PSUM tile is a known issue (0.3.0), then a DMA rule."""
     # nki.language.store (NKI 0.3.0-0.6.0): value is "an SBUF tile that contains the values to
@@ -131,6 +133,7 @@ def load_transpose2d(src: NkiTensor, dtype: Any = None) -> NkiTensor:
     return out
 
 
+@pins_site
 def copy(x: NkiTensor, dtype: Any = None) -> NkiTensor:
     """``nl.copy``: as the targeted release's hardware copies (known issues ``nl-copy-*``).
 
@@ -191,6 +194,7 @@ def _warn_gen2_narrow_matmul(x: NkiTensor, y: NkiTensor) -> None:
     )
 
 
+@pins_site
 def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False) -> NkiTensor:
     """``x.T @ y`` into a new float32 PSUM tile. Without ``transpose_x=True`` a known issue of
     every release (``nl-matmul-transpose-x``); computed as ``x @ y`` when the mode allows. On
@@ -233,6 +237,7 @@ def _check_matmul_operands_in_sbuf(x: NkiTensor, y: NkiTensor) -> None:
             )
 
 
+@pins_site
 def transpose(x: NkiTensor, dtype: Any = None) -> NkiTensor:
     """P <-> F transpose of a <= 128x128 SBUF tile into a new PSUM tile."""
     out = _new((x.free_size, x.partitions), dtypes.dtype_name(dtype) if dtype else x.dtype, PSUM)
@@ -242,6 +247,7 @@ def transpose(x: NkiTensor, dtype: Any = None) -> NkiTensor:
 
 # ---------------------------------------------------------------- elementwise
 @hooks.call_token.register
+@pins_site
 def call_token(op: Op, *args: Any, **kwargs: Any) -> NkiTensor:
     """``nl.<token>(...)`` called as a function: the experimental wrapper of that name."""
     if op.name == "copy":
