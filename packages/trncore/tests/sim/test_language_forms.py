@@ -9,8 +9,6 @@ NotImplementedError, with a message naming the API, the reason and the kernel's 
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 
@@ -71,8 +69,6 @@ def not_emulated(a, which: str):
     elif which == "activation":
         nisa.activation(dst=x, op=nl.exp, data=x, reduce_op=nl.add, reduce_res=r,
                         reduce_cmd=nisa.reduce_cmd.load_reduce)  # fmt: skip
-    elif which == "copy_dynamic":
-        nisa.tensor_copy_dynamic_src(x, a)
     elif which == "matmul_dst":
         i = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
         nisa.memset(dst=i, value=1)
@@ -87,13 +83,9 @@ def not_emulated(a, which: str):
         ("tensor_reduce", "0.6.0", r"nisa.tensor_reduce\(op=nl.subtract\) is not emulated: .*no page"),
         ("activation", "0.3.0", r"nisa.activation reduce_cmd=load_reduce is not emulated: .*takes no value"),
         ("matmul_dst", "0.6.0", r"nisa.nc_matmul with a dynamic-offset \(indirect\) dst is not emulated"),
-        ("copy_dynamic", "0.3.0", r"nisa.tensor_copy_dynamic_src is not emulated by trncore.sim: NKI 0.3.0 .*"
-                                  r"no API page .*use tensor_copy with .ap\(scalar_offset"),
     ],
 )
 def test_undefined_forms_name_the_api_the_reason_and_the_line(which: str, version: str, message: str) -> None:
     a = np.ones((8, 4), np.float32)
-    # tensor_copy_dynamic_src is deprecated in 0.3.0: it warns before it raises
-    with pytest.warns(DeprecationWarning) if which == "copy_dynamic" else contextlib.nullcontext():
-        with pytest.raises(NotImplementedError, match=message + r".*test_language_forms.py:\d+\)"):
-            run_kernel(not_emulated, [a], {"which": which}, target="trn2", nki_version=version)
+    with pytest.raises(NotImplementedError, match=message + r".*test_language_forms.py:\d+\)"):
+        run_kernel(not_emulated, [a], {"which": which}, target="trn2", nki_version=version)

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 
-from trncore.sim import dtypes
+from trncore.sim import dtypes, versions
+from trncore.sim.context import user_site
 from trncore.sim.errors import (
     BufferError,
     DtypeError,
@@ -21,6 +23,8 @@ from trncore.sim.tensor import NkiTensor
 
 __all__ = [
     "as_tensor",
+    "bool_parameters",
+    "check_bool_arguments",
     "check_buffer",
     "check_compute_operand",
     "check_same_layout",
@@ -312,3 +316,46 @@ def read_f32(arr: np.ndarray, p: int) -> np.ndarray:
 def require_float_dst(t: NkiTensor, op: str, site: Any) -> None:
     if not dtypes.is_float(t.dtype):
         raise DtypeError("dtype", f"{op} needs a float dst, got {t.describe()}", site)
+
+
+def bool_parameters(fn: Callable[..., Any]) -> tuple[tuple[int, str], ...]:
+    """``(position, name)`` of each parameter of ``fn`` annotated ``bool``: the on/off switches
+    of an ``nisa`` instruction (``reverse0``, ``negate``, ``keepdims``, ``is_transpose``,
+    ``reverse_pred``...), each documented with a ``False`` default. Read once per instruction
+    when it is wrapped (:func:`trncore.sim.isa_instruction.returning_handle`)."""
+    return tuple(
+        (k, p.name)
+        for k, p in enumerate(inspect.signature(fn).parameters.values())
+        if p.annotation in ("bool", bool)
+    )
+
+
+def check_bool_arguments(
+    api: str, flags: tuple[tuple[int, str], ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """A TypeError at the kernel's line unless each switch in ``flags`` that the call passes is a
+    bool (a Python or NumPy bool).
+
+    AWS's pages give these parameters a ``False`` default and describe them as true/false; AWS's
+    NKI front end (KLR, leanprover/KLR at 7ccd18c, ``KLR/Trace/FromNKI.lean``, ``FromNKI Bool``)
+    takes only a boolean for them and refuses an int or a string ("expecting 'boolean'"). Python's
+    truthiness would read ``is_transpose="False"`` as True and run a different instruction
+    (docs/emulator.md, Readings chosen)."""
+    n = len(args)
+    for k, name in flags:
+        if k < n:
+            value = args[k]
+        elif name in kwargs:
+            value = kwargs[name]
+        else:
+            continue
+        if value.__class__ is bool or isinstance(value, np.bool_):
+            continue
+        site = user_site()
+        # a switch the target release does not have is that release's error, whatever its value
+        row = f"nisa.{api}({name}=)"
+        if any(c.api == row for c in versions.CHANGES):
+            versions.require(row, site)
+        raise TypeError(
+            f"nki.isa.{api}: {name} must be a bool (True or False), got {value!r}{site_suffix(site)}"
+        )

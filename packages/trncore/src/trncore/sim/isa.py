@@ -155,6 +155,7 @@ for _api in _NOT_EMULATED:
 from trncore.sim.isa_dma_compute import dma_compute  # noqa: E402, F401
 from trncore.sim.isa_gather import nc_n_gather  # noqa: E402, F401
 from trncore.sim.isa_local_gather import local_gather  # noqa: E402, F401
+from trncore.sim.isa_movement import tensor_copy_dynamic_dst, tensor_copy_dynamic_src  # noqa: E402, F401
 from trncore.sim.isa_mx import nc_matmul_mx, quantize_mx  # noqa: E402, F401
 from trncore.sim.isa_nonzero import nonzero_with_count  # noqa: E402, F401
 from trncore.sim.isa_random import (  # noqa: E402, F401

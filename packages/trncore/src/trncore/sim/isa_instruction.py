@@ -28,7 +28,7 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from trncore.sim import context, from_nki_0_2
+from trncore.sim import checks, context, from_nki_0_2
 from trncore.sim.errors import LanguageError, site_suffix
 
 __all__ = ["NO_REORDER_DEPTH", "NkiInstruction", "dynamic_scope", "refuse_in_no_reorder", "returning_handle"]
@@ -243,10 +243,15 @@ def _shifted_dst_hint(
 
 def returning_handle(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` (an ``nisa`` instruction) returning an :class:`NkiInstruction` for what it recorded
-    when it would return None."""
+    when it would return None; its ``bool`` switches are checked first
+    (:func:`trncore.sim.checks.check_bool_arguments`)."""
+
+    flags = checks.bool_parameters(fn)
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
+        if flags:
+            checks.check_bool_arguments(fn.__name__, flags, args, kwargs)
         ctx = context.maybe_current()
         try:
             if ctx is None:

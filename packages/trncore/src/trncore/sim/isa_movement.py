@@ -401,6 +401,29 @@ def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | No
     ctx.emit("tensor_copy", eng_name, site, [src], [dst], run, meta)
 
 
+def tensor_copy_dynamic_src(
+    dst: Any, src: Any, engine: Any = engine.unknown, name: str | None = None
+) -> None:
+    """``nisa.tensor_copy_dynamic_src`` of NKI 0.3.0 (deprecated there, removed in 0.4.0): a
+    :func:`tensor_copy`, with the same operands, engines and checks.
+
+    No 0.3.0 page defines it; the release notes and the NKI 0.3.0 update guide name its
+    replacement, ``tensor_copy`` with ``.ap(scalar_offset=...)``. AWS's NKI front end traces it
+    to the instruction it traces ``tensor_copy`` to, an on-chip copy into ``dst``'s dtype with
+    the ``engine`` given (KLR 7ccd18c, ``KLR/Trace/ISA.lean``: ``ncCopy``), the dynamic offset
+    being part of ``src``'s access (here a view indexed by a register or ``.ap(scalar_offset=)``).
+    docs/emulator.md, Readings chosen."""
+    tensor_copy(dst, src, engine=engine, name=name)
+
+
+def tensor_copy_dynamic_dst(
+    dst: Any, src: Any, engine: Any = engine.unknown, name: str | None = None
+) -> None:
+    """``nisa.tensor_copy_dynamic_dst`` of NKI 0.3.0: :func:`tensor_copy_dynamic_src`'s twin, the
+    dynamic offset being part of ``dst``'s access (KLR 7ccd18c traces both to ``ncCopy``)."""
+    tensor_copy(dst, src, engine=engine, name=name)
+
+
 def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None = None) -> None:
     """Fill ``dst`` with a compile-time constant: an int for integer tiles (a whole-number float
     runs as the int, warned: :func:`_integral_float_for_int_tile`), an int or float for float

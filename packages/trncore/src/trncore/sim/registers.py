@@ -192,11 +192,26 @@ def _check_scalar(t: Any, op: str, what: str, site: Any) -> NkiTensor:
     return t
 
 
+def _int32_immediate(value: Any, op: str, name: str) -> int:
+    """An immediate for a register, which holds 32 bits (nki.isa.register_alloc, NKI 0.3.0 and
+    0.6.0: "64x 32-bit registers per engine sequencer"); a ValueError at the kernel's line outside
+    int32. AWS's front end reads the immediate as an Int32 (KLR 7ccd18c, ``KLR/Trace/FromNKI.lean``,
+    ``FromNKI Immediate``: ``i.toInt32``), which wraps a larger value silently; no page gives such
+    a value a meaning, so it is refused (docs/emulator.md, Readings chosen)."""
+    lo, hi = dtypes.int_range(np.dtype(np.int32))
+    if not lo <= int(value) <= hi:
+        raise ValueError(
+            f"nisa.{op}: {name}={value} does not fit a 32-bit register (int32: {lo} to {hi})"
+            f"{site_suffix(context.user_site())}"
+        )
+    return int(value)
+
+
 def register_alloc(x: Any = None) -> VirtualRegister:
     """A new register, uninitialized or holding the immediate int ``x``."""
     if x is not None and (isinstance(x, bool) or not isinstance(x, (int, np.integer))):
         raise TypeError(f"nisa.register_alloc: x must be an int or None, got {x!r}")
-    return VirtualRegister(None if x is None else int(x))
+    return VirtualRegister(None if x is None else _int32_immediate(x, "register_alloc", "x"))
 
 
 def register_move(dst: Any, src: Any) -> None:
@@ -207,7 +222,7 @@ def register_move(dst: Any, src: Any) -> None:
         return
     if isinstance(src, bool) or not isinstance(src, (int, np.integer)):
         raise TypeError(f"nisa.register_move: src must be an int or a register, got {src!r}")
-    dst.write(int(src), False)
+    dst.write(_int32_immediate(src, "register_move", "src"), False)
 
 
 def register_load(dst: Any, src: Any) -> None:

@@ -135,10 +135,11 @@ _TS = "nki.language.tile_size"
 #: Every API that differs across NKI 0.3.0-0.6.0 (docs/emulator-releases.md renders this table).
 CHANGES: tuple[ApiChange, ...] = (
     # ---- NKI 0.3.0 (SDK 2.29): deprecated there, removed later
+    # no 0.3.0 page defines them; AWS's NKI front end (KLR 7ccd18c) traces both as tensor_copy
     ApiChange("nisa.tensor_copy_dynamic_src", "function", deprecated="0.3.0", removed="0.4.0",
-              emulated="no", what="use tensor_copy with .ap(scalar_offset=...)", page=_RN),
+              what="use tensor_copy with .ap(scalar_offset=...)", page=_RN),
     ApiChange("nisa.tensor_copy_dynamic_dst", "function", deprecated="0.3.0", removed="0.4.0",
-              emulated="no", what="use tensor_copy with .ap(scalar_offset=...)", page=_RN),
+              what="use tensor_copy with .ap(scalar_offset=...)", page=_RN),
     # ---- NKI 0.4.0 (SDK 2.30)
     ApiChange("nl.abs_max", "function", introduced="0.4.0", emulated="trn3",
               what="element-wise absolute maximum (trn3 only)", page="nki.language.abs_max"),
