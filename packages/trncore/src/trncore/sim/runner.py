@@ -20,7 +20,7 @@ import numpy as np
 
 from trncore import config
 from trncore.keys import KernelKey
-from trncore.sim import cache_purity, context, dtypes, lending, versions
+from trncore.sim import cache_purity, context, dtypes, lending, registers, versions
 from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
@@ -334,6 +334,9 @@ def _finish_trace(
     ctx: TraceContext, result: Any, fn: Callable[..., Any], key: KernelKey, lnc: int, release: str
 ) -> Program:
     """The program of a finished trace (instance 0's ``result`` names the outputs)."""
+    left = registers.loop_exit_error(ctx)
+    if left is not None:
+        raise left
     outputs = _outputs(result, fn, ctx.inputs)
     ctx.close_fills()
     sbuf_peak, psum_bytes, psum_banks = ctx.check_capacity()
