@@ -314,3 +314,41 @@ def test_klr_refusals_are_refused_at_the_line(kernel, error):
     with pytest.raises(error) as info:
         run_kernel(kernel, [X], target="trn2")
     assert_reported_at(info.value, kernel)
+
+
+# ---- indices: NumPy's None and list indices are not NKI indices; negative ones count from the end
+def none_index(a):
+    t = _load(a)
+    return _out(t[:, None])  # HERE
+
+
+def list_index(a):
+    t = nl.ndarray((2, 64), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a[[0, 5], :])  # HERE
+    return _out(t)
+
+
+def negative_indices(a):
+    # NkiTensor (NKI 0.6.0): negative indices count from the end; KLR's tracer refuses an
+    # integer one, the page decides
+    t = nl.ndarray((2, 64), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t[0:1, :], src=a[-1:, :])
+    nisa.dma_copy(dst=t[1:2, :], src=a[-2])
+    return _out(t)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "says"),
+    [(none_index, "None, NumPy's new axis, is not an NKI index"), (list_index, "NumPy's gather")],
+)
+def test_numpy_indices_are_refused_at_the_line(kernel, says):
+    with pytest.raises(TypeError) as info:
+        run_kernel(kernel, [X], target="trn2")
+    assert says in str(info.value)
+    assert str(info.value).endswith(_at(kernel))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_negative_indices_count_from_the_end(target):
+    got = run_kernel(negative_indices, [X], target=target)
+    np.testing.assert_array_equal(got, np.stack([X[-1], X[-2]]))
