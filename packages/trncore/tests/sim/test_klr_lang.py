@@ -352,3 +352,55 @@ def test_numpy_indices_are_refused_at_the_line(kernel, says):
 def test_negative_indices_count_from_the_end(target):
     got = run_kernel(negative_indices, [X], target=target)
     np.testing.assert_array_equal(got, np.stack([X[-1], X[-2]]))
+
+
+# ---- nki.language calls that do not fit the signature name it and the kernel's line
+def klr_only_parameter(a):
+    t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf, address_rotation=True)  # HERE
+    nisa.dma_copy(dst=t, src=a)
+    return _out(t)
+
+
+def beta1_mask_load(a):
+    t = nl.load(a, mask=None)  # HERE
+    return _out(t)
+
+
+def beta1_mask_isa(a):
+    t = _load(a)
+    o = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=o, src=t, mask=None)  # HERE
+    return _out(o)
+
+
+def print_with_mask(a):
+    t = _load(a)
+    nl.device_print("t", t, mask=None)  # HERE
+    return _out(t)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "says"),
+    [
+        (klr_only_parameter, "its parameters are (shape, dtype, buffer, name, address)"),
+        (beta1_mask_load, "mask= is NKI Beta 1's, removed in Beta 2"),
+        (beta1_mask_isa, "mask= is NKI Beta 1's, removed in Beta 2"),
+        (print_with_mask, "its parameters are (print_prefix, tensor)"),
+    ],
+)
+def test_a_call_that_does_not_fit_names_the_parameters_and_the_line(kernel, says):
+    with pytest.raises(TypeError) as info:
+        run_kernel(kernel, [X], target="trn2")
+    assert says in str(info.value)
+    assert str(info.value).endswith(_at(kernel))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_same_calls_in_the_030_form_run(target):
+    def kernel(a):
+        t = nl.load(a)
+        o = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf, name="o")
+        nisa.tensor_copy(dst=o, src=t)
+        return _out(o)
+
+    np.testing.assert_array_equal(run_kernel(kernel, [X], target=target), X)

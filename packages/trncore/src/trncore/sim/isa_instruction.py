@@ -165,7 +165,19 @@ def _signature_error(
     return TypeError(
         f"{shown}.{fn.__name__}: {exc}; its parameters are ({names})"
         f"{_missing_dst_hint(fn.__name__, signature, args, kwargs)}"
-        f"{from_nki_0_2.order_hint(api)}{site_suffix(site)}"
+        f"{_mask_hint(signature, kwargs)}{from_nki_0_2.order_hint(api)}{site_suffix(site)}"
+    )
+
+
+def _mask_hint(signature: inspect.Signature, kwargs: dict[str, Any]) -> str:
+    """NKI Beta 1's ``mask=`` (``nl.load(x[i_p, i_f], mask=(i_p < n))``, AWS's older tutorials, the
+    examples of AWS's NKI front end's tests): the NKI Beta 2 migration guide, "Deprecation of
+    masking", removed it; NKI 0.3.0-0.6.0 signatures have no such parameter."""
+    if "mask" not in kwargs or "mask" in signature.parameters:
+        return ""
+    return (
+        "; mask= is NKI Beta 1's, removed in Beta 2 (NKI Beta 2 migration guide, Deprecation of "
+        "masking): index the tile that is in range instead (a slice or nl.ds of the valid size)"
     )
 
 
