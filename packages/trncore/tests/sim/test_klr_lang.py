@@ -404,3 +404,24 @@ def test_the_same_calls_in_the_030_form_run(target):
         return _out(o)
 
     np.testing.assert_array_equal(run_kernel(kernel, [X], target=target), X)
+
+
+# ---- a tensor has at least one dim (KLR: "invalid shape"; no page gives a 0-d tensor)
+def zero_dim_hbm(a):
+    nl.ndarray((), nl.float32, buffer=nl.shared_hbm)  # HERE
+    return _out(_load(a))
+
+
+def one_element_hbm(a):
+    t = _load(a)
+    o = nl.ndarray((1,), nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=t[0:1, 0:1])
+    return o
+
+
+def test_a_zero_dim_tensor_is_refused_and_one_element_runs():
+    with pytest.raises(LanguageError) as info:
+        run_kernel(zero_dim_hbm, [X], target="trn2")
+    assert info.value.rule == "ndarray-shape"
+    assert_reported_at(info.value, zero_dim_hbm)
+    np.testing.assert_array_equal(run_kernel(one_element_hbm, [X], target="trn2"), X[0, :1])

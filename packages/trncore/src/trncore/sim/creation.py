@@ -118,6 +118,16 @@ def _rules(
     shape = _shape(shape)
     name_dt = dtypes.dtype_name(dtype)
     on_chip = buffer.on_chip
+    if not shape and not on_chip:
+        # no page gives a tensor without dims; AWS's NKI front end refuses every empty shape
+        # ("invalid shape", leanprover/KLR KLR/Trace/FromNKI.lean @7ccd18c: a shape is a
+        # partition dim and free dims), as the emulator refuses it on chip (partition-dim)
+        raise LanguageError(
+            "ndarray-shape",
+            f"a {name_dt} tensor of shape () in {buffer!r}: an NKI tensor has at least one dim "
+            "(write (1,) for one element)",
+            site,
+        )
     rules = ctx.rules
     if on_chip:
         if not shape:
