@@ -425,3 +425,24 @@ def test_a_zero_dim_tensor_is_refused_and_one_element_runs():
     assert info.value.rule == "ndarray-shape"
     assert_reported_at(info.value, zero_dim_hbm)
     np.testing.assert_array_equal(run_kernel(one_element_hbm, [X], target="trn2"), X[0, :1])
+
+
+# ---- dictionaries take string keys (NKI language guide, "NKI Values"; KLR's dict access)
+def scaled_by_config(a, cfg):
+    t = _load(a)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=cfg["scale"])
+    return _out(t)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_dict_argument_with_string_keys_configures_the_kernel(target):
+    got = run_kernel(scaled_by_config, [X, {"scale": 3.0}], target=target)
+    np.testing.assert_array_equal(got, X * np.float32(3.0))
+
+
+def test_a_dict_argument_with_another_key_is_refused():
+    with pytest.raises(LanguageError) as info:
+        run_kernel(scaled_by_config, [X, {"scale": 3.0, 1: 2.0}], target="trn2")  # HERE
+    assert info.value.rule == "dict-argument-key"
+    assert "the key 1" in str(info.value)
+    assert info.value.lineno == marked_line(test_a_dict_argument_with_another_key_is_refused)

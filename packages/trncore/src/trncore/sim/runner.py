@@ -191,6 +191,18 @@ def _bind_arguments(
                 f"kernel argument {name} is a list; NKI 0.3.0 rejects list arguments, pass a tuple",
                 user_site(),
             )
+        elif isinstance(value, dict) and any(type(k) is not str for k in value):
+            # NKI language guide, "NKI Values" (NKI 0.3.0, the same in 0.6.0): "Dictionaries with
+            # string-value keys"; AWS's NKI front end takes only string keys (leanprover/KLR
+            # KLR/Trace/Term.lean @7ccd18c). A dict the kernel's own code builds is plain Python
+            # here and is not checked (docs/emulator.md, Readings chosen).
+            key = next(k for k in value if type(k) is not str)
+            raise LanguageError(
+                "dict-argument-key",
+                f"kernel argument {name} is a dict with the key {key!r}; NKI dictionaries take "
+                "string keys only (NKI language guide, NKI Values)",
+                user_site(),
+            )
         elif hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic):
             raise TypeError(
                 f"kernel argument {name} is a {type(value).__module__}.{type(value).__name__}; "
