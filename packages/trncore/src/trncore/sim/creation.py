@@ -21,7 +21,37 @@ from trncore.sim.context import current, user_site
 from trncore.sim.errors import CapacityError, LanguageError, PartitionError
 from trncore.sim.tensor import PSUM, SBUF, Buffer, Layout, NkiTensor, layout
 
-__all__ = ["allocate", "fill", "fill_array"]
+__all__ = ["PartitionDim", "allocate", "fill", "fill_array"]
+
+
+class PartitionDim(int):
+    """The size ``nl.par_dim(n)`` returns: an int that remembers it was marked as the partition
+    dim, so that an allocation can tell Beta 1's block dimensions (a shape with the mark after
+    its first dim) from a plain shape. Behaves as ``n`` everywhere else."""
+
+
+def _block_dimensions(shape: Any, site: Any) -> None:
+    """Refuse ``nl.par_dim`` after the first dim of a shape: Beta 1's block dimensions.
+
+    NKI Beta 2 migration guide (SDK 2.29, NKI 0.3.0), "Translation of Block Dimensions": a
+    tensor "with a partition dimension set to any position other than the left-most position"
+    has a block dimension, which "has been removed"; the NKI block dimension migration guide
+    shows the two rewrites. Read as a plain shape, ``(8, nl.par_dim(128), 512)`` would be a
+    tile of 8 partitions, so the emulator does not read it at all.
+    """
+    if isinstance(shape, (int, np.integer)) or not isinstance(shape, (tuple, list)):
+        return
+    for i, size in enumerate(shape[1:], 1):
+        if type(size) is PartitionDim:
+            raise LanguageError(
+                "block-dimension",
+                f"shape {tuple(int(d) for d in shape)} marks dim {i} with nl.par_dim: Beta 1's "
+                "block dimensions (dims before the partition dim) were removed (NKI Beta 2 "
+                "migration guide, Translation of Block Dimensions); put the partition dim first "
+                f"and fold the block dims into the free dims, nl.ndarray(({int(size)}, ...)), or "
+                "keep a Python list of tiles",
+                site,
+            )
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
@@ -84,9 +114,20 @@ def _rules(
         )
     if not isinstance(buffer, Buffer):
         raise TypeError(f"buffer must be nl.sbuf/nl.psum/nl.hbm/nl.shared_hbm, got {buffer!r}")
+    _block_dimensions(shape, site)
     shape = _shape(shape)
     name_dt = dtypes.dtype_name(dtype)
     on_chip = buffer.on_chip
+    if not shape and not on_chip:
+        # no page gives a tensor without dims; AWS's NKI front end refuses every empty shape
+        # ("invalid shape", leanprover/KLR KLR/Trace/FromNKI.lean @7ccd18c: a shape is a
+        # partition dim and free dims), as the emulator refuses it on chip (partition-dim)
+        raise LanguageError(
+            "ndarray-shape",
+            f"a {name_dt} tensor of shape () in {buffer!r}: an NKI tensor has at least one dim "
+            "(write (1,) for one element)",
+            site,
+        )
     rules = ctx.rules
     if on_chip:
         if not shape:

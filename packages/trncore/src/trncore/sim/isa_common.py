@@ -284,9 +284,27 @@ def op_token(op: Any, name: str, site: Any, allowed: dict[str, Op]) -> Op:
     raise LanguageError(
         "op-token",
         f"{name}={_op_label(op)} is not legal here; allowed: "
-        f"{', '.join('nl.' + k for k in allowed if k != 'divide')}",
+        f"{', '.join('nl.' + k for k in allowed if k != 'divide')}{_numpy_hint(op, allowed)}",
         site,
     )
+
+
+def _numpy_hint(op: Any, allowed: dict[str, Op]) -> str:
+    """What to pass instead of a NumPy ufunc of an allowed operator's name (``op0=np.multiply``).
+
+    NKI Beta 1 kernels passed NumPy ufuncs (AWS's older tutorials, the fused Mamba kernel still
+    in aws-neuron/nki-samples); the operator table of NKI 0.3.0-0.6.0 ("Supported Math
+    Operators for NKI ISA") lists the ``nki.language`` tokens only. AWS's NKI front end (KLR,
+    ``KLR/Trace/FromNKI.lean`` @7ccd18c) matches an operator by its last name, so it takes
+    ``np.multiply`` too; the pages decide here (docs/emulator.md, Readings chosen).
+    """
+    if isinstance(op, np.ufunc) and op.__name__ in allowed:
+        return (
+            f"; NumPy's np.{op.__name__} is not an NKI operator token (NKI Beta 1 took NumPy "
+            f"ufuncs; the operator table of NKI 0.3.0-0.6.0 lists nki.language's): write "
+            f"nl.{op.__name__}"
+        )
+    return ""
 
 
 def _op_label(op: Any) -> str:

@@ -152,19 +152,61 @@ def _signature_error(
     try:
         signature.bind(*args, **kwargs)
     except TypeError:
-        api = f"{namespace}.{fn.__name__}"
-        site = context.user_site()
-        removed = from_nki_0_2.removed_parameter_error(api, kwargs, site)
-        if removed is not None:
-            return removed
-        names = ", ".join(signature.parameters)
-        shown = "nki.isa" if namespace == "nisa" else namespace
-        return TypeError(
-            f"{shown}.{fn.__name__}: {exc}; its parameters are ({names})"
-            f"{_missing_dst_hint(fn.__name__, signature, args, kwargs)}"
-            f"{from_nki_0_2.order_hint(api)}{site_suffix(site)}"
-        )
-    return None
+        pass
+    else:  # the call binds: an operand check refused it
+        return _shifted_operand_error(fn, signature, args, kwargs, exc)
+    api = f"{namespace}.{fn.__name__}"
+    site = context.user_site()
+    removed = from_nki_0_2.removed_parameter_error(api, kwargs, site)
+    if removed is not None:
+        return removed
+    names = ", ".join(signature.parameters)
+    shown = "nki.isa" if namespace == "nisa" else namespace
+    return TypeError(
+        f"{shown}.{fn.__name__}: {exc}; its parameters are ({names})"
+        f"{_missing_dst_hint(fn.__name__, signature, args, kwargs)}"
+        f"{_mask_hint(signature, kwargs)}{from_nki_0_2.order_hint(api)}{site_suffix(site)}"
+    )
+
+
+def _mask_hint(signature: inspect.Signature, kwargs: dict[str, Any]) -> str:
+    """NKI Beta 1's ``mask=`` (``nl.load(x[i_p, i_f], mask=(i_p < n))``, AWS's older tutorials, the
+    examples of AWS's NKI front end's tests): the NKI Beta 2 migration guide, "Deprecation of
+    masking", removed it; NKI 0.3.0-0.6.0 signatures have no such parameter."""
+    if "mask" not in kwargs or "mask" in signature.parameters:
+        return ""
+    return (
+        "; mask= is NKI Beta 1's, removed in Beta 2 (NKI Beta 2 migration guide, Deprecation of "
+        "masking): index the tile that is in range instead (a slice or nl.ds of the valid size)"
+    )
+
+
+def _shifted_operand_error(
+    fn: Callable[..., Any],
+    signature: inspect.Signature,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    exc: TypeError,
+) -> TypeError | None:
+    """The Beta 1 value-returning form with enough positional arguments to bind: its operands
+    land one parameter early and the instruction's operand check refuses the second, ``dst``
+    holding the first (``nisa.tensor_scalar(tile, np.multiply, 5.0, False, np.subtract, 1.0,
+    False)``, the evaluation kernels of AWS's NKI front end, leanprover/KLR
+    ``interop/test/eval/kernels.py``): that refusal with :func:`_shifted_dst_hint`, else None.
+    Recognised only when the message is about the parameter after ``dst``."""
+    params = list(signature.parameters)
+    if len(args) < 2 or len(params) < 2 or params[0] != "dst" or "dst" in kwargs:
+        return None
+    text = str(exc)
+    if not text.startswith(f"{fn.__name__}: {params[1]} must be"):
+        return None
+    hint = _shifted_dst_hint(fn.__name__, signature, args, kwargs)
+    if not hint:
+        return None
+    suffix = site_suffix(context.user_site())
+    if suffix and text.endswith(suffix):
+        text = text[: -len(suffix)]
+    return TypeError(f"nki.isa.{text}{hint}{suffix}")
 
 
 def signature_checked(fn: Callable[..., Any], namespace: str) -> Callable[..., Any]:

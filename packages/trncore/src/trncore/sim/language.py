@@ -23,10 +23,12 @@ from trncore.sim.alu import UNARY_BITVEC as _UBV
 from trncore.sim.context import current as _current
 from trncore.sim.context import maybe_current as _maybe_current
 from trncore.sim.context import user_site as _site
+from trncore.sim.creation import PartitionDim as _PartitionDim
 from trncore.sim.creation import allocate as _allocate
 from trncore.sim.creation import fill as _fill
 from trncore.sim.creation import fill_array as _fill_array
 from trncore.sim.errors import LanguageError as _LanguageError
+from trncore.sim.errors import warn_at as _warn_at
 from trncore.sim.grid import GRID_KEY as _GRID_KEY
 from trncore.sim.grid import program_ids as _grid_ids
 from trncore.sim.isa_instruction import NO_REORDER_DEPTH as _NO_REORDER_DEPTH
@@ -231,8 +233,25 @@ def shared_constant(constant: Any) -> NkiTensor:
     return _shared_constant(constant)
 
 
-def par_dim(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError("nl.par_dim (Beta-1 block dimensions) does not exist in NKI 0.3.0")
+def par_dim(size: int) -> int:
+    """Beta 1's mark of the partition dim: ``size`` itself, with a warning at the kernel's line.
+
+    No nki.language reference of NKI 0.3.0-0.6.0 lists ``par_dim``; AWS's NKI front end (KLR,
+    leanprover/KLR ``KLR/Trace/Lang.lean`` @7ccd18c) takes it as the identity with a warning
+    that it is deprecated, and the NKI Beta 2 migration guide removes only the block dimensions
+    it could mark (a mark after the first dim, refused at the allocation:
+    :func:`trncore.sim.creation.allocate`). In first place it names the dim that every on-chip
+    shape has first anyway (docs/emulator.md, Readings chosen).
+    """
+    if isinstance(size, bool) or not isinstance(size, (int, _np.integer)):
+        raise TypeError(f"nl.par_dim: size must be an int, got {size!r}")
+    _warn_at(
+        "nl.par_dim is Beta 1's mark of the partition dim and is in no nki.language reference "
+        "of NKI 0.3.0-0.6.0; the first dim of a tile is its partition dim, so write the size "
+        "alone",
+        _site(),
+    )
+    return _PartitionDim(size)
 
 
 # ---------------------------------------------------------------- loops (nki.language, NKI 0.3.0)

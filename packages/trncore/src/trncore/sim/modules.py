@@ -75,6 +75,16 @@ for _name, _fn in list(vars(nisa).items()):
         continue
     setattr(nisa, _name, isa_instruction.returning_handle(_fn))
 
+# nki.language's functions (creation, SPMD, ranges, device_print, the nl.* compute wrappers): a
+# call that does not fit the signature names the parameters and the kernel's line, as nisa calls
+# do; Python's message named neither (`nl.ndarray(..., address_rotation=True)`, a parameter of
+# AWS's NKI front end only, leanprover/KLR KLR/Trace/Lang.lean @7ccd18c; Beta 1's `mask=`).
+for _name, _fn in list(vars(nl).items()):
+    if _name.startswith("_") or not inspect.isfunction(_fn):
+        continue
+    if getattr(_fn, "__module__", "") in ("trncore.sim.language", "trncore.sim.wrappers"):
+        setattr(nl, _name, isa_instruction.signature_checked(_fn, "nki.language"))
+
 # nki.dtype: the dtype names (nl.float32 is the string "float32"); nkilib annotates dtype
 # parameters with it (``dtype: nki.dtype = nl.bfloat16``).
 nki_dtype = types.ModuleType("nki.dtype", "NKI dtype names, as in nki.language (NKI 0.3.0).")

@@ -39,10 +39,12 @@ from trncore.sim.nki_object import NKIObject
 from trncore.sim.tensor import NkiTensor
 
 __all__ = [
+    "LOOP_EXIT",
     "IterationRegister",
     "ScalarInduction",
     "VirtualRegister",
     "dynamic_range",
+    "loop_exit_error",
     "register_alloc",
     "register_load",
     "register_move",
@@ -406,9 +408,46 @@ def _loop(lo: int, hi: int, step: int, ctx: Any) -> Iterator[int]:
             this.iteration = n
             with dynamic_scope("nl.dynamic_range"):  # each iteration: the loop body (depends_on)
                 yield ScalarInduction(i) if scalar else LoopInduction(i)
+    except GeneratorExit:
+        # closed before its last iteration: the body left the loop (`break`, `return`; or an
+        # exception, which propagates by itself). Noted here, refused when the trace ends
+        # (:func:`loop_exit_error`): an error raised while Python closes the generator is lost.
+        if ctx is not None:
+            ctx.engine_state.setdefault(LOOP_EXIT, context.user_site())
+        raise
     finally:
         this.closed = True
         loops.remove(this)
+
+
+#: engine_state key: the kernel line that left an ``nl.dynamic_range`` loop early
+LOOP_EXIT = "dynamic_range_exit"
+
+
+def loop_exit_error(ctx: Any) -> LanguageError | None:
+    """The error for a trace whose kernel left an ``nl.dynamic_range`` loop by ``break`` or
+    ``return`` (None if none did), reported at that statement's line.
+
+    The NKI language guide (NKI 0.3.0 and 0.6.0, "Dynamic Control Flow"): a dynamic loop "is not
+    expanded by the compiler, but lowered to equivalent Trainium control-flow instructions" and
+    "will execute its body ... 10 times" for ``dynamic_range(10)``; the body is compiled once, so
+    a Python ``break`` / ``return`` in it has no device meaning. AWS's NKI front end refuses both
+    ("break not allowed within dynamic loop", leanprover/KLR ``KLR/Trace/NKI.lean`` @7ccd18c).
+    The emulator runs the loop eagerly, so it used to stop after the iteration that broke.
+    ``continue`` (also refused by KLR) cannot be told from the end of the body here and runs: a
+    compile-time condition skips the rest of every iteration's body alike.
+    """
+    site = ctx.engine_state.pop(LOOP_EXIT, None)
+    if site is None:
+        return None
+    return LanguageError(
+        "dynamic-loop-exit",
+        "break or return inside an nl.dynamic_range loop: the loop is lowered to a device loop "
+        "that runs its body for every iteration (NKI language guide, Dynamic Control Flow), so "
+        "it cannot be left early from kernel Python; bound the loop instead (a register as "
+        "stop, or nl.while_loop / a register while loop for a data-dependent exit)",
+        site,
+    )
 
 
 def dynamic_range(start: Any, stop: Any = None, step: Any = 1) -> Iterator[int]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from trncore import config
 from trncore.keys import KernelKey
-from trncore.sim import cache_purity, context, dtypes, lending, versions
+from trncore.sim import cache_purity, context, dtypes, lending, registers, versions
 from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
@@ -191,6 +191,18 @@ def _bind_arguments(
                 f"kernel argument {name} is a list; NKI 0.3.0 rejects list arguments, pass a tuple",
                 user_site(),
             )
+        elif isinstance(value, dict) and any(type(k) is not str for k in value):
+            # NKI language guide, "NKI Values" (NKI 0.3.0, the same in 0.6.0): "Dictionaries with
+            # string-value keys"; AWS's NKI front end takes only string keys (leanprover/KLR
+            # KLR/Trace/Term.lean @7ccd18c). A dict the kernel's own code builds is plain Python
+            # here and is not checked (docs/emulator.md, Readings chosen).
+            key = next(k for k in value if type(k) is not str)
+            raise LanguageError(
+                "dict-argument-key",
+                f"kernel argument {name} is a dict with the key {key!r}; NKI dictionaries take "
+                "string keys only (NKI language guide, NKI Values)",
+                user_site(),
+            )
         elif hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, np.generic):
             raise TypeError(
                 f"kernel argument {name} is a {type(value).__module__}.{type(value).__name__}; "
@@ -334,6 +346,9 @@ def _finish_trace(
     ctx: TraceContext, result: Any, fn: Callable[..., Any], key: KernelKey, lnc: int, release: str
 ) -> Program:
     """The program of a finished trace (instance 0's ``result`` names the outputs)."""
+    left = registers.loop_exit_error(ctx)
+    if left is not None:
+        raise left
     outputs = _outputs(result, fn, ctx.inputs)
     ctx.close_fills()
     sbuf_peak, psum_bytes, psum_banks = ctx.check_capacity()

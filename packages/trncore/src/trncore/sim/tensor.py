@@ -1079,8 +1079,20 @@ def _static_int(value: Any, what: str) -> int:
         # "Dynamic Control Flow", NKI 0.3.0 and 0.6.0); its value at this point of the trace
         return int(value.as_scalar_offset())
     if isinstance(value, (bool, np.bool_)) or not hasattr(value, "__index__"):
-        raise TypeError(f"{what} must be an int, got {value!r}")
+        raise TypeError(f"{what} must be an int, got {value!r}{_index_hint(value)}{site_suffix(user_site())}")
     return int(value)
+
+
+def _index_hint(value: Any) -> str:
+    """Why NumPy's ``None`` / list indices are not NKI indices (the NkiTensor indexing page, NKI
+    0.3.0-0.6.0: ints, slices, ``nl.ds`` and registers). AWS's NKI front end refuses a list or
+    tuple index ("nested tuple/list indexes not supported", leanprover/KLR
+    ``KLR/Trace/Term.lean`` @7ccd18c) and reads ``None`` as a whole dim, not NumPy's new axis."""
+    if value is None:
+        return " (None, NumPy's new axis, is not an NKI index; add a dim with .reshape)"
+    if isinstance(value, (list, tuple)):
+        return " (a list of indices is NumPy's gather, not an NKI index; gather with .ap(vector_offset=...))"
+    return ""
 
 
 class _Skipped:
