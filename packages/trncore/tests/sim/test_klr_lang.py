@@ -274,7 +274,8 @@ def test_beta1_value_returning_form_that_binds_names_the_change(version):
     with pytest.raises(TypeError) as info:
         run_kernel(beta1_seven_positional, [X], target="trn2", nki_version=version)
     text = str(info.value)
-    assert "data must be an NKI tensor" in text
+    # the first argument that does not fit: np.subtract where the bool switch reverse0 is
+    assert "tensor_scalar: reverse0 must be a bool" in text
     assert "NKI Beta 1's form, the 7 positional argument(s) read as (data, op0, operand0" in text
     assert text.endswith(_at(beta1_seven_positional))
 

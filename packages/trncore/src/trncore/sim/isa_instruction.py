@@ -209,6 +209,24 @@ def _shifted_operand_error(
     return TypeError(f"nki.isa.{text}{hint}{suffix}")
 
 
+def _beta1_hinted(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], exc: TypeError
+) -> TypeError:
+    """A refused bool switch (:func:`trncore.sim.checks.check_bool_arguments`) with
+    :func:`_shifted_dst_hint` when the call is Beta 1's value-returning form: positional, and the
+    argument after ``dst`` not a tile (``nisa.tensor_scalar(tile, np.multiply, 5.0, False,
+    np.subtract, 1.0, False)`` puts an operator where ``reverse0`` is), else ``exc`` itself."""
+    if len(args) < 2 or hasattr(args[1], "shape"):
+        return exc
+    hint = _shifted_dst_hint(fn.__name__, inspect.signature(fn), args, kwargs)
+    if not hint:
+        return exc
+    text, suffix = str(exc), site_suffix(context.user_site())
+    if suffix and text.endswith(suffix):
+        text = text[: -len(suffix)]
+    return TypeError(f"{text}{hint}{suffix}")
+
+
 def signature_checked(fn: Callable[..., Any], namespace: str) -> Callable[..., Any]:
     """``fn`` (an API of ``namespace``, e.g. ``nki.collectives``) raising :func:`_signature_error`
     when a call does not match its signature, as the ``nisa`` instructions do."""
@@ -293,7 +311,10 @@ def returning_handle(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         if flags:
-            checks.check_bool_arguments(fn.__name__, flags, args, kwargs)
+            try:
+                checks.check_bool_arguments(fn.__name__, flags, args, kwargs)
+            except TypeError as exc:
+                raise _beta1_hinted(fn, args, kwargs, exc) from None
         ctx = context.maybe_current()
         try:
             if ctx is None:
