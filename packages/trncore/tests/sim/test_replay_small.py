@@ -136,7 +136,9 @@ def _saturated(a: np.ndarray, b: np.ndarray, fn, dst: np.dtype) -> np.ndarray:
     return np.array(flat, dtype=np.int64).astype(dst).reshape(a.shape)
 
 
-@pytest.mark.parametrize(("a_dtype", "b_dtype"), [("int32", "int32"), ("uint32", "uint32"), ("int32", "uint32")])
+@pytest.mark.parametrize(
+    ("a_dtype", "b_dtype"), [("int32", "int32"), ("uint32", "uint32"), ("int32", "uint32")]
+)
 @pytest.mark.parametrize("dst_dtype", ["int32", "uint32"])
 @pytest.mark.parametrize("op", sorted(_EXACT))
 def test_tensor_tensor_gpsimd_integer_arithmetic_is_exact_and_saturates(
@@ -151,7 +153,7 @@ def test_tensor_tensor_gpsimd_integer_arithmetic_is_exact_and_saturates(
     dst = np.dtype(dst_dtype)
     want = _saturated(a, b, _EXACT[op], dst)
     info = np.iinfo(dst)
-    if op in ("add", "subtract", "multiply") and not (a_dtype == dst_dtype == b_dtype == "int32" and op == "maximum"):
+    if op in ("add", "subtract", "multiply"):
         # the reference saturates somewhere (a run that wraps would fail)
         wide = _EXACT[op](a.astype(object), b.astype(object))
         assert (wide > int(info.max)).any() or (wide < int(info.min)).any()
