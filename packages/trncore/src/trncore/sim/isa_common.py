@@ -171,8 +171,11 @@ def static_rows(operand: Any, p: int) -> np.ndarray | None:
     no second copy); None for a dynamic operand or a layout with no 2-D view."""
     if type(operand) is not Operand:
         return None
+    arr = operand.arr
+    if arr.ndim == 2 and arr.shape[0] == p:
+        return arr  # (already the rows: a 2-D tile or view, the usual case)
     try:
-        return np.reshape(operand.arr, (p, -1), copy=False)
+        return np.reshape(arr, (p, -1), copy=False)
     except ValueError:  # (no 2-D view of this layout)
         return None
 

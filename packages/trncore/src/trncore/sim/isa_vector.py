@@ -3,6 +3,7 @@ NKI 0.3.0: one page per instruction)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -116,14 +117,16 @@ def tensor_tensor(
     eng_enum = globals()["engine"]
     ints = all(t.dtype in ("int32", "uint32") for t in (d1, d2, dst))
     a_op, b_op = d1.operand(site), d2.operand(site)
-    write = _writer(dst, site)
     p, fn = d1.partitions, token.fn
     int_fn = _INT_EXACT.get(token.name)
     exact_int = ints and eng == eng_enum.gpsimd and int_fn is not None
+    meta = _elementwise_meta(dst, per_elem=2.0)
     fast = _rows_run(token, exact_int, a_op, b_op, dst, site, p)
     if fast is not None:
-        run = fast
-    elif token.kind == "bitvec":
+        ctx.emit("tensor_tensor", eng.name, site, [d1, d2], [dst], fast, meta)
+        return
+    write = _writer(dst, site)
+    if token.kind == "bitvec":
 
         def run() -> None:
             a = np.asarray(a_op.read()).reshape(p, -1)
@@ -152,9 +155,7 @@ def tensor_tensor(
         def run() -> None:
             write(fn(read_f32(a_op.read(), p), read_f32(b_op.read(), p)))
 
-    ctx.emit(
-        "tensor_tensor", eng.name, site, [d1, d2], [dst], run, _elementwise_meta(dst, per_elem=2.0)
-    )
+    ctx.emit("tensor_tensor", eng.name, site, [d1, d2], [dst], run, meta)
 
 
 #: dsts that take float32 results by assignment (isa_common.writer: float32 as it is, bfloat16
@@ -208,26 +209,14 @@ def _rows_run(
         return run_float
     if exact_int:
         exact = _INT_EXACT[token.name]
-        low, high = dtypes.int_range(d2.dtype)
-        # a bound the int64 result cannot pass needs no clip: add, subtract, maximum and
-        # minimum are monotone in each operand, so their extremes are at the operands' range
-        # corners (multiply's int64 product may wrap: both clips)
-        clip_low = clip_high = True
-        if token.name != "multiply":
-            ends = [
-                int(exact(x, y))
-                for x in dtypes.int_range(a2.dtype)
-                for y in dtypes.int_range(b2.dtype)
-            ]  # fmt: skip
-            clip_low, clip_high = min(ends) < low, max(ends) > high
-        floor, ceiling = np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64)
+        floor, ceiling = _int64_clips(token.name, a2.dtype, b2.dtype, d2.dtype)
         i64 = np.dtype(np.int64)
 
         def run_exact() -> None:
             wide = exact(a_rows.astype(i64), b_rows.astype(i64))
-            if clip_low:
+            if floor is not None:
                 np.maximum(wide, floor, out=wide)
-            if clip_high:
+            if ceiling is not None:
                 np.minimum(wide, ceiling, out=wide)
             d_rows[...] = wide
 
@@ -236,12 +225,32 @@ def _rows_run(
     if found is None or not a2.dtype == b2.dtype == d2.dtype:
         return None
     uf, view = found
-    a2, b2, d2 = a2.view(view), b2.view(view), d2.view(view)
+    if view != d2.dtype:
+        a2, b2, d2 = a2.view(view), b2.view(view), d2.view(view)
 
     def run_bitvec() -> None:
         uf(a2, b2, out=d2)
 
     return run_bitvec
+
+
+@functools.cache
+def _int64_clips(
+    name: str, a: np.dtype, b: np.dtype, dst: np.dtype
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The int64 bounds (0-d arrays, shared read-only) an exact GpSimd op ``name`` of ``a`` and
+    ``b`` operands saturates at for a ``dst`` (:func:`trncore.sim.dtypes.cast`'s range), None
+    for a bound the int64 result cannot pass: add, subtract, maximum and minimum are monotone in
+    each operand, so their extremes are at the operands' range corners (multiply's int64
+    product may wrap: both bounds)."""
+    low, high = dtypes.int_range(dst)
+    clip_low = clip_high = True
+    if name != "multiply":
+        ends = [int(_INT_EXACT[name](x, y)) for x in dtypes.int_range(a) for y in dtypes.int_range(b)]
+        clip_low, clip_high = min(ends) < low, max(ends) > high
+    floor, ceiling = np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64)
+    floor.flags.writeable = ceiling.flags.writeable = False
+    return (floor if clip_low else None), (ceiling if clip_high else None)
 
 
 def _is_unary(token: Op) -> bool:
@@ -304,11 +313,11 @@ def _bitvec_scalar_run(x_op: Any, dst: NkiTensor, site: Any, p: int, steps: Any)
         if found is None:
             return None
         uf, view = found
-        src, out = source.view(view), d2.view(view)
+        src, out = (source, d2) if view == raw else (source.view(view), d2.view(view))
         if _is_unary(token):
             args: tuple[np.ndarray, ...] = (src,)
         else:
-            c = const.view(view)
+            c = const if view == raw else const.view(view)
             args = (c, src) if rev else (src, c)
         calls.append((uf, args, out))
         source = d2
