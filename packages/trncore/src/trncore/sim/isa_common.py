@@ -187,11 +187,12 @@ def copy_run(src: Any, dst: Any) -> Any:
     general run reshapes it, in C order as this view does)."""
     if type(src) is not Operand or type(dst) is not Operand or src.arr.dtype != dst.arr.dtype:
         return None
-    d_arr = dst.arr
-    try:
-        s_arr = np.reshape(src.arr, d_arr.shape, copy=False)
-    except ValueError:  # (no view of that shape)
-        return None
+    d_arr, s_arr = dst.arr, src.arr
+    if s_arr.shape != d_arr.shape:
+        try:
+            s_arr = np.reshape(s_arr, d_arr.shape, copy=False)
+        except ValueError:  # (no view of that shape)
+            return None
     raw = dtypes.RAW_VIEW.get(d_arr.dtype)
     if raw is not None:
         d_arr, s_arr = d_arr.view(raw), s_arr.view(raw)
