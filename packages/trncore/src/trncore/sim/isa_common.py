@@ -203,6 +203,19 @@ def copy_run(src: Any, dst: Any) -> Any:
     return run_copy
 
 
+def saturate_into(
+    wide: np.ndarray, floor: np.ndarray | None, ceiling: np.ndarray | None, dst: np.ndarray
+) -> None:
+    """Clip ``wide`` (a wider type's values) in place at ``floor`` and ``ceiling`` (None: a bound
+    its values cannot pass) and assign it to integer ``dst``: :func:`trncore.sim.dtypes.cast`'s
+    saturation of whole numbers, for the replay-lean runs."""
+    if floor is not None:
+        np.maximum(wide, floor, out=wide)
+    if ceiling is not None:
+        np.minimum(wide, ceiling, out=wide)
+    dst[...] = wide
+
+
 def float32_rows(operand: Any, p: int) -> np.ndarray | None:
     """:func:`static_rows` of a float32 operand; None for another dtype."""
     if type(operand) is not Operand or operand.arr.dtype != _F32:

@@ -36,6 +36,7 @@ from trncore.sim.isa_common import dge_mode, engine, hbm_bytes_meta, oob_mode
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import enum_arg as _enum_arg
 from trncore.sim.isa_common import pick_engine as _pick_engine
+from trncore.sim.isa_common import saturate_into as _saturate_into
 from trncore.sim.isa_common import static_rows as _static_rows
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor, Operand
@@ -439,12 +440,7 @@ def _copy_rows_run(s_op: Any, src: NkiTensor, dst: NkiTensor, site: Any) -> Any:
     ceiling = np.asarray(high, dtype=f64) if src_high > high else None
 
     def run_int() -> None:
-        wide = s2.astype(f32).astype(f64)
-        if floor is not None:
-            np.maximum(wide, floor, out=wide)
-        if ceiling is not None:
-            np.minimum(wide, ceiling, out=wide)
-        d2[...] = wide
+        _saturate_into(s2.astype(f32).astype(f64), floor, ceiling, d2)
 
     return run_int
 

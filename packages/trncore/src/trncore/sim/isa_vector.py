@@ -47,6 +47,7 @@ from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import enum_arg as _enum_arg
 from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import pick_engine as _pick_engine
+from trncore.sim.isa_common import saturate_into as _saturate_into
 from trncore.sim.isa_common import static_rows as _static_rows
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.release_rules import check_unary_operand, unary_alu_ops
@@ -213,12 +214,7 @@ def _rows_run(
         i64 = np.dtype(np.int64)
 
         def run_exact() -> None:
-            wide = exact(a_rows.astype(i64), b_rows.astype(i64))
-            if floor is not None:
-                np.maximum(wide, floor, out=wide)
-            if ceiling is not None:
-                np.minimum(wide, ceiling, out=wide)
-            d_rows[...] = wide
+            _saturate_into(exact(a_rows.astype(i64), b_rows.astype(i64)), floor, ceiling, d_rows)
 
         return run_exact
     found = bitvec_ufunc(token.name, d2.dtype) if token.kind == "bitvec" else None
