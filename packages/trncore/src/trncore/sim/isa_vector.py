@@ -159,6 +159,8 @@ def tensor_tensor(
     ctx.emit("tensor_tensor", eng.name, site, [d1, d2], [dst], run, meta)
 
 
+_U32 = np.dtype(np.uint32)
+
 #: dsts that take float32 results by assignment (isa_common.writer: float32 as it is, bfloat16
 #: and float16 by NumPy's cast, its DIRECT_CASTS)
 _F32_WRITES = DIRECT_CASTS | {"float32"}
@@ -188,7 +190,8 @@ def _rows_run(
     the general run's result has that type, so its cast is the identity). Exact GpSimd
     int32/uint32 arithmetic: the ufunc in int64 (the general run's ``astype(int64)`` of both
     operands), saturated at the dst type's range in place and stored, as
-    :func:`trncore.sim.dtypes.cast` saturates it. Same bits, two or four NumPy calls instead of
+    :func:`trncore.sim.dtypes.cast` saturates it (a uint32 add: the saturating sum in uint32,
+    the same values). Same bits, two or four NumPy calls instead of
     about ten Python steps around them (small integer tiles, e.g. a random-number kernel's
     (128, 1) words, replay at a few microseconds per instruction)."""
     uf = _float_ufunc(token) if dst.dtype in _F32_WRITES else None
@@ -208,6 +211,16 @@ def _rows_run(
             d_rows[...] = arith(a_rows, b_rows)
 
         return run_float
+    if exact_int and token.name == "add" and a2.dtype == b2.dtype == d2.dtype == _U32:
+
+        def run_saturating_add() -> None:
+            # min(a + b, 2^32 - 1) without widening: b is cut to the room above a (~a), so the
+            # uint32 sum never wraps; the int64 sum's floor (0) is never passed
+            room = np.invert(a_rows)
+            np.minimum(room, b_rows, out=room)
+            np.add(a_rows, room, out=d_rows)
+
+        return run_saturating_add
     if exact_int:
         exact = _INT_EXACT[token.name]
         floor, ceiling = _int64_clips(token.name, a2.dtype, b2.dtype, d2.dtype)
