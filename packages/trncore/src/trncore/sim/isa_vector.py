@@ -191,9 +191,9 @@ def _rows_run(
     int32/uint32 arithmetic: the ufunc in int64 (the general run's ``astype(int64)`` of both
     operands), saturated at the dst type's range in place and stored, as
     :func:`trncore.sim.dtypes.cast` saturates it (a uint32 add: the saturating sum in uint32,
-    the same values). Same bits, two or four NumPy calls instead of
-    about ten Python steps around them (small integer tiles, e.g. a random-number kernel's
-    (128, 1) words, replay at a few microseconds per instruction)."""
+    the same values). Same bits, one to five NumPy calls instead of about ten Python steps
+    around them (small integer tiles, e.g. a random-number kernel's (128, 1) words, replay at a
+    few microseconds per instruction)."""
     uf = _float_ufunc(token) if dst.dtype in _F32_WRITES else None
     if uf is None and (dst.dtype not in ("int32", "uint32") or not (exact_int or token.kind == "bitvec")):
         return None
