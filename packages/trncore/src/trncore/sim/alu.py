@@ -24,6 +24,7 @@ __all__ = [
     "UNARY_ALU_0_4",
     "UNARY_BITVEC",
     "Op",
+    "bitvec_ufunc",
     "erf",
 ]
 
@@ -221,6 +222,28 @@ UNARY_ALU: dict[str, Op] = {}
 #: AWS NKI API Common Fields (NKI 0.3.0): ``nl.invert`` is the one unary bitvec op (bitwise NOT of the integer
 #: bit pattern).
 UNARY_BITVEC: dict[str, Op] = {"invert": Op("invert", "bitvec", lambda a: np.invert(a))}
+
+#: The bitvec tokens as NumPy ufuncs on operands and a result all of one integer type:
+#: ``ufunc(a, b, out=out)`` stores the bits ``fn(a, b)`` returns (``invert``: ``ufunc(a,
+#: out=out)``). ``right_shift`` is logical, so it runs on the unsigned view of the three
+#: (:func:`_shift_right`). For replays that compute straight into the dst (no temporary).
+_BITVEC_UFUNCS: dict[str, np.ufunc] = {
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "left_shift": np.left_shift, "right_shift": np.right_shift, "invert": np.invert,
+}  # fmt: skip
+
+
+def bitvec_ufunc(name: str, dtype: np.dtype) -> tuple[np.ufunc, np.dtype] | None:
+    """(ufunc, view dtype) computing bitvec token ``name`` when its operands and result are all
+    of integer ``dtype``: the same bits as the token's ``fn`` on arrays viewed as ``view dtype``
+    (see :data:`_BITVEC_UFUNCS`); None for another token or a non-integer dtype."""
+    uf = _BITVEC_UFUNCS.get(name)
+    if uf is None or dtype.kind not in "iu":
+        return None
+    if name == "right_shift" and dtype.kind == "i":
+        return uf, np.dtype(f"u{dtype.itemsize}")
+    return uf, dtype
+
 
 ACTIVATIONS: dict[str, Op] = {}
 for _name, _fn in [

@@ -139,6 +139,22 @@ def writer(dst: NkiTensor, site: Any) -> Any:
 
         return write_direct
 
+    if type(operand) is Operand and (name == "float32" or dtypes.is_int(name)):
+        # results of the dst's own type (float32, or an integer type, which dtypes.cast returns
+        # unchanged) are assigned to the view as Operand.write assigns them, one call fewer (a
+        # replay of small integer tiles spent a third of each instruction in the cast's dispatch)
+        arr = operand.arr
+        own = arr.dtype
+
+        def write_own(values: np.ndarray) -> None:
+            values = np.asarray(values)
+            if values.dtype == own:
+                arr[...] = values.reshape(arr.shape)
+            else:
+                operand.write(dtypes.cast(values.reshape(shape), name))
+
+        return write_own
+
     def write(values: np.ndarray) -> None:
         values = np.asarray(values)
         if values.dtype == same:
@@ -149,16 +165,62 @@ def writer(dst: NkiTensor, site: Any) -> Any:
     return write
 
 
-def float32_rows(operand: Any, p: int) -> np.ndarray | None:
-    """The ``(p, free)`` float32 array of a static operand's view, for a run that writes its
-    results straight into it (no temporary, no second copy); None for a dynamic operand, another
-    dtype, or a layout with no 2-D view."""
-    if type(operand) is not Operand or operand.arr.dtype != _F32:
+def static_rows(operand: Any, p: int) -> np.ndarray | None:
+    """The ``(p, free)`` array of a static operand's view (a view of the storage, in the
+    operand's storage dtype), for a run that computes straight from or into it (no temporary,
+    no second copy); None for a dynamic operand or a layout with no 2-D view."""
+    if type(operand) is not Operand:
         return None
+    arr = operand.arr
+    if arr.ndim == 2 and arr.shape[0] == p:
+        return arr  # (already the rows: a 2-D tile or view, the usual case)
     try:
-        return np.reshape(operand.arr, (p, -1), copy=False)
+        return np.reshape(arr, (p, -1), copy=False)
     except ValueError:  # (no 2-D view of this layout)
         return None
+
+
+def copy_run(src: Any, dst: Any) -> Any:
+    """A replay-lean ``run`` copying static operand ``src`` into static operand ``dst`` of the
+    same dtype (one assignment; bfloat16/fp8 as integer words, as :meth:`Operand.write` moves
+    them), or None when either is not static or the source has no view of the dst's shape (the
+    general run reshapes it, in C order as this view does)."""
+    if type(src) is not Operand or type(dst) is not Operand or src.arr.dtype != dst.arr.dtype:
+        return None
+    d_arr, s_arr = dst.arr, src.arr
+    if s_arr.shape != d_arr.shape:
+        try:
+            s_arr = np.reshape(s_arr, d_arr.shape, copy=False)
+        except ValueError:  # (no view of that shape)
+            return None
+    raw = dtypes.RAW_VIEW.get(d_arr.dtype)
+    if raw is not None:
+        d_arr, s_arr = d_arr.view(raw), s_arr.view(raw)
+
+    def run_copy() -> None:
+        d_arr[...] = s_arr
+
+    return run_copy
+
+
+def saturate_into(
+    wide: np.ndarray, floor: np.ndarray | None, ceiling: np.ndarray | None, dst: np.ndarray
+) -> None:
+    """Clip ``wide`` (a wider type's values) in place at ``floor`` and ``ceiling`` (None: a bound
+    its values cannot pass) and assign it to integer ``dst``: :func:`trncore.sim.dtypes.cast`'s
+    saturation of whole numbers, for the replay-lean runs."""
+    if floor is not None:
+        np.maximum(wide, floor, out=wide)
+    if ceiling is not None:
+        np.minimum(wide, ceiling, out=wide)
+    dst[...] = wide
+
+
+def float32_rows(operand: Any, p: int) -> np.ndarray | None:
+    """:func:`static_rows` of a float32 operand; None for another dtype."""
+    if type(operand) is not Operand or operand.arr.dtype != _F32:
+        return None
+    return static_rows(operand, p)
 
 
 #: dsts whose float32 -> storage cast NumPy's assignment performs exactly as dtypes.cast does

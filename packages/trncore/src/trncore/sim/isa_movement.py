@@ -31,10 +31,13 @@ from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
+from trncore.sim.isa_common import copy_run as _copy_run
 from trncore.sim.isa_common import dge_mode, engine, hbm_bytes_meta, oob_mode
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
 from trncore.sim.isa_common import enum_arg as _enum_arg
 from trncore.sim.isa_common import pick_engine as _pick_engine
+from trncore.sim.isa_common import saturate_into as _saturate_into
+from trncore.sim.isa_common import static_rows as _static_rows
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.tensor import NkiTensor, Operand
 
@@ -171,7 +174,10 @@ def dma_copy(
     gathers = skip and isinstance(src.dynamic, VectorOffset)
 
     # a source read skipped under oob_mode=skip comes back as None: the transfer does not happen
-    if same:
+    fast = _copy_run(s_op, d_op) if same and not gathers else None
+    if fast is not None:
+        run = fast  # (static operands: nothing is skipped, read as None or reshaped by copying)
+    elif same:
         word = dtypes.RAW_VIEW.get(dtypes.storage_dtype(dname))
 
         def run() -> None:
@@ -386,7 +392,10 @@ def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: str | No
         lambda: (_tensor_copy_checks(ctx, site, dst, src, engine).name, _elementwise_meta(dst)),
     )  # fmt: skip
     s_op = src.operand(site)
-    if src.dtype == dst.dtype:
+    fast = _copy_rows_run(s_op, src, dst, site)
+    if fast is not None:
+        run = fast
+    elif src.dtype == dst.dtype:
         d_op = dst.operand(site)
         dshape = dst.shape
 
@@ -422,6 +431,41 @@ def tensor_copy_dynamic_dst(
     """``nisa.tensor_copy_dynamic_dst`` of NKI 0.3.0: :func:`tensor_copy_dynamic_src`'s twin, the
     dynamic offset being part of ``dst``'s access (KLR 7ccd18c traces both to ``ncCopy``)."""
     tensor_copy(dst, src, engine=engine, name=name)
+
+
+def _copy_rows_run(s_op: Any, src: NkiTensor, dst: NkiTensor, site: Any) -> Any:
+    """A replay-lean ``run`` for tensor_copy between static views whose ``(p, free)`` views
+    exist and match, or None (the general runs in :func:`tensor_copy` then apply).
+
+    The same dtype: :func:`trncore.sim.isa_common.copy_run`. An integer source into another
+    integer type: the general run converts the source to float32
+    (:func:`trncore.sim.dtypes.to_f32`) and casts that to the dst
+    (:func:`trncore.sim.dtypes.cast`: float64, round, saturate, NaN to 0). The float32 image
+    of an integer is a whole number and never NaN, so the rounding (or truncation) and the NaN
+    step change nothing; what is left is the float64 copy, the saturation at the dst's range
+    (only the bounds the source's range can pass: the conversion is monotone) and the store,
+    the same values in a few NumPy calls instead of the cast's dispatch."""
+    if src.dtype == dst.dtype:
+        return _copy_run(s_op, dst.operand(site))
+    if not (dtypes.is_int(src.dtype) and dtypes.is_int(dst.dtype)):
+        return None
+    p = src.partitions
+    s2 = _static_rows(s_op, p)
+    if s2 is None:
+        return None
+    d2 = _static_rows(dst.operand(site), p)
+    if d2 is None or d2.shape != s2.shape:
+        return None
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    low, high = dtypes.int_range(d2.dtype)
+    src_low, src_high = (float(np.float32(v)) for v in dtypes.int_range(s2.dtype))
+    floor = np.asarray(low, dtype=f64) if src_low < low else None
+    ceiling = np.asarray(high, dtype=f64) if src_high > high else None
+
+    def run_int() -> None:
+        _saturate_into(s2.astype(f32).astype(f64), floor, ceiling, d2)
+
+    return run_int
 
 
 def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: str | None = None) -> None:

@@ -3,6 +3,7 @@ NKI 0.3.0: one page per instruction)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -15,6 +16,7 @@ from trncore.sim.alu import (
     REDUCIBLE,
     UNARY_BITVEC,
     Op,
+    bitvec_ufunc,
     constant_row,
 )
 from trncore.sim.checks import (
@@ -36,15 +38,17 @@ from trncore.sim.errors import (
     site_suffix,
     warn_unless_strict,
 )
+from trncore.sim.isa_common import DIRECT_CASTS, engine, reduce_cmd
 from trncore.sim.isa_common import affine_values as _affine_values
 from trncore.sim.isa_common import begin as _begin
 from trncore.sim.isa_common import check_engine as _check_engine
 from trncore.sim.isa_common import check_gpsimd_psum as _check_gpsimd_psum
 from trncore.sim.isa_common import elementwise_meta as _elementwise_meta
-from trncore.sim.isa_common import engine, reduce_cmd
 from trncore.sim.isa_common import enum_arg as _enum_arg
 from trncore.sim.isa_common import op_token as _op_token
 from trncore.sim.isa_common import pick_engine as _pick_engine
+from trncore.sim.isa_common import saturate_into as _saturate_into
+from trncore.sim.isa_common import static_rows as _static_rows
 from trncore.sim.isa_common import writer as _writer
 from trncore.sim.release_rules import check_unary_operand, unary_alu_ops
 from trncore.sim.tensor import NkiTensor
@@ -114,10 +118,15 @@ def tensor_tensor(
     eng_enum = globals()["engine"]
     ints = all(t.dtype in ("int32", "uint32") for t in (d1, d2, dst))
     a_op, b_op = d1.operand(site), d2.operand(site)
-    write = _writer(dst, site)
     p, fn = d1.partitions, token.fn
     int_fn = _INT_EXACT.get(token.name)
     exact_int = ints and eng == eng_enum.gpsimd and int_fn is not None
+    meta = _elementwise_meta(dst, per_elem=2.0)
+    fast = _rows_run(token, exact_int, a_op, b_op, dst, site, p)
+    if fast is not None:
+        ctx.emit("tensor_tensor", eng.name, site, [d1, d2], [dst], fast, meta)
+        return
+    write = _writer(dst, site)
     if token.kind == "bitvec":
 
         def run() -> None:
@@ -147,10 +156,14 @@ def tensor_tensor(
         def run() -> None:
             write(fn(read_f32(a_op.read(), p), read_f32(b_op.read(), p)))
 
-    ctx.emit(
-        "tensor_tensor", eng.name, site, [d1, d2], [dst], run, _elementwise_meta(dst, per_elem=2.0)
-    )
+    ctx.emit("tensor_tensor", eng.name, site, [d1, d2], [dst], run, meta)
 
+
+_U32 = np.dtype(np.uint32)
+
+#: dsts that take float32 results by assignment (isa_common.writer: float32 as it is, bfloat16
+#: and float16 by NumPy's cast, its DIRECT_CASTS)
+_F32_WRITES = DIRECT_CASTS | {"float32"}
 
 #: AWS NKI docs, nki.isa.tensor_tensor (NKI 0.3.0): int32/uint32 tensor_tensor on GpSimd is exact integer
 #: arithmetic.
@@ -161,6 +174,92 @@ _INT_EXACT = {
     "maximum": np.maximum,
     "minimum": np.minimum,
 }
+
+
+def _rows_run(
+    token: Op, exact_int: bool, a_op: Any, b_op: Any, dst: NkiTensor, site: Any, p: int
+) -> Any:
+    """A replay-lean ``run`` for tensor_tensor on static operands whose ``(p, free)`` views
+    exist, or None (the general runs in :func:`tensor_tensor` then apply).
+
+    A float32 arithmetic token on two float32 operands into a float32, bfloat16 or float16 dst:
+    the token's ufunc into a new array, assigned to the dst's rows (the general run's own steps:
+    no converted copy to compute into, and its writer stores float32 values by that assignment,
+    :func:`trncore.sim.isa_common.writer`). Bitvec ops with both operands and the dst of one
+    integer type: the token's ufunc straight into the dst (:func:`trncore.sim.alu.bitvec_ufunc`;
+    the general run's result has that type, so its cast is the identity). Exact GpSimd
+    int32/uint32 arithmetic: the ufunc in int64 (the general run's ``astype(int64)`` of both
+    operands), saturated at the dst type's range in place and stored, as
+    :func:`trncore.sim.dtypes.cast` saturates it (a uint32 add: the saturating sum in uint32,
+    the same values). Same bits, one to five NumPy calls instead of about ten Python steps
+    around them (small integer tiles, e.g. a random-number kernel's (128, 1) words, replay at a
+    few microseconds per instruction)."""
+    uf = _float_ufunc(token) if dst.dtype in _F32_WRITES else None
+    if uf is None and (dst.dtype not in ("int32", "uint32") or not (exact_int or token.kind == "bitvec")):
+        return None
+    a2, b2 = _static_rows(a_op, p), _static_rows(b_op, p)
+    d2 = _static_rows(dst.operand(site), p) if a2 is not None and b2 is not None else None
+    if a2 is None or b2 is None or d2 is None:
+        return None
+    a_rows, b_rows, d_rows = a2, b2, d2  # (the closures' names: narrowed for mypy)
+    if uf is not None:
+        if not a2.dtype == b2.dtype == F32:
+            return None
+        arith = uf
+
+        def run_float() -> None:
+            d_rows[...] = arith(a_rows, b_rows)
+
+        return run_float
+    if exact_int and token.name == "add" and a2.dtype == b2.dtype == d2.dtype == _U32:
+
+        def run_saturating_add() -> None:
+            # min(a + b, 2^32 - 1) without widening: b is cut to the room above a (~a), so the
+            # uint32 sum never wraps; the int64 sum's floor (0) is never passed
+            room = np.invert(a_rows)
+            np.minimum(room, b_rows, out=room)
+            np.add(a_rows, room, out=d_rows)
+
+        return run_saturating_add
+    if exact_int:
+        exact = _INT_EXACT[token.name]
+        floor, ceiling = _int64_clips(token.name, a2.dtype, b2.dtype, d2.dtype)
+        i64 = np.dtype(np.int64)
+
+        def run_exact() -> None:
+            _saturate_into(exact(a_rows.astype(i64), b_rows.astype(i64)), floor, ceiling, d_rows)
+
+        return run_exact
+    found = bitvec_ufunc(token.name, d2.dtype) if token.kind == "bitvec" else None
+    if found is None or not a2.dtype == b2.dtype == d2.dtype:
+        return None
+    uf, view = found
+    if view != d2.dtype:
+        a2, b2, d2 = a2.view(view), b2.view(view), d2.view(view)
+
+    def run_bitvec() -> None:
+        uf(a2, b2, out=d2)
+
+    return run_bitvec
+
+
+@functools.cache
+def _int64_clips(
+    name: str, a: np.dtype, b: np.dtype, dst: np.dtype
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The int64 bounds (0-d arrays, shared read-only) an exact GpSimd op ``name`` of ``a`` and
+    ``b`` operands saturates at for a ``dst`` (:func:`trncore.sim.dtypes.cast`'s range), None
+    for a bound the int64 result cannot pass: add, subtract, maximum and minimum are monotone in
+    each operand, so their extremes are at the operands' range corners (multiply's int64
+    product may wrap: both bounds)."""
+    low, high = dtypes.int_range(dst)
+    clip_low = clip_high = True
+    if name != "multiply":
+        ends = [int(_INT_EXACT[name](x, y)) for x in dtypes.int_range(a) for y in dtypes.int_range(b)]
+        clip_low, clip_high = min(ends) < low, max(ends) > high
+    floor, ceiling = np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64)
+    floor.flags.writeable = ceiling.flags.writeable = False
+    return (floor if clip_low else None), (ceiling if clip_high else None)
 
 
 def _is_unary(token: Op) -> bool:
@@ -195,6 +294,56 @@ def _bit_reader(x: Any, raw: np.dtype, what: str, site: Any) -> Any:
         return lambda: np.asarray(operand.read()).reshape(p, 1).astype(raw)
     value = np.asarray(x).astype(raw)
     return lambda: value
+
+
+def _bitvec_scalar_run(x_op: Any, dst: NkiTensor, site: Any, p: int, steps: Any) -> Any:
+    """A replay-lean ``run`` for a bitvec tensor_scalar with constant operands on a static
+    integer data view and a dst of the same type whose ``(p, free)`` views exist, or None.
+
+    Each op is its token's ufunc (:func:`trncore.sim.alu.bitvec_ufunc`) on the constant as
+    :func:`_bit_reader` converts it, the first from the data into the dst, the second in place in
+    the dst: the general run computes the same bits into temporaries of that type and stores
+    them (its cast is the identity)."""
+    if any(isinstance(x, NkiTensor) for _, _, x in steps):
+        return None  # (a (P, 1) tile is read when the instruction runs)
+    x2 = _static_rows(x_op, p)
+    if x2 is None:
+        return None
+    raw = x2.dtype
+    # the constants as _bit_reader converts them, before the dst's view (the general path's order)
+    consts = [np.asarray(value).astype(raw) for token, _, value in steps if token is not None]
+    d2 = _static_rows(dst.operand(site), p)
+    if d2 is None or d2.dtype != raw:
+        return None
+    calls = []
+    source = x2
+    for (token, rev, _), const in zip((s for s in steps if s[0] is not None), consts):
+        found = bitvec_ufunc(token.name, raw)
+        if found is None:
+            return None
+        uf, view = found
+        src, out = (source, d2) if view == raw else (source.view(view), d2.view(view))
+        if _is_unary(token):
+            args: tuple[np.ndarray, ...] = (src,)
+        else:
+            c = const if view == raw else const.view(view)
+            args = (c, src) if rev else (src, c)
+        calls.append((uf, args, out))
+        source = d2
+    if len(calls) == 1:
+        ((uf0, args0, out0),) = calls
+
+        def run_one() -> None:
+            uf0(*args0, out=out0)
+
+        return run_one
+    (uf0, args0, out0), (uf1, args1, out1) = calls
+
+    def run_two() -> None:
+        uf0(*args0, out=out0)
+        uf1(*args1, out=out1)
+
+    return run_two
 
 
 def _float_ufunc(token: Op) -> Any:
@@ -348,6 +497,11 @@ def tensor_scalar(
     bitvec = t0.kind == "bitvec"
     if bitvec:
         raw = data.array().dtype
+        steps = ((t0, reverse0, operand0), (t1, reverse1, operand1))
+        fast = _bitvec_scalar_run(data.operand(site), dst, site, data.partitions, steps)
+        if fast is not None:
+            ctx.emit("tensor_scalar", eng.name, site, [data, *operands], [dst], fast, _elementwise_meta(dst))
+            return
         f0 = _tensor_scalar_op(t0, reverse0, _bit_reader(operand0, raw, "operand0", site))
         f1 = _tensor_scalar_op(t1, reverse1, _bit_reader(operand1, raw, "operand1", site)) if t1 else None
     else:
@@ -363,6 +517,25 @@ def tensor_scalar(
         g0 = _inplace_op(t0, reverse0, scalar_reader(operand0, site), operand0, free)
         g1 = _inplace_op(t1, reverse1, scalar_reader(operand1, site), operand1, free) if t1 else None
         if g0 is not None and (t1 is None or g1 is not None):
+            x2 = _static_rows(x_op, p) if dst.dtype in _F32_WRITES else None
+            d2 = _static_rows(dst.operand(site), p) if x2 is not None and x2.dtype == F32 else None
+            if d2 is not None:
+                assert x2 is not None
+                data2 = x2
+
+                def run_rows() -> None:
+                    # (run_owned's steps on float32 data, which has no converted copy to own,
+                    # from and into the static rows: writer stores float32 by this assignment)
+                    y = g0(data2, None)
+                    if g1 is not None:
+                        y = g1(y, y)
+                    d2[...] = y
+
+                ctx.emit(
+                    "tensor_scalar", eng.name, site, [data, *operands], [dst], run_rows,
+                    _elementwise_meta(dst),
+                )  # fmt: skip
+                return
 
             def run_owned() -> None:
                 raw = x_op.read()

@@ -102,6 +102,11 @@ class Program:
     #: indices of the arguments whose caller's arrays are the inputs' storage (a one-shot
     #: program, trncore.sim.lending): written in place, nothing to write back
     lent_inputs: frozenset[int] = frozenset()
+    #: the runs a replay calls, in order: the instructions' and the kept sentinel fills', without
+    #: the markers that do nothing (:func:`_no_fill`: a tile first overwritten whole, never
+    #: touched, or sharing an earlier tile's storage); made at the first replay, after the
+    #: trace settled every marker
+    _runs: tuple[Callable[[], None], ...] | None = field(default=None, init=False, repr=False)
 
     def run(self, arrays: Sequence[np.ndarray]) -> Any:
         """Replay on ``arrays`` (one per tensor argument); returns the output array(s)."""
@@ -114,8 +119,11 @@ class Program:
             reg[...] = 0
         for alloc, arr in zip(self.inputs, arrays):
             dtypes.assign(alloc.flat, np.asarray(arr).reshape(-1))
-        for ins in self.instrs:
-            ins.run()
+        runs = self._runs
+        if runs is None:
+            runs = self._runs = tuple(ins.run for ins in self.instrs if ins.run is not _no_fill)
+        for run in runs:
+            run()
         return self._outputs(arrays)
 
     def collect(self, arrays: Sequence[np.ndarray] | None, hand_over: bool = False) -> Any:
