@@ -327,6 +327,20 @@ def test_float_to_int_cast_rounds_saturates_and_zeroes_nan(name: str, truncate: 
     assert int(got_0d) == 0
 
 
+@pytest.mark.parametrize("name", ["int8", "int32", "uint16", "uint32"])
+@pytest.mark.parametrize("source", ["int64", "uint64", "uint32", "int32"])
+def test_int_to_int_cast_saturates_every_source_value(name: str, source: str) -> None:
+    # every source type's extremes and values around the target's ends, as Python integers
+    # saturated at the target's range (uint64 above 2^63 too: no wrap through int64)
+    src, dst = np.iinfo(source), np.iinfo(dtypes.storage_dtype(name))
+    picks = {int(src.min), int(src.max), 0, 1, int(src.max) // 2 + 1}
+    picks |= {v + d for v in (int(dst.min), int(dst.max)) for d in (-1, 0, 1)}
+    values = sorted(v for v in picks if int(src.min) <= v <= int(src.max))
+    got = dtypes.cast(np.array(values, dtype=source), name)
+    assert got.dtype == dtypes.storage_dtype(name)
+    assert [int(v) for v in got] == [min(max(v, int(dst.min)), int(dst.max)) for v in values]
+
+
 def _pieces_kernel(a, b):
     """Tiles on recycled storage (a dead tile held ``a``), written in pieces (column halves) by
     overwriting instructions, read at different points; every tile copied out whole."""

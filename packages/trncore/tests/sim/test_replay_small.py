@@ -146,10 +146,6 @@ def test_tensor_tensor_gpsimd_integer_arithmetic_is_exact_and_saturates(
 ) -> None:
     a, _ = _words(2, a_dtype)
     _, b = _words(3, b_dtype)
-    if op == "multiply":
-        # the products of words below 2^31 in magnitude fit the int64 the emulator multiplies in
-        a = (a >> 1) if a_dtype == "uint32" else a
-        b = (b >> 1) if b_dtype == "uint32" else b
     dst = np.dtype(dst_dtype)
     want = _saturated(a, b, _EXACT[op], dst)
     info = np.iinfo(dst)
@@ -163,6 +159,41 @@ def test_tensor_tensor_gpsimd_integer_arithmetic_is_exact_and_saturates(
     unsigned_add = op == "add" and a_dtype == b_dtype == dst_dtype == "uint32"
     lean = "run_saturating_add" if unsigned_add else "run_exact"
     assert lean in _run_names(_tensor_tensor_kernel, a, b, **params)
+
+
+def _tensor_tensor_3d_kernel(a, b, op, dst_dtype):
+    # operands as (P, 4, F/4) views of wider 3-D tiles: no (P, free) view of their layout, so
+    # the instruction records the general run, not a lean one
+    p, f = a.shape
+    n = f // 4
+
+    def load(x):
+        big = nl.ndarray((p, 4, n + 2), dtype=x.dtype, buffer=nl.sbuf)
+        t = big[:, :, 1 : 1 + n]
+        nisa.dma_copy(dst=t, src=x.reshape((p, 4, n)))
+        return t
+
+    ta, tb = load(a), load(b)
+    dst = nl.ndarray((p, 4, n), dtype=dst_dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=dst, data1=ta, data2=tb, op=op)
+    out = nl.ndarray((p, 4, n), dtype=dst_dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=dst)
+    return out
+
+
+@pytest.mark.parametrize("dst_dtype", ["uint32", "int32"])
+def test_unsigned_products_past_int64_saturate_on_the_general_run(dst_dtype: str) -> None:
+    # uint32 x uint32 products reach (2^32 - 1)^2, past int64's 2^63 - 1: the general run must
+    # not wrap them either
+    a, _ = _words(4, "uint32")
+    _, b = _words(5, "uint32")
+    wide = a.astype(object) * b.astype(object)
+    assert (wide > 2**63 - 1).any()
+    want = _saturated(a, b, _EXACT["multiply"], np.dtype(dst_dtype)).reshape(P, 4, F // 4)
+    params = {"op": nl.multiply, "dst_dtype": getattr(nl, dst_dtype)}
+    for got in _twice(_tensor_tensor_3d_kernel, a, b, **params):
+        _same_bits(got, want)
+    assert "run_exact" not in _run_names(_tensor_tensor_3d_kernel, a, b, **params)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint32"])

@@ -342,6 +342,10 @@ def cast(values: Any, name: str) -> np.ndarray:
         src_low, src_high = (0, 1) if arr.dtype.kind == "b" else int_range(arr.dtype)
         if low <= src_low and src_high <= high:
             return arr.astype(target)  # every source value fits: nothing to saturate
+        if arr.dtype.kind == "u" and arr.dtype.itemsize == 8:
+            # uint64 values past int64's range (an exact GpSimd product of two uint32 words):
+            # clipped in uint64, where no floor is needed (every integer type's floor is <= 0)
+            return np.minimum(arr, np.uint64(high)).astype(target)
         # (np.maximum / np.minimum: np.clip builds np.iinfo objects on every call)
         wide = arr.astype(np.int64)
         np.maximum(wide, low, out=wide)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -137,10 +139,11 @@ def tensor_tensor(
 
         exact = int_fn
         assert exact is not None
+        wide = _exact_dtype(token.name, np.dtype(d1.dtype), np.dtype(d2.dtype))
 
         def run() -> None:
-            a = np.asarray(a_op.read()).reshape(p, -1).astype(np.int64)
-            b = np.asarray(b_op.read()).reshape(p, -1).astype(np.int64)
+            a = np.asarray(a_op.read()).reshape(p, -1).astype(wide)
+            b = np.asarray(b_op.read()).reshape(p, -1).astype(wide)
             write(exact(a, b))
     elif (uf := _float_ufunc(token)) is not None:
 
@@ -173,6 +176,13 @@ _INT_EXACT = {
     "multiply": np.multiply,
     "maximum": np.maximum,
     "minimum": np.minimum,
+}
+_PY_EXACT: dict[str, Callable[[int, int], int]] = {
+    "add": operator.add,
+    "subtract": operator.sub,
+    "multiply": operator.mul,
+    "maximum": max,
+    "minimum": min,
 }
 
 
@@ -223,11 +233,11 @@ def _rows_run(
         return run_saturating_add
     if exact_int:
         exact = _INT_EXACT[token.name]
-        floor, ceiling = _int64_clips(token.name, a2.dtype, b2.dtype, d2.dtype)
-        i64 = np.dtype(np.int64)
+        floor, ceiling = _exact_clips(token.name, a2.dtype, b2.dtype, d2.dtype)
+        wide = _exact_dtype(token.name, a2.dtype, b2.dtype)
 
         def run_exact() -> None:
-            _saturate_into(exact(a_rows.astype(i64), b_rows.astype(i64)), floor, ceiling, d_rows)
+            _saturate_into(exact(a_rows.astype(wide), b_rows.astype(wide)), floor, ceiling, d_rows)
 
         return run_exact
     found = bitvec_ufunc(token.name, d2.dtype) if token.kind == "bitvec" else None
@@ -243,23 +253,37 @@ def _rows_run(
     return run_bitvec
 
 
+def _exact_dtype(name: str, a: np.dtype, b: np.dtype) -> np.dtype:
+    """The type an exact GpSimd op ``name`` of ``a`` and ``b`` integer operands computes in,
+    wide enough for every result: int64, but uint64 for a product of two unsigned words (up to
+    (2^32 - 1)^2, past int64's 2^63 - 1, where an int64 product would wrap: 0xFFFFFFFF squared
+    came out 1 and saturated to 1 instead of to the dst's maximum)."""
+    if name == "multiply" and a.kind == "u" and b.kind == "u":
+        return np.dtype(np.uint64)
+    return np.dtype(np.int64)
+
+
 @functools.cache
-def _int64_clips(
+def _exact_clips(
     name: str, a: np.dtype, b: np.dtype, dst: np.dtype
 ) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """The int64 bounds (0-d arrays, shared read-only) an exact GpSimd op ``name`` of ``a`` and
-    ``b`` operands saturates at for a ``dst`` (:func:`trncore.sim.dtypes.cast`'s range), None
-    for a bound the int64 result cannot pass: add, subtract, maximum and minimum are monotone in
-    each operand, so their extremes are at the operands' range corners (multiply's int64
-    product may wrap: both bounds)."""
+    """The bounds (0-d arrays of :func:`_exact_dtype`, shared read-only) an exact GpSimd op
+    ``name`` of ``a`` and ``b`` operands saturates at for a ``dst``
+    (:func:`trncore.sim.dtypes.cast`'s range), None for a bound the exact result cannot pass.
+    Add, subtract, maximum and minimum are monotone in each operand, and a product's extremes
+    are at the operands' range corners too (x * y is monotone in x for a fixed sign of y), so
+    each bound is checked against the results at the corners."""
     low, high = dtypes.int_range(dst)
-    clip_low = clip_high = True
-    if name != "multiply":
-        ends = [int(_INT_EXACT[name](x, y)) for x in dtypes.int_range(a) for y in dtypes.int_range(b)]
-        clip_low, clip_high = min(ends) < low, max(ends) > high
-    floor, ceiling = np.asarray(low, dtype=np.int64), np.asarray(high, dtype=np.int64)
-    floor.flags.writeable = ceiling.flags.writeable = False
-    return (floor if clip_low else None), (ceiling if clip_high else None)
+    exact = _PY_EXACT[name]  # (Python integers: the corners' exact results, never wrapped)
+    ends = [exact(int(x), int(y)) for x in dtypes.int_range(a) for y in dtypes.int_range(b)]
+    clip_low, clip_high = min(ends) < low, max(ends) > high
+    wide = _exact_dtype(name, a, b)
+    floor = np.asarray(low, dtype=wide) if clip_low else None
+    ceiling = np.asarray(high, dtype=wide) if clip_high else None
+    for bound in (floor, ceiling):
+        if bound is not None:
+            bound.flags.writeable = False
+    return floor, ceiling
 
 
 def _is_unary(token: Op) -> bool:
