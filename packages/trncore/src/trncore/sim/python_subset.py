@@ -81,75 +81,68 @@ class Finding:
         )
 
 
-#: rule -> (what, evidence, instead) of the KLR-only constructs, by syntax node.
-_STATEMENTS: dict[type, tuple[str, str, str, str]] = {
-    ast.Raise: (
-        "python-raise",
-        "a 'raise' statement",
+#: rule -> (where the refusal is documented, what to write instead)
+_RULES: dict[str, tuple[str, str]] = {
+    "python-is": (_UPDATE_GUIDE, "== / != (x is None stays: AWS's NKI Library compiles it)"),
+    "python-raise": (
         _KLR + " whether or not it runs; a public RoPE kernel's fix quotes the same compiler "
         "message, docs/third-party-kernels.md, 29th batch",
         "'assert condition, message' (AWS's NKI Library's kernel_assert) or if/else",
     ),
-    ast.Try: ("python-try", "a 'try' statement", _KLR, "if/else on the condition"),
-    ast.Delete: ("python-del", "a 'del' statement", _KLR, "nothing: let the name go out of scope"),
-    ast.Global: (
-        "python-global",
-        "a 'global' statement",
-        _KLR,
-        "a value passed in and returned (or a dict argument) instead of a global",
-    ),
-    ast.Nonlocal: (
-        "python-nonlocal",
-        "a 'nonlocal' statement",
-        _KLR,
-        "a value passed in and returned instead",
-    ),
-    ast.Import: ("python-import", "an 'import' inside a function", _KLR, "the import at module level"),
-    ast.ImportFrom: (
-        "python-import",
-        "an 'import' inside a function",
-        _KLR,
-        "the import at module level",
-    ),
-    ast.Match: ("python-match", "a 'match' statement", _KLR, "if/elif"),
-    ast.AsyncFor: ("python-async", "'async for'", _KLR, "a plain for loop"),
-    ast.AsyncWith: ("python-async", "'async with'", _KLR, "a plain with statement"),
-    ast.FunctionDef: (
-        "python-nested-def",
-        "a function defined inside a function",
+    "python-try": (_KLR, "if/else on the condition"),
+    "python-del": (_KLR, "nothing: let the name go out of scope"),
+    "python-global": (_KLR, "a value passed in and returned (or a dict argument) instead"),
+    "python-nonlocal": (_KLR, "a value passed in and returned instead"),
+    "python-import": (_KLR, "the import at module level"),
+    "python-match": (_KLR, "if/elif"),
+    "python-async": (_KLR, "plain (synchronous) code"),
+    "python-nested-def": (
         _KLR + "; a public FFT's comment: 'NKI 0.3.0 forbids inner defs'",
-        "the function at module level, passing what it used from the enclosing one",
+        "the function at module level, passing it what it used from the enclosing one",
     ),
-    ast.AsyncFunctionDef: (
-        "python-nested-def",
-        "a function defined inside a function",
-        _KLR,
-        "the function at module level",
+    "python-nested-class": (_KLR, "the class at module level"),
+    "python-lambda": (_KLR, "a function defined at module level"),
+    "python-comprehension": (
+        _KLR + "; a public RNG kernel's fix 'unroll list comprehensions', docs/third-party-kernels.md",
+        "a for loop that appends to a list (or fills a dict)",
     ),
-    ast.ClassDef: ("python-nested-class", "a class defined inside a function", _KLR, "the class at module level"),
+    "python-set": (_KLR, "a tuple or a list"),
+    "python-walrus": (_KLR, "a separate assignment"),
+    "python-generator": (_KLR, "a function that returns a list"),
+    "python-varargs": (_KLR_SIMPLIFY, "a tuple parameter"),
+    "python-loop-else": (_KLR_SIMPLIFY, "a flag set before 'break'"),
+    "python-with": (_KLR_SIMPLIFY, "one context per 'with', without 'as'"),
+    "python-matmul-operator": (_KLR_SIMPLIFY, "nisa.nc_matmul or nl.matmul"),
+    "python-kwargs-call": (_KLR_SIMPLIFY, "the keyword arguments by name"),
+    "python-starred": (_KLR_SIMPLIFY, "the elements by index"),
+    "python-format-spec": (_KLR, "the value without ':spec'"),
 }
 
-_EXPRESSIONS: dict[type, tuple[str, str, str, str]] = {
-    ast.Lambda: ("python-lambda", "a lambda", _KLR, "a function defined at module level"),
-    ast.ListComp: (
-        "python-comprehension",
-        "a list comprehension",
-        _KLR + "; a public RNG kernel's fix 'unroll list comprehensions', docs/third-party-kernels.md",
-        "a for loop that appends to a list",
-    ),
-    ast.SetComp: ("python-comprehension", "a set comprehension", _KLR, "a for loop over a list"),
-    ast.DictComp: ("python-comprehension", "a dict comprehension", _KLR, "a for loop that fills a dict"),
-    ast.GeneratorExp: (
-        "python-comprehension",
-        "a generator expression",
-        _KLR,
-        "a for loop (or a list built by one)",
-    ),
-    ast.Set: ("python-set", "a set display", _KLR, "a tuple or a list"),
-    ast.NamedExpr: ("python-walrus", "an assignment expression ':='", _KLR, "a separate assignment"),
-    ast.Yield: ("python-generator", "'yield'", _KLR, "a function that returns a list"),
-    ast.YieldFrom: ("python-generator", "'yield from'", _KLR, "a function that returns a list"),
-    ast.Await: ("python-async", "'await'", _KLR, "a plain call"),
+#: syntax node -> (rule, what it is), for the nodes refused whatever they contain.
+_NODES: dict[type, tuple[str, str]] = {
+    ast.Raise: ("python-raise", "a 'raise' statement"),
+    ast.Try: ("python-try", "a 'try' statement"),
+    ast.Delete: ("python-del", "a 'del' statement"),
+    ast.Global: ("python-global", "a 'global' statement"),
+    ast.Nonlocal: ("python-nonlocal", "a 'nonlocal' statement"),
+    ast.Import: ("python-import", "an 'import' inside a function"),
+    ast.ImportFrom: ("python-import", "an 'import' inside a function"),
+    ast.Match: ("python-match", "a 'match' statement"),
+    ast.AsyncFor: ("python-async", "'async for'"),
+    ast.AsyncWith: ("python-async", "'async with'"),
+    ast.Await: ("python-async", "'await'"),
+    ast.FunctionDef: ("python-nested-def", "a function defined inside a function"),
+    ast.AsyncFunctionDef: ("python-nested-def", "a function defined inside a function"),
+    ast.ClassDef: ("python-nested-class", "a class defined inside a function"),
+    ast.Lambda: ("python-lambda", "a lambda"),
+    ast.ListComp: ("python-comprehension", "a list comprehension"),
+    ast.SetComp: ("python-comprehension", "a set comprehension"),
+    ast.DictComp: ("python-comprehension", "a dict comprehension"),
+    ast.GeneratorExp: ("python-comprehension", "a generator expression"),
+    ast.Set: ("python-set", "a set display"),
+    ast.NamedExpr: ("python-walrus", "an assignment expression ':='"),
+    ast.Yield: ("python-generator", "'yield'"),
+    ast.YieldFrom: ("python-generator", "'yield from'"),
 }
 
 #: Nodes whose inside is another function's code (checked on its own if the trace runs it).
@@ -157,9 +150,8 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 _findings: dict[types.CodeType, tuple[Finding, ...]] = {}
 _lock = threading.Lock()
-_STDLIB = tuple(
-    {sysconfig.get_paths()[k].rstrip("/") + "/" for k in ("stdlib", "platstdlib") if sysconfig.get_paths().get(k)}
-)
+_PATHS = sysconfig.get_paths()
+_STDLIB = tuple({_PATHS[k].rstrip("/") + "/" for k in ("stdlib", "platstdlib") if _PATHS.get(k)})
 
 
 def _is_none(node: ast.expr) -> bool:
@@ -179,60 +171,41 @@ def _scan(fn: ast.FunctionDef | ast.AsyncFunctionDef, filename: str, first: int)
     line ``first`` of ``filename``)."""
     out: list[Finding] = []
 
-    def add(node: Any, rule: str, what: str, evidence: str, instead: str, page: bool = False) -> None:
-        out.append(Finding(rule, filename, first + node.lineno - 1, what, evidence, instead, page))
+    def add(node: Any, rule: str, what: str) -> None:
+        evidence, instead = _RULES[rule]
+        line = first + node.lineno - 1
+        out.append(Finding(rule, filename, line, what, evidence, instead, rule == "python-is"))
 
     if fn.args.vararg is not None:
-        add(
-            fn,
-            "python-varargs",
-            f"a '*{fn.args.vararg.arg}' parameter",
-            _KLR_SIMPLIFY,
-            "a tuple parameter",
-        )
+        add(fn, "python-varargs", f"a '*{fn.args.vararg.arg}' parameter")
     for node in (n for stmt in fn.body for n in (stmt, *_walk(stmt))):
         kind = type(node)
-        if kind in _STATEMENTS:
-            add(node, *_STATEMENTS[kind])
-        elif kind in _EXPRESSIONS:
-            add(node, *_EXPRESSIONS[kind])
+        if kind in _NODES:
+            add(node, *_NODES[kind])
         elif isinstance(node, ast.Compare):
             left = node.left
             for op, right in zip(node.ops, node.comparators):
                 # `x is None` / `x is not None`: AWS's NKI Library writes it (hundreds of times)
                 if isinstance(op, (ast.Is, ast.IsNot)) and not (_is_none(left) or _is_none(right)):
                     word = "is" if isinstance(op, ast.Is) else "is not"
-                    add(
-                        node,
-                        "python-is",
-                        f"'{word}' between values other than None",
-                        _UPDATE_GUIDE,
-                        "== / != (x is None stays: AWS's NKI Library compiles it)",
-                        page=True,
-                    )
+                    add(node, "python-is", f"'{word}' between values other than None")
                 left = right
         elif isinstance(node, (ast.For, ast.While)) and node.orelse:
             loop = "for" if isinstance(node, ast.For) else "while"
-            add(node, "python-loop-else", f"a '{loop} ... else'", _KLR_SIMPLIFY, "a flag set before 'break'")
-        elif isinstance(node, ast.With) and (len(node.items) > 1 or node.items[0].optional_vars is not None):
-            add(
-                node,
-                "python-with",
-                "a 'with' of several contexts or with 'as'",
-                _KLR_SIMPLIFY,
-                "one context per 'with', without 'as'",
-            )
+            add(node, "python-loop-else", f"a '{loop} ... else'")
+        elif isinstance(node, ast.With) and (len(node.items) > 1 or node.items[0].optional_vars):
+            add(node, "python-with", "a 'with' of several contexts or with 'as'")
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            add(node, "python-matmul-operator", "the '@' operator", _KLR_SIMPLIFY, "nisa.nc_matmul or nl.matmul")
+            add(node, "python-matmul-operator", "the '@' operator")
         elif isinstance(node, ast.Call):
             for kw in node.keywords:
                 if kw.arg is None:
-                    add(kw, "python-kwargs-call", "a '**' argument", _KLR_SIMPLIFY, "the keyword arguments by name")
+                    add(kw, "python-kwargs-call", "a '**' argument")
         elif isinstance(node, (ast.Tuple, ast.List)) and any(isinstance(e, ast.Starred) for e in node.elts):
             # (a starred call argument, f(*args), is in AWS's NKI Library's kernel code)
-            add(node, "python-starred", "a '*' unpacking outside a call", _KLR_SIMPLIFY, "the elements by index")
+            add(node, "python-starred", "a '*' unpacking outside a call")
         elif isinstance(node, ast.FormattedValue) and node.format_spec is not None:
-            add(node, "python-format-spec", "an f-string format specifier", _KLR, "the value without ':spec'")
+            add(node, "python-format-spec", "an f-string format specifier")
     return out
 
 
