@@ -47,11 +47,11 @@ from trncore.sim.errors import LanguageError, warn_at
 __all__ = ["Finding", "PythonSubsetWarning", "check_helpers", "check_kernel", "findings"]
 
 _UPDATE_GUIDE = (
-    "NKI 0.3.0 update guide, 'Replace is / is not with == / !=' (and the 0.3.0 release notes, "
-    "Breaking Changes)"
+    "the NKI 0.3.0 compiler does not support it (NKI 0.3.0 update guide, 'Replace is / is not "
+    "with == / !=', and the 0.3.0 release notes, Breaking Changes)"
 )
-_KLR = "AWS's NKI front end KLR (interop/klr/gather.c) refuses it"
-_KLR_SIMPLIFY = "AWS's NKI front end KLR (KLR/NKI/Simplify.lean) refuses it"
+_KLR = "AWS's NKI front end KLR refuses it (interop/klr/gather.c)"
+_KLR_SIMPLIFY = "AWS's NKI front end KLR refuses it (KLR/NKI/Simplify.lean)"
 
 
 class PythonSubsetWarning(UserWarning):
@@ -76,8 +76,8 @@ class Finding:
     def message(self, function: str) -> str:
         """The report's text (the site is added by :func:`trncore.sim.errors.warn_at`)."""
         return (
-            f"{self.what} in {function}() [{self.rule}]: the NKI compiler does not take it "
-            f"({self.evidence}); the emulator runs it as Python. Write {self.instead}"
+            f"{self.what} in {function}() [{self.rule}]: {self.evidence}; the emulator runs it "
+            f"as Python. Write {self.instead}"
         )
 
 
@@ -85,8 +85,8 @@ class Finding:
 _RULES: dict[str, tuple[str, str]] = {
     "python-is": (_UPDATE_GUIDE, "== / != (x is None stays: AWS's NKI Library compiles it)"),
     "python-raise": (
-        _KLR + " whether or not it runs; a public RoPE kernel's fix quotes the same compiler "
-        "message, docs/third-party-kernels.md, 29th batch",
+        _KLR + ", run or not; a public RoPE kernel's fixing commit quotes the compiler's same "
+        "message (docs/third-party-kernels.md, 29th batch)",
         "'assert condition, message' (AWS's NKI Library's kernel_assert) or if/else",
     ),
     "python-try": (_KLR, "if/else on the condition"),
@@ -97,13 +97,13 @@ _RULES: dict[str, tuple[str, str]] = {
     "python-match": (_KLR, "if/elif"),
     "python-async": (_KLR, "plain (synchronous) code"),
     "python-nested-def": (
-        _KLR + "; a public FFT's comment: 'NKI 0.3.0 forbids inner defs'",
+        _KLR + "; a public FFT's comment says 'NKI 0.3.0 forbids inner defs'",
         "the function at module level, passing it what it used from the enclosing one",
     ),
     "python-nested-class": (_KLR, "the class at module level"),
     "python-lambda": (_KLR, "a function defined at module level"),
     "python-comprehension": (
-        _KLR + "; a public RNG kernel's fix 'unroll list comprehensions', docs/third-party-kernels.md",
+        _KLR + "; a public RNG's fixing commit: 'unroll list comprehensions' (docs/third-party-kernels.md)",
         "a for loop that appends to a list (or fills a dict)",
     ),
     "python-set": (_KLR, "a tuple or a list"),
