@@ -28,6 +28,7 @@ from trncore.sim.testing import marked_line
 pytestmark = pytest.mark.simulator
 
 COPY, OTHER = "copy", "b"
+OLD = "0.3.0"  # (an inner def is accepted from NKI 0.6.0, whose fori_loop page writes one)
 X = np.arange(32, dtype=np.float32).reshape(4, 8)
 
 
@@ -232,7 +233,7 @@ def _reports(run: Callable[[], Any]) -> tuple[Any, list[warnings.WarningMessage]
 
 @pytest.mark.parametrize(("helper", "rule"), HELPERS, ids=[h.__name__ for h, _ in HELPERS])
 def test_helper_construct_reported_at_its_line(helper: Callable[..., Any], rule: str) -> None:
-    out, found = _reports(lambda: simulate(_kernel_calling(helper))(X.copy()))
+    out, found = _reports(lambda: simulate(_kernel_calling(helper), nki_version=OLD)(X.copy()))
     np.testing.assert_array_equal(out, X)  # the kernel still runs as Python runs it
     line = marked_line(helper)
     assert [(w.filename, w.lineno) for w in found] == [(__file__, line)], [str(w.message) for w in found]
@@ -242,7 +243,7 @@ def test_helper_construct_reported_at_its_line(helper: Callable[..., Any], rule:
 
 
 def test_for_else_reported_at_the_for() -> None:
-    _, found = _reports(lambda: simulate(_kernel_calling(h_for_else))(X.copy()))
+    _, found = _reports(lambda: simulate(_kernel_calling(h_for_else), nki_version=OLD)(X.copy()))
     line = marked_line(h_for_else, "for _ in range(1):")
     assert [(w.lineno, "[python-loop-else]" in str(w.message)) for w in found] == [(line, True)]
 
@@ -297,7 +298,7 @@ KERNELS = [(k_raise, "python-raise"), (k_is, "python-is"), (k_listcomp, "python-
 
 @pytest.mark.parametrize(("kernel", "rule"), KERNELS, ids=[k.__name__ for k, _ in KERNELS])
 def test_kernel_construct_reported_at_its_line(kernel: Callable[..., Any], rule: str) -> None:
-    out, found = _reports(lambda: simulate(kernel)(X.copy()))
+    out, found = _reports(lambda: simulate(kernel, nki_version=OLD)(X.copy()))
     np.testing.assert_array_equal(out, X)
     lines = [w.lineno for w in found if f"[{rule}]" in str(w.message)]
     assert lines == [marked_line(kernel)], [str(w.message) for w in found]
@@ -335,10 +336,20 @@ def k_accepted(x: Any, flag: bool = True) -> Any:
     return out
 
 
-def test_accepted_neighbours_silent() -> None:
-    out, found = _reports(lambda: simulate(k_accepted)(X.copy()))
+@pytest.mark.parametrize("release", ["0.3.0", "0.6.0"])
+def test_accepted_neighbours_silent(release: str) -> None:
+    out, found = _reports(lambda: simulate(k_accepted, nki_version=release)(X.copy()))
     np.testing.assert_array_equal(out, X)
     assert found == [], [str(w.message) for w in found]
+
+
+@pytest.mark.parametrize(("release", "reported"), [("0.3.0", True), ("0.5.0", True), ("0.6.0", False)])
+def test_inner_def_accepted_from_0_6(release: str, reported: bool) -> None:
+    """NKI 0.6.0's nki.language.fori_loop page and migration guide write the loop body as a
+    ``def body(i):`` inside the kernel; KLR (before NKI 0.3.0) refuses an inner def."""
+    out, found = _reports(lambda: simulate(k_nested_def, nki_version=release)(X.copy()))
+    np.testing.assert_array_equal(out, X)
+    assert [w.lineno for w in found] == ([marked_line(k_nested_def)] if reported else [])
 
 
 def test_function_without_source_skipped() -> None:

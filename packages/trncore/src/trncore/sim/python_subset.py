@@ -19,7 +19,8 @@ Three kinds of evidence, three treatments:
 - only AWS's NKI front end KLR refuses it (github leanprover/KLR at 7ccd18c, 2026-03-25:
   ``interop/klr/gather.c``, the parser from Python's syntax tree; ``KLR/NKI/Simplify.lean``),
   some also quoted by public kernels' fixing commits: a :class:`PythonSubsetWarning` naming
-  KLR, never an error (KLR's HEAD predates NKI 0.3.0 by two weeks);
+  KLR, never an error (KLR's HEAD predates NKI 0.3.0 by two weeks); an inner ``def`` only under
+  NKI 0.3.0-0.5.0, since NKI 0.6.0's pages write ``fori_loop`` / ``while_loop`` bodies so;
 - AWS's NKI Library uses it in kernel code (``x is None``, ``in`` / ``not in``, ``f(*args)``):
   nothing, whatever KLR says, since the library compiles.
 
@@ -42,6 +43,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from trncore.sim import versions
 from trncore.sim.errors import LanguageError, warn_at
 
 __all__ = ["Finding", "PythonSubsetWarning", "check_helpers", "check_kernel", "findings"]
@@ -145,6 +147,11 @@ _NODES: dict[type, tuple[str, str]] = {
     ast.YieldFrom: ("python-generator", "'yield from'"),
 }
 
+#: rule -> the NKI release from which an AWS page writes the construct in kernel code: NKI 0.6.0's
+#: ``nki.language.fori_loop`` / ``while_loop`` pages and migration guide ("Pattern 1", "Pattern 2")
+#: define the loop body as a ``def body(i):`` inside the kernel.
+_ACCEPTED_FROM: dict[str, str] = {"python-nested-def": "0.6.0"}
+
 #: Nodes whose inside is another function's code (checked on its own if the trace runs it).
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
@@ -233,22 +240,26 @@ def findings(code: types.CodeType) -> tuple[Finding, ...]:
     return found
 
 
-def _report(code: types.CodeType, strict: bool) -> None:
+def _report(code: types.CodeType, strict: bool, release: str) -> None:
     for f in findings(code):
+        since = _ACCEPTED_FROM.get(f.rule)
+        if since is not None and versions.VERSIONS.index(release) >= versions.VERSIONS.index(since):
+            continue
         site = (f.filename, f.line)
         if f.page and strict:
             raise LanguageError(f.rule, f.message(code.co_name) + " (strict mode)", site)
         warn_at(f.message(code.co_name), site, PythonSubsetWarning)
 
 
-def check_kernel(fn: Any, strict: bool) -> None:
-    """Report the refused constructs of the kernel function ``fn`` (before its trace)."""
+def check_kernel(fn: Any, strict: bool, release: str) -> None:
+    """Report the refused constructs of the kernel function ``fn`` (before its trace for the
+    target NKI ``release``, e.g. ``"0.3.0"``)."""
     code = getattr(fn, "__code__", None)
     if isinstance(code, types.CodeType):
-        _report(code, strict)
+        _report(code, strict, release)
 
 
-def check_helpers(fn: Any, helpers: Iterable[tuple[Any, Any]] | None, strict: bool) -> None:
+def check_helpers(fn: Any, helpers: Iterable[tuple[Any, Any]] | None, strict: bool, release: str) -> None:
     """Report the refused constructs of the helper functions a trace of ``fn`` ran through:
     ``helpers`` are the values of :data:`trncore.sim.context.helper_sink` ((code, globals))."""
     if not helpers:
@@ -256,4 +267,4 @@ def check_helpers(fn: Any, helpers: Iterable[tuple[Any, Any]] | None, strict: bo
     own = getattr(fn, "__code__", None)
     for code, _ in helpers:
         if code is not own and isinstance(code, types.CodeType):
-            _report(code, strict)
+            _report(code, strict, release)

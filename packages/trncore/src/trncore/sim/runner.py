@@ -596,7 +596,7 @@ def get_program(
             return prog, arrays, NOT_RUN
         budget = _byte_budget()
         one_shot = lend and execute and lending.one_shot(arrays, budget)
-        python_subset.check_kernel(fn, strict)
+        python_subset.check_kernel(fn, strict, release)
         # (the helpers are collected for a one-shot program too: python_subset reads them)
         external = cache_purity.before_trace(fn)
         try:
@@ -609,7 +609,7 @@ def get_program(
             raise
         helpers = context.helper_sink
         cache_purity.remember(fn, digest, external)
-        python_subset.check_helpers(fn, helpers.values() if helpers else None, strict)
+        python_subset.check_helpers(fn, helpers.values() if helpers else None, strict, release)
         # a program the cache will not keep runs once: its outputs go to the caller uncopied
         # (trncore.sim.lending; _keep refuses a program over the byte budget)
         hand_over = lend and (one_shot or prog.data_dependent or prog.footprint > budget)
