@@ -403,3 +403,13 @@ def test_source_read_once_per_code(monkeypatch: pytest.MonkeyPatch) -> None:
     codes = [c for c in reads if not callable(c)]  # (marked_line reads functions)
     # (the kernel's and _copy's code may have been read by an earlier test of this process)
     assert h_once.__code__ in codes and len(codes) == len(set(codes)), codes
+
+
+def test_one_shot_program_reports_its_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program that runs once (a cache budget of 0, as the conformance runner sets) is checked
+    too: its kernel's first trace collects the helpers."""
+    monkeypatch.setenv("TRNSCI_SIM_CACHE_MIB", "0")
+    clear_cache()
+    out, found = _reports(lambda: simulate(_kernel_calling(h_try))(X.copy()))
+    np.testing.assert_array_equal(out, X)
+    assert [w.lineno for w in found] == [marked_line(h_try)]

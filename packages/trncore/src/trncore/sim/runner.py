@@ -150,6 +150,7 @@ def clear_cache() -> None:
         _cache.clear()
         _stats.update(traces=0, replays=0)
     cache_purity.forget()
+    python_subset.forget()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -597,8 +598,8 @@ def get_program(
         budget = _byte_budget()
         one_shot = lend and execute and lending.one_shot(arrays, budget)
         python_subset.check_kernel(fn, strict, release)
-        # (the helpers are collected for a one-shot program too: python_subset reads them)
-        external = cache_purity.before_trace(fn)
+        # (a one-shot program collects them too on the kernel's first trace: python_subset reads them)
+        external = cache_purity.before_trace(fn, helpers=not one_shot or python_subset.unchecked(fn))
         try:
             with _collector_paused():
                 prog = _trace(
