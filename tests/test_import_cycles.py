@@ -235,8 +235,8 @@ def test_the_check_sees_function_level_cycles_and_private_names(tmp_path: Path) 
 SIM_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("errors", "context", "hooks", "arrays", "accesses", "rules", "blas",
                     "nki_object", "nki_typing", "matmul_modes", "dtypes", "versions",
-                    "known_issues", "from_nki_0_2", "lnc_control", "cache_purity", "heap",
-                    "work_clock")),
+                    "known_issues", "from_nki_0_2", "lnc_control", "cache_purity",
+                    "python_subset", "heap", "work_clock")),
     ("tensors", ("dynamic", "tensor", "views")),
     ("operand rules", ("alu", "checks", "release_rules", "creation", "core_races")),
     ("instruction plumbing", ("isa_common", "isa_instruction")),

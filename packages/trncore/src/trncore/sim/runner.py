@@ -20,7 +20,7 @@ import numpy as np
 
 from trncore import config
 from trncore.keys import KernelKey
-from trncore.sim import cache_purity, context, dtypes, lending, registers, versions
+from trncore.sim import cache_purity, context, dtypes, lending, python_subset, registers, versions
 from trncore.sim import known_issues as _issues
 from trncore.sim.binding import rebind
 from trncore.sim.blas import blas_threads
@@ -150,6 +150,7 @@ def clear_cache() -> None:
         _cache.clear()
         _stats.update(traces=0, replays=0)
     cache_purity.forget()
+    python_subset.forget()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -596,7 +597,9 @@ def get_program(
             return prog, arrays, NOT_RUN
         budget = _byte_budget()
         one_shot = lend and execute and lending.one_shot(arrays, budget)
-        external = cache_purity.before_trace(fn, helpers=not one_shot)
+        python_subset.check_kernel(fn, strict, release)
+        # (a one-shot program collects them too on the kernel's first trace: python_subset reads them)
+        external = cache_purity.before_trace(fn, helpers=not one_shot or python_subset.unchecked(fn))
         try:
             with _collector_paused():
                 prog = _trace(
@@ -605,7 +608,9 @@ def get_program(
         except BaseException:
             cache_purity.abandon()
             raise
+        helpers = context.helper_sink
         cache_purity.remember(fn, digest, external)
+        python_subset.check_helpers(fn, helpers.values() if helpers else None, strict, release)
         # a program the cache will not keep runs once: its outputs go to the caller uncopied
         # (trncore.sim.lending; _keep refuses a program over the byte budget)
         hand_over = lend and (one_shot or prog.data_dependent or prog.footprint > budget)
