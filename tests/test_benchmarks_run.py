@@ -26,6 +26,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
      ["dispatch.json"]),
     ("sim_gemm.py", ["--n", "256", "--repeats", "1"], []),
     ("sim_trace.py", ["--rounds", "1", "--repeats", "1"], []),
+    ("sim_replay_small.py", ["--repeats", "1", "--inner", "1"], []),
     ("sim_schedule.py", ["--repeats", "1"],
      ["results/sim_schedule.json", "plots/timeline_gemm_1024_cli.png"]),
     ("trnblas_gemm.py", ["--size", "256", "--rounds", "1", "--json", "{out}/gemm.json"], ["gemm.json"]),

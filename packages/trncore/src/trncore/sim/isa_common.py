@@ -174,10 +174,19 @@ def static_rows(operand: Any, p: int) -> np.ndarray | None:
     arr = operand.arr
     if arr.ndim == 2 and arr.shape[0] == p:
         return arr  # (already the rows: a 2-D tile or view, the usual case)
+    return view_as(arr, (p, -1))
+
+
+def view_as(arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """``arr`` in ``shape`` as a view of its own memory, or None when no view has that shape.
+
+    (``np.reshape(copy=False)`` says this from NumPy 2.1; older releases, down to the lowest the
+    packages support, copy silently, so a copy is told by its memory instead.)"""
     try:
-        return np.reshape(arr, (p, -1), copy=False)
-    except ValueError:  # (no 2-D view of this layout)
+        out = arr.reshape(shape)
+    except ValueError:
         return None
+    return out if np.may_share_memory(out, arr) else None
 
 
 def copy_run(src: Any, dst: Any) -> Any:
@@ -189,10 +198,10 @@ def copy_run(src: Any, dst: Any) -> Any:
         return None
     d_arr, s_arr = dst.arr, src.arr
     if s_arr.shape != d_arr.shape:
-        try:
-            s_arr = np.reshape(s_arr, d_arr.shape, copy=False)
-        except ValueError:  # (no view of that shape)
+        viewed = view_as(s_arr, d_arr.shape)
+        if viewed is None:  # (no view of that shape)
             return None
+        s_arr = viewed
     raw = dtypes.RAW_VIEW.get(d_arr.dtype)
     if raw is not None:
         d_arr, s_arr = d_arr.view(raw), s_arr.view(raw)
