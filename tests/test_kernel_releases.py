@@ -1,11 +1,13 @@
 """The suite's NKI kernels declare NKI 0.3.0 as the oldest release they need (so Neuron SDK 2.29
-users can run them) and compute bit-identical results under NKI 0.3.0 and the newest release,
-0.6.0, on the emulator. The kernels and their argument shapes are those of
-test_kernel_schedules.py (every kernel of the four ``kernels`` packages, ragged shapes)."""
+users can run them), compute bit-identical results under NKI 0.3.0 and the newest release,
+0.6.0, on the emulator, and keep to the Python subset the NKI compiler takes. The kernels and
+their argument shapes are those of test_kernel_schedules.py (every kernel of the four
+``kernels`` packages, ragged shapes)."""
 
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import Path
 
 import ml_dtypes
@@ -14,6 +16,7 @@ import pytest
 
 import trncore.sim as sim
 from trncore.sim import versions
+from trncore.sim.python_subset import PythonSubsetWarning
 
 pytestmark = pytest.mark.simulator
 
@@ -55,3 +58,15 @@ def test_same_results_under_030_and_060(name: str) -> None:
         results[v] = [np.asarray(o).copy() for o in outs] + arrays  # outputs and written inputs
     for a, b in zip(results["0.3.0"], results["0.6.0"], strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_in_the_nki_python_subset(name: str) -> None:
+    """No construct the NKI compiler refuses (a comprehension, ``raise``, ``del``, ...) in the
+    kernel or in any helper its trace runs (docs/emulator.md, "The Python subset of the NKI
+    compiler"): the emulator's ``PythonSubsetWarning`` fails the test."""
+    specs, params = SMALL[name]
+    sim.clear_cache()  # a cached program is not traced again, and only a trace is checked
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PythonSubsetWarning)
+        sim.run_kernel(KERNELS[name], _arrays(specs, seed=3), params, target="trn2", nki_version="0.3.0")

@@ -2,7 +2,9 @@
 and with a fused ``alpha·AB + C`` update), which lives in :mod:`trncore.kernels.gemm` because
 trntensor launches it too. Plain functions using ``from trncore.lang import nki, nl, nisa`` and
 the shared building blocks of :mod:`trncore.kernels`; the host-side drivers that pad, cast and
-launch them live in ``trnblas._ops``.
+launch them live in ``trnblas._ops``. Kernel code keeps to the Python subset the NKI compiler
+takes (docs/emulator.md, "The Python subset of the NKI compiler"; no comprehensions, ``raise``
+or ``del``).
 """
 
 from trnblas._library import removed_getattr

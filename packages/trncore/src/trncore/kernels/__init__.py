@@ -30,6 +30,11 @@ relies on.
     the closed-shell MP2 energy of a tile of amplitudes
     (:func:`~trncore.kernels.mp2.mp2_energy_tile`) and the cross-partition sum that finishes it
     (:func:`~trncore.kernels.mp2.partition_sum`).
+
+Kernel code here, and every helper a kernel's trace runs, keeps to the Python subset the NKI
+compiler takes (docs/emulator.md, "The Python subset of the NKI compiler"): ``for`` loops that
+append instead of comprehensions, ``assert`` instead of ``raise``, no ``del`` or starred
+unpacking; tests/test_kernel_releases.py fails on any construct the emulator reports.
 """
 
 from trncore.kernels.complex_gemm import complex_matmul_kernel

@@ -73,9 +73,9 @@ def complex_matmul_kernel(
     k_blocks = spans(k_dim, kb * _TILE_K)
     for m0, msz in spans(m_dim, _TILE_M):
         for n0, nsz in spans(n_dim, _TILE_N):
-            acc = [
-                nl.ndarray((_TILE_M, _TILE_N), dtype=f32, buffer=nl.psum) for _ in range(3 if gauss else 2)
-            ]
+            acc = []
+            for _ in range(3 if gauss else 2):
+                acc.append(nl.ndarray((_TILE_M, _TILE_N), dtype=f32, buffer=nl.psum))
             for kbi, (k0, ksz) in enumerate(k_blocks):
                 tiles = -(-ksz // _TILE_K)
                 sa_r = nl.ndarray((_TILE_K, tiles, _TILE_M), dtype=f32, buffer=nl.sbuf)

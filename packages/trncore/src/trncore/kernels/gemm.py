@@ -83,7 +83,9 @@ def _gemm_body(
                 st = nl.ndarray((128, kb, bm), a.dtype, buffer=nl.sbuf)
                 load_block(st, a, 0, k_dim, m0, msz, transposed=not trans_a, batch=ia)
             for n0, nsz in spans(n_dim, tn):
-                psums = [nl.ndarray((128, tn), nl.float32, buffer=nl.psum) for _ in m_tiles]
+                psums = []
+                for _ in m_tiles:
+                    psums.append(nl.ndarray((128, tn), nl.float32, buffer=nl.psum))
                 for kbi, (k0, ksz) in enumerate(k_blocks):
                     if not resident:
                         st = nl.ndarray((128, kb, bm), a.dtype, buffer=nl.sbuf)

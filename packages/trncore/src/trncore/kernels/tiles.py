@@ -26,8 +26,7 @@ def dtype_bytes(dtype: Any) -> int:
     name = str(dtype).removeprefix("torch.").removeprefix("nl.")
     if name.startswith("float8"):
         return 1
-    if name not in _BYTES:
-        raise ValueError(f"unknown NKI dtype {dtype!r}")
+    assert name in _BYTES, f"unknown NKI dtype {dtype!r}"
     return _BYTES[name]
 
 
@@ -43,9 +42,11 @@ def spans(n: int, tile: int, start: int = 0) -> list[tuple[int, int]]:
     Compile-time Python (the loops it feeds are unrolled, AWS NKI Language Guide (NKI 0.3.0),
     Compilation Model).
     """
-    if tile <= 0:
-        raise ValueError(f"tile must be positive, got {tile}")
-    return [(start + s, min(tile, n - s)) for s in range(0, int(n), int(tile))]
+    assert tile > 0, f"tile must be positive, got {tile}"
+    out = []
+    for s in range(0, int(n), int(tile)):
+        out.append((start + s, min(tile, n - s)))
+    return out
 
 
 def block_view(
@@ -77,13 +78,11 @@ def block_view(
     shape = tuple(x.shape)
     if len(shape) == 3:
         base = int(batch) * shape[1] * shape[2]
-        r_len, c_len = shape[1], shape[2]
-    elif len(shape) == 2:
-        if batch:
-            raise ValueError(f"batch={batch} for a 2-D tensor of shape {shape}")
-        base, (r_len, c_len) = 0, shape
+        c_len = shape[2]
     else:
-        raise ValueError(f"block_view takes a 2-D or 3-D tensor, got shape {shape}")
+        assert len(shape) == 2, f"block_view takes a 2-D or 3-D tensor, got shape {shape}"
+        assert not batch, f"batch={batch} for a 2-D tensor of shape {shape}"
+        base, c_len = 0, shape[1]
     step = rows if row_step is None else row_step
     if transposed:
         # M[r, c] = X[c, r]: rows of M are columns of X (stride 1), columns of M are rows (stride C).
@@ -92,7 +91,6 @@ def block_view(
     else:
         offset = base + row0 * c_len + col0
         pattern = [[c_len, rows], [step * c_len, tiles], [1, cols]]
-    del r_len
     return x.ap(pattern=pattern, offset=offset)
 
 

@@ -9,4 +9,8 @@
 
 The complex GEMM the layers and ``trnfft.complex_matmul`` launch is shared with trnblas:
 :mod:`trncore.kernels.complex_gemm`.
+
+The kernels keep to the Python subset the NKI compiler takes (docs/emulator.md, "The Python
+subset of the NKI compiler"; no comprehensions, ``raise`` or ``del``); the geometry runs on the
+host before a launch, never in a trace, and may use any Python.
 """

@@ -185,7 +185,9 @@ def batchnorm_backward_kernel(
         st = _load(stats, c0, p, 0, 5)
         a, d, b = _whitening(st, eps, p)
         # accumulators: γ_rr, γ_ii, γ_ri, β_r, β_i grads; G11, G12, G21, G22; Σh_r, Σh_i, Σc_r, Σc_i
-        acc = [_zeros(p) for _ in range(13)]
+        acc = []
+        for _ in range(13):
+            acc.append(_zeros(p))
 
         for f0, f in chunks:
             cr, ci, g_r, g_i, hr, hi = _chunk(xr, xi, gr, gi, (c0, p, f0, f), st, prm)

@@ -147,10 +147,11 @@ def fft_stages_kernel(
     # Stage outputs ping-pong between two HBM scratch pairs: a stage permutes across partitions
     # (autosort), which on-chip engines cannot do in general (AWS NKI Access Patterns deep dive (NKI
     # 0.3.0): partition access is contiguous).
-    scratch = [
-        (nl.ndarray((batch, n), dtype=f32, buffer=nl.hbm), nl.ndarray((batch, n), dtype=f32, buffer=nl.hbm))
-        for _ in range(min(2, last))
-    ]
+    scratch = []
+    for _ in range(min(2, last)):
+        pair_r = nl.ndarray((batch, n), dtype=f32, buffer=nl.hbm)
+        pair_i = nl.ndarray((batch, n), dtype=f32, buffer=nl.hbm)
+        scratch.append((pair_r, pair_i))
     src = (xr, xi)
     for s, (L, R, rest, gk, gb, group, offset) in enumerate(stages):
         dst = (yr, yi) if s == last else scratch[s % 2]
@@ -172,9 +173,9 @@ def fft_stages_kernel(
                 )
             # The third stationary is derived on chip (a third of the table traffic saved):
             # -Wi for four-multiplication products; Wr + Wi and Wi - Wr for Gauss's three.
-            extra = [
-                nl.ndarray((parts, cg * parts), dtype=f32, buffer=nl.sbuf) for _ in range(2 if gauss else 1)
-            ]
+            extra = []
+            for _ in range(2 if gauss else 1):
+                extra.append(nl.ndarray((parts, cg * parts), dtype=f32, buffer=nl.sbuf))
             if gauss:
                 nisa.tensor_tensor(dst=extra[0], data1=wr, data2=wi, op=nl.add, engine=nisa.gpsimd_engine)
                 nisa.tensor_tensor(dst=extra[1], data1=wi, data2=wr, op=nl.subtract)
@@ -208,7 +209,8 @@ def fft_stages_kernel(
                         tile = nl.ndarray((parts, rest), dtype=f32, buffer=nl.sbuf)
                         nisa.dma_copy(dst=tile, src=plane.ap([[0, gb], [rest, R], [1, rest]], offset=0))
                         pre.append(tile.ap([[rest, parts], [0, bc], [1, rest]]))
-                    views = [d.ap([[cols, parts], [rest, bc], [1, rest]]) for d in data]
+                    view = [[cols, parts], [rest, bc], [1, rest]]
+                    views = [data[0].ap(view), data[1].ap(view)]
                     _pointwise_multiply(views[0], views[1], pre[0], pre[1], (parts, bc, rest))
                 summed = None
                 if gauss:
@@ -216,9 +218,14 @@ def fft_stages_kernel(
                     nisa.tensor_tensor(
                         dst=summed, data1=data[0], data2=data[1], op=nl.add, engine=nisa.gpsimd_engine
                     )
-                out = [nl.ndarray((parts, cg * cols), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
+                out = [
+                    nl.ndarray((parts, cg * cols), dtype=f32, buffer=nl.sbuf),
+                    nl.ndarray((parts, cg * cols), dtype=f32, buffer=nl.sbuf),
+                ]
                 for c in range(cg):
-                    stat = [t.ap([[cg * parts, parts], [1, parts]], offset=c * parts) for t in tab]
+                    stat = []
+                    for t in tab:
+                        stat.append(t.ap([[cg * parts, parts], [1, parts]], offset=c * parts))
                     for c_start in range(0, cols, _MOVING_MAX):
                         width = min(_MOVING_MAX, cols - c_start)
                         at = (parts, cg * cols, c * cols + c_start, width)
@@ -245,7 +252,8 @@ def fft_stages_kernel(
                             src=plane.ap([[1, gk], [0, gb], [L, R], [gk, cg]], offset=c0 * gk),
                         )
                         post.append(tile.ap([[cg, parts], [1, cg], [0, bc]]))
-                    views = [o.ap([[cg * cols, parts], [cols, cg], [1, bc]]) for o in out]
+                    view = [[cg * cols, parts], [cols, cg], [1, bc]]
+                    views = [out[0].ap(view), out[1].ap(view)]
                     _pointwise_multiply(views[0], views[1], post[0], post[1], (parts, cg, bc))
                 # partitions (kl, bh, j); free (chunk, batch row, q); element j L rest + k rest + q
                 out_pattern = [[rest, gk], [bc * n, gb], [L * rest, R], [gk * rest, cg], [n, bc], [1, rest]]
@@ -359,7 +367,8 @@ def fft_onchip_kernel(
             nisa.dma_copy(dst=tile, src=plane.ap(x_pattern, offset=b0 * n))
             x.append(tile)
         if pre is not None:
-            views = [t.ap([[groups * n2, parts], [n2, groups], [1, n2]]) for t in x]
+            view = [[groups * n2, parts], [n2, groups], [1, n2]]
+            views = [x[0].ap(view), x[1].ap(view)]
             _pointwise_multiply_split(views[0], views[1], pre[0], pre[1], (parts, groups, n2))
         x_s = nl.ndarray((parts, groups * n2), dtype=f32, buffer=nl.sbuf)
         nisa.tensor_tensor(dst=x_s, data1=x[0], data2=x[1], op=nl.add, engine=nisa.gpsimd_engine)
@@ -367,7 +376,8 @@ def fft_onchip_kernel(
         z_r = nl.ndarray((n2, batch_tile * n1), dtype=f32, buffer=nl.sbuf)
         z_i = nl.ndarray((n2, batch_tile * n1), dtype=f32, buffer=nl.sbuf)
         for g in range(groups):
-            stat = [_columns(t, (parts, groups * n2, g * n2, n2)) for t in (x_s, x[0], x[1])]
+            part = (parts, groups * n2, g * n2, n2)
+            stat = [_columns(x_s, part), _columns(x[0], part), _columns(x[1], part)]
             k1 = nl.ndarray((n2, cols), dtype=f32, buffer=nl.psum)
             k2 = nl.ndarray((n2, cols), dtype=f32, buffer=nl.psum)
             k3 = nl.ndarray((n2, cols), dtype=f32, buffer=nl.psum)
@@ -385,13 +395,18 @@ def fft_onchip_kernel(
             )
         if twiddle_data:  # Z[j2, (b, k1)] *= w_n^{j2 k1}
             shape = (n2, batch_tile, n1)
-            zv = [t.ap([[batch_tile * n1, n2], [n1, batch_tile], [1, n1]]) for t in (z_r, z_i)]
-            tv = [t.ap([[n1, n2], [0, batch_tile], [1, n1]]) for t in (t_r, t_i)]
+            z_view = [[batch_tile * n1, n2], [n1, batch_tile], [1, n1]]
+            t_view = [[n1, n2], [0, batch_tile], [1, n1]]
+            zv = [z_r.ap(z_view), z_i.ap(z_view)]
+            tv = [t_r.ap(t_view), t_i.ap(t_view)]
             _pointwise_multiply_split(zv[0], zv[1], tv[0], tv[1], shape)
         z_s = nl.ndarray((n2, batch_tile * n1), dtype=f32, buffer=nl.sbuf)
         nisa.tensor_tensor(dst=z_s, data1=z_r, data2=z_i, op=nl.add, engine=nisa.gpsimd_engine)
         total = n1 * batch_tile
-        out = [nl.ndarray((n2, total), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
+        out = [
+            nl.ndarray((n2, total), dtype=f32, buffer=nl.sbuf),
+            nl.ndarray((n2, total), dtype=f32, buffer=nl.sbuf),
+        ]
         if twiddle_data:
             # Stage 2 with the one stationary F_n2, 512 columns per pass: out[k2, (b, k1)]
             for c0 in range(0, total, _MOVING_MAX):
@@ -417,7 +432,8 @@ def fft_onchip_kernel(
             for c in range(n1):
                 # W = F_n2 * w^{j2 c} row by row (j2 on the partitions): Wr = Fr tr - Fi ti,
                 # Wi = Fr ti + Fi tr
-                col = [t.ap([[n1, n2], [1, 1]], offset=c) for t in (t_r, t_i, t_n)]
+                one = [[n1, n2], [1, 1]]
+                col = [t_r.ap(one, offset=c), t_i.ap(one, offset=c), t_n.ap(one, offset=c)]
                 a = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
                 b = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
                 nisa.activation(dst=a, op=nl.copy, data=f_r, scale=col[0])
@@ -432,7 +448,8 @@ def fft_onchip_kernel(
                 w_d = nl.ndarray((n2, n2), dtype=f32, buffer=nl.sbuf)
                 nisa.tensor_tensor(dst=w_s, data1=w_r, data2=w_i, op=nl.add, engine=nisa.gpsimd_engine)
                 nisa.tensor_tensor(dst=w_d, data1=w_i, data2=w_r, op=nl.subtract, engine=nisa.gpsimd_engine)
-                moving = [t.ap([[total, n2], [n1, batch_tile]], offset=c) for t in (z_r, z_i, z_s)]
+                cols_c = [[total, n2], [n1, batch_tile]]
+                moving = [z_r.ap(cols_c, offset=c), z_i.ap(cols_c, offset=c), z_s.ap(cols_c, offset=c)]
                 at = (n2, total, c * batch_tile, batch_tile)
                 _complex_pass(
                     _columns(out[0], at),
@@ -451,7 +468,7 @@ def fft_onchip_kernel(
             out_view = [[total, n2], [batch_tile, n1], [1, batch_tile]]
             y_pattern = [[n1, n2], [1, n1], [n, batch_tile]]  # y[b0 + b, k1 + n1 k2]
         if post is not None:
-            views = [o.ap(out_view) for o in out]
+            views = [out[0].ap(out_view), out[1].ap(out_view)]
             shape = (n2, batch_tile, n1) if twiddle_data else (n2, n1, batch_tile)
             _pointwise_multiply_split(views[0], views[1], post[0], post[1], shape)
         for plane, tile in zip((yr, yi), out):
@@ -483,7 +500,9 @@ def _transposing_pass(
 def _gauss_moving(tr: Any, ti: Any, shape: tuple[int, int]) -> list[Any]:
     """SBUF planes ``(M_r, M_i - M_r, M_r + M_i)`` of a complex constant loaded from HBM."""
     f32 = nl.float32
-    planes = [nl.ndarray(shape, dtype=f32, buffer=nl.sbuf) for _ in range(4)]
+    planes = []
+    for _ in range(4):
+        planes.append(nl.ndarray(shape, dtype=f32, buffer=nl.sbuf))
     nisa.dma_copy(dst=planes[0], src=tr)
     nisa.dma_copy(dst=planes[3], src=ti)
     nisa.tensor_tensor(dst=planes[1], data1=planes[3], data2=planes[0], op=nl.subtract)
@@ -568,28 +587,42 @@ def fft_onchip3_kernel(
         x_s = nl.ndarray((parts, free_x), dtype=f32, buffer=nl.sbuf)
         nisa.tensor_tensor(dst=x_s, data1=x[0], data2=x[1], op=nl.add, engine=nisa.gpsimd_engine)
         # Stage 1: Z1[j2, (b, j3hi, j3lo, k1)] = sum_j1 x F_n1
-        z1 = [nl.ndarray((n2, cols), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
+        z1 = [
+            nl.ndarray((n2, cols), dtype=f32, buffer=nl.sbuf),
+            nl.ndarray((n2, cols), dtype=f32, buffer=nl.sbuf),
+        ]
         for blk in range(batch_tile * hi):  # blk = b hi + j3hi
-            stat = [_columns(t, (parts, free_x, blk * n2, n2)) for t in (x_s, x[0], x[1])]
+            part = (parts, free_x, blk * n2, n2)
+            stat = [_columns(x_s, part), _columns(x[0], part), _columns(x[1], part)]
             at = (n2, cols, blk * parts, parts)
             _transposing_pass(_columns(z1[0], at), _columns(z1[1], at), stat, m, n2, parts)
-        views = [t.ap([[cols, n2], [n3 * n1, batch_tile], [1, n3 * n1]]) for t in z1]
+        view = [[cols, n2], [n3 * n1, batch_tile], [1, n3 * n1]]
+        views = [z1[0].ap(view), z1[1].ap(view)]
         _pointwise_multiply_split(views[0], views[1], ta[0], ta[1], (n2, batch_tile, n3 * n1))
         z1s = nl.ndarray((n2, cols), dtype=f32, buffer=nl.sbuf)
         nisa.tensor_tensor(dst=z1s, data1=z1[0], data2=z1[1], op=nl.add, engine=nisa.gpsimd_engine)
         # Stage 2: Z2[j3, (b, k1, k2)] = sum_j2 Z1[j2, (b, j3, k1)] F_n2[j2, k2], one (b, k1) per pass
-        z2 = [nl.ndarray((n3, total), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
+        z2 = [
+            nl.ndarray((n3, total), dtype=f32, buffer=nl.sbuf),
+            nl.ndarray((n3, total), dtype=f32, buffer=nl.sbuf),
+        ]
         for b in range(batch_tile):
             for k1 in range(n1):
-                stat = [t.ap([[cols, n2], [n1, n3]], offset=b * n3 * n1 + k1) for t in (z1s, z1[0], z1[1])]
+                block = [[cols, n2], [n1, n3]]
+                at0 = b * n3 * n1 + k1
+                stat = [z1s.ap(block, offset=at0), z1[0].ap(block, offset=at0), z1[1].ap(block, offset=at0)]
                 at = (n3, total, (b * n1 + k1) * n2, n2)
                 _transposing_pass(_columns(z2[0], at), _columns(z2[1], at), stat, f2, n3, n2)
-        views = [t.ap([[total, n3], [n2, batch_tile * n1], [1, n2]]) for t in z2]
+        view = [[total, n3], [n2, batch_tile * n1], [1, n2]]
+        views = [z2[0].ap(view), z2[1].ap(view)]
         _pointwise_multiply_split(views[0], views[1], tb[0], tb[1], (n3, batch_tile * n1, n2))
         z2s = nl.ndarray((n3, total), dtype=f32, buffer=nl.sbuf)
         nisa.tensor_tensor(dst=z2s, data1=z2[0], data2=z2[1], op=nl.add, engine=nisa.gpsimd_engine)
         # Stage 3: out[k3, (b, k1, k2)] = sum_j3 F_n3[k3, j3] Z2[j3, (b, k1, k2)]
-        out = [nl.ndarray((n3, total), dtype=f32, buffer=nl.sbuf) for _ in range(2)]
+        out = [
+            nl.ndarray((n3, total), dtype=f32, buffer=nl.sbuf),
+            nl.ndarray((n3, total), dtype=f32, buffer=nl.sbuf),
+        ]
         for c0 in range(0, total, _MOVING_MAX):
             at = (n3, total, c0, min(_MOVING_MAX, total - c0))
             _complex_pass(

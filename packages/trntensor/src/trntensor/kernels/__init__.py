@@ -8,7 +8,9 @@ trncore operation of :mod:`trntensor._ops`, whose driver (:mod:`trntensor._drive
 launches it. The Tensor Engine work of every kernel goes through the shared tiled
 matmul block of :mod:`trncore.kernels`; the energy kernel reduces with the shared MP2 energy
 block from the same place. Tile sizes are compile-time parameters, and ragged edges are clipped
-tiles (sizes from ``min``), so no kernel assumes multiples of 128.
+tiles (sizes from ``min``), so no kernel assumes multiples of 128. Kernel code keeps to the
+Python subset the NKI compiler takes (docs/emulator.md, "The Python subset of the NKI
+compiler"; no comprehensions, ``raise`` or ``del``).
 """
 
 from trntensor.kernels.ao_to_mo import ao_to_mo_kernel

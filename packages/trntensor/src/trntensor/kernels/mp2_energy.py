@@ -70,8 +70,12 @@ def mp2_energy_block_kernel(
     out = nl.ndarray((1, 1), nl.float32, buffer=nl.shared_hbm)
     acc = nl.ndarray((tile_m, 1), nl.float32, buffer=nl.sbuf)
     nisa.memset(dst=acc, value=0.0)
-    jb = [_factor_block(bt_jb, j, naux, n_b, tile_k) for j in range(n_j)]
-    ja = [_factor_block(bt_ja, j, naux, n_a, tile_k) for j in range(n_j)]
+    jb = []
+    for j in range(n_j):
+        jb.append(_factor_block(bt_jb, j, naux, n_b, tile_k))
+    ja = []
+    for j in range(n_j):
+        ja.append(_factor_block(bt_ja, j, naux, n_a, tile_k))
     # ε_j − ε_b along the free dim, the same rows on every partition: one DMA whose source
     # repeats with partition step 0 (the AWS NKI Access Patterns deep dive, NKI 0.3.0, reads element
     # flat[offset + Σ index·step], so a step of 0 repeats a row).
