@@ -354,7 +354,11 @@ def check_bool_arguments(
         site = user_site()
         # a switch the target release does not have is that release's error, whatever its value
         row = f"nisa.{api}({name}=)"
-        if any(c.api == row for c in versions.CHANGES):
+        try:
+            versions.change(row)
+        except KeyError:
+            pass  # (a switch of every release)
+        else:
             versions.require(row, site)
         raise TypeError(
             f"nki.isa.{api}: {name} must be a bool (True or False), got {value!r}{site_suffix(site)}"

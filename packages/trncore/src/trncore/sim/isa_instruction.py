@@ -203,10 +203,7 @@ def _shifted_operand_error(
     hint = _shifted_dst_hint(fn.__name__, signature, args, kwargs)
     if not hint:
         return None
-    suffix = site_suffix(context.user_site())
-    if suffix and text.endswith(suffix):
-        text = text[: -len(suffix)]
-    return TypeError(f"nki.isa.{text}{hint}{suffix}")
+    return TypeError(f"nki.isa.{_before_site(text, hint)}")
 
 
 def _beta1_hinted(
@@ -221,10 +218,15 @@ def _beta1_hinted(
     hint = _shifted_dst_hint(fn.__name__, inspect.signature(fn), args, kwargs)
     if not hint:
         return exc
-    text, suffix = str(exc), site_suffix(context.user_site())
+    return TypeError(_before_site(str(exc), hint))
+
+
+def _before_site(text: str, hint: str) -> str:
+    """``text`` (a refusal's message) with ``hint`` put before its kernel-line suffix, if any."""
+    suffix = site_suffix(context.user_site())
     if suffix and text.endswith(suffix):
         text = text[: -len(suffix)]
-    return TypeError(f"{text}{hint}{suffix}")
+    return f"{text}{hint}{suffix}"
 
 
 def signature_checked(fn: Callable[..., Any], namespace: str) -> Callable[..., Any]:

@@ -198,8 +198,9 @@ def _rows_run(
     :func:`trncore.sim.isa_common.writer`). Bitvec ops with both operands and the dst of one
     integer type: the token's ufunc straight into the dst (:func:`trncore.sim.alu.bitvec_ufunc`;
     the general run's result has that type, so its cast is the identity). Exact GpSimd
-    int32/uint32 arithmetic: the ufunc in int64 (the general run's ``astype(int64)`` of both
-    operands), saturated at the dst type's range in place and stored, as
+    int32/uint32 arithmetic: the ufunc in the general run's wide type (:func:`_exact_dtype`:
+    int64, uint64 for a product of unsigned words), saturated at the dst type's range in place
+    and stored, as
     :func:`trncore.sim.dtypes.cast` saturates it (a uint32 add: the saturating sum in uint32,
     the same values). Same bits, one to five NumPy calls instead of about ten Python steps
     around them (small integer tiles, e.g. a random-number kernel's (128, 1) words, replay at a

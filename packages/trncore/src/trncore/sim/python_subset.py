@@ -253,7 +253,7 @@ def findings(code: types.CodeType) -> tuple[Finding, ...]:
 def _report(code: types.CodeType, strict: bool, release: str) -> None:
     for f in findings(code):
         since = _ACCEPTED_FROM.get(f.rule)
-        if since is not None and versions.VERSIONS.index(release) >= versions.VERSIONS.index(since):
+        if since is not None and versions.at_least(since, release):
             continue
         site = (f.filename, f.line)
         if f.page and strict:

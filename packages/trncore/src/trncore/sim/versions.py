@@ -367,9 +367,10 @@ def cast_truncates(version: str) -> bool:
     return _index(version) < _index(change("float to int casts").introduced or OLDEST)
 
 
-def at_least(version: str) -> bool:
-    """Whether the current target release is ``version`` or later."""
-    return _index(current()) >= _index(version)
+def at_least(version: str, release: str | None = None) -> bool:
+    """Whether ``release`` (normalized, e.g. ``"0.4.0"``; default the current target release) is
+    ``version`` or later."""
+    return _index(release or current()) >= _index(version)
 
 
 def has_change(api: str) -> bool:
